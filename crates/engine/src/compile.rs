@@ -1,0 +1,339 @@
+//! Compiling an evaluation context (JSON) into an [`Environment`]. Runs once per environment
+//! change; every parse, sort, regex compilation and index the evaluator needs happens here.
+//!
+//! Shape errors (a wrong JSON type where the schema requires an object, array or string) are
+//! [`InputError`]s naming the JSON path. A *missing* key the reference indexes with `[]` is not
+//! an input error: the reference only raises when evaluation reaches it, so the compiled field
+//! holds the `KeyError` and the evaluator raises it at the same point.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::condition::{parse_operator, pystr, Condition, ConditionSource, Operator};
+use crate::error::{EvalError, InputError, PyErrorKind};
+use crate::model::*;
+use crate::priority::{stable_sort_by_priority, PriorityKey};
+use crate::property::{Property, Query};
+use crate::value::{classify_number, json_truthy, JsonNumber};
+
+/// A non-fatal finding about the input (an operator the engine does not know).
+pub type Diagnostic = InputError;
+
+struct Compiler<'r> {
+    root: &'r Map<String, Value>,
+    names: Vec<String>,
+    name_ids: HashMap<String, NameId>,
+    feature_ctxs: Vec<FeatureCtx>,
+    needs_root: bool,
+    reads_flags: bool,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// Compiles a context object (its `identity`, if any, is ignored: identities are per call).
+pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>), InputError> {
+    let root = context.as_object().ok_or_else(|| InputError::new("$", "context must be a JSON object"))?;
+    let mut c = Compiler {
+        root,
+        names: Vec::new(),
+        name_ids: HashMap::new(),
+        feature_ctxs: Vec::new(),
+        needs_root: false,
+        reads_flags: false,
+        diagnostics: Vec::new(),
+    };
+
+    let env_key = match root.get("environment") {
+        None => Err(EvalError::key("'environment'")),
+        Some(Value::Object(env)) => match env.get("key") {
+            Some(k) => Ok(pystr(k)),
+            None => Err(EvalError::key("'key'")),
+        },
+        Some(_) => return Err(InputError::new("$.environment", "must be an object")),
+    };
+
+    let mut root_order: Vec<RootEntry> = root
+        .keys()
+        .map(|k| match k.as_str() {
+            "identity" => RootEntry::Identity,
+            "flags" => RootEntry::Flags,
+            _ => RootEntry::Static(k.clone()),
+        })
+        .collect();
+    for entry in [RootEntry::Identity, RootEntry::Flags] {
+        if !root_order.contains(&entry) {
+            root_order.push(entry);
+        }
+    }
+
+    // Features, in context order; output slots are per distinct name (first position wins).
+    let mut features = Vec::new();
+    let mut feature_by_key = HashMap::new();
+    let mut slot_by_name: HashMap<String, usize> = HashMap::new();
+    for (key, fc) in object_entries(root.get("features"), "$.features")? {
+        let path = format!("$.features[{}]", serde_json::to_string(key).unwrap_or_default());
+        let ctx = c.feature_ctx(fc, &path)?;
+        let slot_name = ctx.name.as_ref().map(String::clone).unwrap_or_default();
+        let index = c.feature_ctxs.len();
+        c.feature_ctxs.push(ctx);
+        let next = slot_by_name.len();
+        let slot = *slot_by_name.entry(slot_name).or_insert(next);
+        features.push(FeatureEntry { ctx: index, slot });
+        feature_by_key.insert(key.clone(), index);
+    }
+
+    let mut segments = Vec::new();
+    for (key, sc) in object_entries(root.get("segments"), "$.segments")? {
+        let path = format!("$.segments[{}]", serde_json::to_string(key).unwrap_or_default());
+        segments.push(c.segment(sc, &path)?);
+    }
+
+    let mut targeted = vec![false; c.names.len()];
+    let mut segments_by_name = vec![Vec::new(); c.names.len()];
+    let mut override_name_error = None;
+    for (s, segment) in segments.iter().enumerate() {
+        for &o in &segment.overrides {
+            match (&c.feature_ctxs[o].name, c.feature_ctxs[o].name_id) {
+                (Ok(_), Some(id)) => {
+                    targeted[id as usize] = true;
+                    let list: &mut Vec<usize> = &mut segments_by_name[id as usize];
+                    if list.last() != Some(&s) {
+                        list.push(s);
+                    }
+                }
+                (Err(e), _) => override_name_error = override_name_error.or_else(|| Some(e.clone())),
+                _ => {}
+            }
+        }
+    }
+
+    let env = Environment {
+        env_key,
+        root: if c.needs_root { strip_dynamic(root) } else { Map::new() },
+        root_order,
+        features,
+        feature_by_key,
+        names: c.names,
+        name_ids: c.name_ids,
+        targeted,
+        override_name_error,
+        segments,
+        segments_by_name,
+        reads_flags: c.reads_flags,
+        flag_slots: slot_by_name.len(),
+        feature_ctxs: c.feature_ctxs,
+    };
+    Ok((env, c.diagnostics))
+}
+
+/// The static part of the root (everything but `identity` and `flags`).
+fn strip_dynamic(root: &Map<String, Value>) -> Map<String, Value> {
+    root.iter()
+        .filter(|(k, _)| k.as_str() != "identity" && k.as_str() != "flags")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Entries of an optional JSON object (`null` or absent = empty).
+fn object_entries<'v>(
+    v: Option<&'v Value>,
+    path: &str,
+) -> Result<Vec<(&'v String, &'v Value)>, InputError> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(map)) => Ok(map.iter().collect()),
+        Some(_) => Err(InputError::new(path, "must be an object")),
+    }
+}
+
+/// Items of an optional JSON array (`null`, absent or falsy = empty).
+fn array_items<'v>(v: Option<&'v Value>, path: &str) -> Result<&'v [Value], InputError> {
+    match v {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(InputError::new(path, "must be an array")),
+    }
+}
+
+fn object<'v>(v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, InputError> {
+    v.as_object().ok_or_else(|| InputError::new(path, "must be an object"))
+}
+
+fn required(map: &Map<String, Value>, key: &str) -> Result<Value, EvalError> {
+    map.get(key).cloned().ok_or_else(|| EvalError::key(format!("'{key}'")))
+}
+
+impl Compiler<'_> {
+    fn intern(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as NameId;
+        self.names.push(name.to_owned());
+        self.name_ids.insert(name.to_owned(), id);
+        id
+    }
+
+    fn feature_ctx(&mut self, v: &Value, path: &str) -> Result<FeatureCtx, InputError> {
+        let fc = object(v, path)?;
+        let name = match fc.get("name") {
+            None => Err(EvalError::key("'name'")),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => return Err(InputError::new(format!("{path}.name"), "must be a string")),
+        };
+        let name_id = name.as_ref().ok().map(|n| self.intern(n));
+        let variants = match fc.get("variants") {
+            Some(v) if json_truthy(v) => {
+                let items = array_items(Some(v), &format!("{path}.variants"))?;
+                let mut compiled = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let vp = format!("{path}.variants[{i}]");
+                    let item = object(item, &vp)?;
+                    compiled.push((PriorityKey::from_json(item.get("priority")), variant(item)));
+                }
+                Some(stable_sort_by_priority(&mut compiled).map(|()| compiled.into_iter().map(|(_, v)| v).collect()))
+            }
+            _ => None,
+        };
+        Ok(FeatureCtx {
+            name,
+            name_id,
+            enabled: required(fc, "enabled"),
+            value: required(fc, "value"),
+            key: fc.get("key").map(pystr).ok_or_else(|| EvalError::key("'key'")),
+            variants,
+            priority: PriorityKey::from_json(fc.get("priority")),
+            metadata: fc.get("metadata").filter(|m| json_truthy(m)).cloned(),
+        })
+    }
+
+    fn segment(&mut self, v: &Value, path: &str) -> Result<Segment, InputError> {
+        let sc = object(v, path)?;
+        let name = required(sc, "name");
+        let reason = format!("TARGETING_MATCH; segment={}", name.as_ref().map(pystr).unwrap_or_default());
+        let rules = match sc.get("rules") {
+            None => Err(EvalError::key("'rules'")),
+            Some(r) => {
+                let items = array_items(Some(r), &format!("{path}.rules"))?;
+                let mut rules = Vec::with_capacity(items.len());
+                for (i, rule) in items.iter().enumerate() {
+                    rules.push(self.rule(rule, &format!("{path}.rules[{i}]"))?);
+                }
+                Ok(rules)
+            }
+        };
+        let mut overrides = Vec::new();
+        let items = match sc.get("overrides") {
+            Some(o) if json_truthy(o) => array_items(Some(o), &format!("{path}.overrides"))?,
+            _ => &[],
+        };
+        for (i, o) in items.iter().enumerate() {
+            let ctx = self.feature_ctx(o, &format!("{path}.overrides[{i}]"))?;
+            overrides.push(self.feature_ctxs.len());
+            self.feature_ctxs.push(ctx);
+        }
+        Ok(Segment {
+            key: sc.get("key").map(pystr).ok_or_else(|| EvalError::key("'key'")),
+            name,
+            reason,
+            metadata: sc.get("metadata").filter(|m| json_truthy(m)).cloned(),
+            rules,
+            overrides,
+        })
+    }
+
+    fn rule(&mut self, v: &Value, path: &str) -> Result<Rule, InputError> {
+        let rule = object(v, path)?;
+        let quantifier = match rule.get("type") {
+            Some(Value::String(t)) if t == "ALL" => Ok(Quantifier::All),
+            Some(Value::String(t)) if t == "ANY" => Ok(Quantifier::Any),
+            Some(Value::String(t)) if t == "NONE" => Ok(Quantifier::None),
+            Some(other) => Err(EvalError::key(other)),
+            None => Err(EvalError::key("'type'")),
+        };
+        let mut conditions = Vec::new();
+        let conds = match rule.get("conditions") {
+            Some(c) if json_truthy(c) => array_items(Some(c), &format!("{path}.conditions"))?,
+            _ => &[],
+        };
+        for (i, cond) in conds.iter().enumerate() {
+            conditions.push(self.condition(cond, &format!("{path}.conditions[{i}]"))?);
+        }
+        let mut rules = Vec::new();
+        let subs = match rule.get("rules") {
+            Some(r) if json_truthy(r) => array_items(Some(r), &format!("{path}.rules"))?,
+            _ => &[],
+        };
+        for (i, sub) in subs.iter().enumerate() {
+            rules.push(self.rule(sub, &format!("{path}.rules[{i}]"))?);
+        }
+        Ok(Rule { quantifier, conditions, rules })
+    }
+
+    fn condition(&mut self, v: &Value, path: &str) -> Result<Condition, InputError> {
+        let cond = object(v, path)?;
+        let value = cond.get("value");
+        let op_text = match cond.get("operator") {
+            Some(Value::String(s)) => Some(s.as_str()),
+            _ => None,
+        };
+        let operator = match cond.get("operator") {
+            None => Err(EvalError::key("'operator'")),
+            Some(_) => Ok(match op_text.and_then(parse_operator) {
+                Some(build) => build(value),
+                None => {
+                    self.diagnostics.push(InputError::new(
+                        format!("{path}.operator"),
+                        format!("unknown operator {}", cond["operator"]),
+                    ));
+                    Operator::Unknown
+                }
+            }),
+        };
+        let property = match cond.get("property") {
+            None => Err(EvalError::key("'property'")),
+            Some(p) => {
+                let property = Property::compile(p, op_text == Some("PERCENTAGE_SPLIT"), self.root);
+                if let Property::Path { query, .. } = &property {
+                    match query {
+                        Query::General(_) => {
+                            // The materialised context includes the resolved flags.
+                            self.needs_root = true;
+                            self.reads_flags = true;
+                        }
+                        Query::Flag(..) => self.reads_flags = true,
+                        _ => {}
+                    }
+                }
+                Ok(property)
+            }
+        };
+        let source = ConditionSource {
+            property: cond.get("property").map(pystr).unwrap_or_default(),
+            operator: op_text.unwrap_or("?").to_owned(),
+            value: value.map(|v| v.to_string()).unwrap_or_else(|| "(missing)".into()),
+        };
+        Ok(Condition { property, operator, source })
+    }
+}
+
+fn variant(item: &Map<String, Value>) -> Variant {
+    let weight_value = item.get("weight");
+    let weight = match weight_value {
+        None => Err(EvalError::key("'weight'")),
+        Some(Value::Bool(b)) => Ok(*b as i64 as f64),
+        Some(Value::Number(n)) => match classify_number(n) {
+            JsonNumber::Float(f) => Ok(f),
+            JsonNumber::Int(i) => i
+                .to_f64()
+                .ok_or_else(|| EvalError::new(PyErrorKind::OverflowError, "int too large to convert to float")),
+        },
+        Some(_) => Err(EvalError::type_error("unsupported operand type(s) for +: weight and 'float'")),
+    };
+    Variant {
+        value: required(item, "value"),
+        weight,
+        reason: format!("SPLIT; weight={}", weight_value.map(pystr).unwrap_or_default()),
+        key: item.get("key").cloned().unwrap_or(Value::Null),
+    }
+}

@@ -1,0 +1,273 @@
+//! Environment document → evaluation context, as the Flagsmith SDKs map it for local evaluation
+//! (Python SDK 6.3.0 `map_environment_document_to_context`), plus the per-feature facts the REST
+//! API needs (`feature.id`, `feature.type`) that the context does not carry.
+//!
+//! Identity overrides become virtual segments, one per distinct set of overrides, matching on
+//! `$.identity.identifier IN [...]` with priority −∞. JSON cannot spell −∞, so it is written as
+//! the number `-1e999`, which every float parser (ours and Python's) reads as −infinity.
+
+use indexmap::IndexMap;
+use serde_json::{json, Map, Value};
+
+use crate::error::InputError;
+use crate::value::{classify_number, JsonNumber};
+
+/// What the REST API shows about a feature besides its evaluated state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeatureInfo {
+    pub id: Value,
+    pub name: String,
+    /// `STANDARD` or `MULTIVARIATE` (as given; `STANDARD` when absent).
+    pub kind: String,
+}
+
+/// Features of a document in `feature_states` order.
+pub fn feature_catalog(doc: &Value) -> Vec<FeatureInfo> {
+    let states = doc.get("feature_states").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+    states
+        .iter()
+        .filter_map(|fs| {
+            let feature = fs.get("feature")?;
+            Some(FeatureInfo {
+                id: feature.get("id").cloned().unwrap_or(Value::Null),
+                name: feature.get("name")?.as_str()?.to_owned(),
+                kind: feature.get("type").and_then(Value::as_str).unwrap_or("STANDARD").to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Maps an environment document to the engine's context format.
+pub fn document_to_context(doc: &Value) -> Result<Value, InputError> {
+    let doc = doc.as_object().ok_or_else(|| InputError::new("$", "environment document must be a JSON object"))?;
+    let api_key = match doc.get("api_key") {
+        Some(Value::String(k)) => k.clone(),
+        _ => return Err(InputError::new("$.api_key", "must be a string")),
+    };
+    let name = doc.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+
+    let mut features = Map::new();
+    for (i, fs) in array(doc.get("feature_states"), "$.feature_states")?.iter().enumerate() {
+        let ctx = feature_context(fs, &format!("$.feature_states[{i}]"))?;
+        let key = ctx["name"].as_str().unwrap_or_default().to_owned();
+        features.insert(key, ctx);
+    }
+
+    let mut segments = Map::new();
+    let project = doc.get("project").and_then(Value::as_object);
+    let project_segments = project.and_then(|p| p.get("segments"));
+    for (i, segment) in array(project_segments, "$.project.segments")?.iter().enumerate() {
+        let path = format!("$.project.segments[{i}]");
+        let s = object(segment, &path)?;
+        let id = s.get("id").cloned().unwrap_or(Value::Null);
+        let key = crate::condition::pystr(&id);
+        let mut overrides = Vec::new();
+        for (j, fs) in array(s.get("feature_states"), &format!("{path}.feature_states"))?.iter().enumerate() {
+            overrides.push(feature_context(fs, &format!("{path}.feature_states[{j}]"))?);
+        }
+        segments.insert(
+            key.clone(),
+            json!({
+                "key": key,
+                "name": s.get("name").cloned().unwrap_or(Value::Null),
+                "rules": rules(s.get("rules"), &format!("{path}.rules"))?,
+                "overrides": overrides,
+                "metadata": {"id": id, "source": "api"},
+            }),
+        );
+    }
+    identity_override_segments(doc.get("identity_overrides"), &mut segments)?;
+
+    Ok(json!({
+        "environment": {"key": api_key, "name": name},
+        "features": features,
+        "segments": segments,
+    }))
+}
+
+fn array<'v>(v: Option<&'v Value>, path: &str) -> Result<&'v [Value], InputError> {
+    match v {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => Err(InputError::new(path, "must be an array")),
+    }
+}
+
+fn object<'v>(v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, InputError> {
+    v.as_object().ok_or_else(|| InputError::new(path, "must be an object"))
+}
+
+fn truthy(v: Option<&Value>) -> Option<&Value> {
+    v.filter(|v| crate::value::json_truthy(v))
+}
+
+/// A FeatureStateModel → FeatureContext.
+fn feature_context(fs: &Value, path: &str) -> Result<Value, InputError> {
+    let fs = object(fs, path)?;
+    let feature = fs.get("feature").and_then(Value::as_object).ok_or_else(|| InputError::new(format!("{path}.feature"), "must be an object"))?;
+    let name = match feature.get("name") {
+        Some(Value::String(n)) => n.clone(),
+        _ => return Err(InputError::new(format!("{path}.feature.name"), "must be a string")),
+    };
+    // `str(django_id or featurestate_uuid)`: a Python truthiness test, so 0 falls back too.
+    let key = match truthy(fs.get("django_id")).or_else(|| fs.get("featurestate_uuid")) {
+        Some(v) => crate::condition::pystr(v),
+        None => return Err(InputError::new(format!("{path}.featurestate_uuid"), "needed when django_id is empty")),
+    };
+    let mut ctx = Map::new();
+    ctx.insert("key".into(), Value::String(key));
+    ctx.insert("name".into(), Value::String(name));
+    ctx.insert("enabled".into(), fs.get("enabled").cloned().unwrap_or(Value::Bool(false)));
+    ctx.insert("value".into(), fs.get("feature_state_value").cloned().unwrap_or(Value::Null));
+    ctx.insert("metadata".into(), json!({"id": feature.get("id").cloned().unwrap_or(Value::Null)}));
+    let mv_path = format!("{path}.multivariate_feature_state_values");
+    let mv = array(truthy(fs.get("multivariate_feature_state_values")), &mv_path)?;
+    if !mv.is_empty() {
+        let mut variants = Vec::with_capacity(mv.len());
+        for (i, v) in mv.iter().enumerate() {
+            let vp = format!("{mv_path}[{i}]");
+            let v = object(v, &vp)?;
+            let option = v
+                .get("multivariate_feature_option")
+                .and_then(Value::as_object)
+                .ok_or_else(|| InputError::new(format!("{vp}.multivariate_feature_option"), "must be an object"))?;
+            let priority = match truthy(v.get("id")) {
+                Some(id) => id.clone(),
+                None => uuid_priority(v.get("mv_fs_value_uuid"), &vp)?,
+            };
+            let mut variant = Map::new();
+            variant.insert("value".into(), option.get("value").cloned().unwrap_or(Value::Null));
+            variant.insert("weight".into(), v.get("percentage_allocation").cloned().unwrap_or(json!(0)));
+            variant.insert("priority".into(), priority);
+            if let Some(k) = option.get("key").filter(|k| !k.is_null()) {
+                variant.insert("key".into(), k.clone());
+            }
+            variants.push(Value::Object(variant));
+        }
+        ctx.insert("variants".into(), Value::Array(variants));
+    }
+    // A null priority would crash the Python SDK when compared; Core skips it, and so do we.
+    if let Some(fseg) = truthy(fs.get("feature_segment")) {
+        if let Some(p) = fseg.get("priority").filter(|p| !p.is_null()) {
+            ctx.insert("priority".into(), p.clone());
+        }
+    }
+    Ok(Value::Object(ctx))
+}
+
+/// `uuid.UUID(mv_fs_value_uuid).int`: the 128-bit integer of the UUID.
+fn uuid_priority(v: Option<&Value>, path: &str) -> Result<Value, InputError> {
+    let text = v.and_then(Value::as_str).unwrap_or("");
+    let hex: String = text
+        .trim_start_matches("urn:")
+        .trim_start_matches("uuid:")
+        .chars()
+        .filter(|c| !matches!(c, '-' | '{' | '}'))
+        .collect();
+    match (hex.len(), u128::from_str_radix(&hex, 16)) {
+        (32, Ok(n)) => Ok(serde_json::from_str(&n.to_string()).expect("an integer is valid JSON")),
+        _ => Err(InputError::new(format!("{path}.mv_fs_value_uuid"), "needs a UUID when id is empty")),
+    }
+}
+
+fn rules(v: Option<&Value>, path: &str) -> Result<Value, InputError> {
+    let mut out = Vec::new();
+    for (i, rule) in array(v, path)?.iter().enumerate() {
+        let rp = format!("{path}[{i}]");
+        let r = object(rule, &rp)?;
+        let mut conditions = Vec::new();
+        for (j, c) in array(r.get("conditions"), &format!("{rp}.conditions"))?.iter().enumerate() {
+            let c = object(c, &format!("{rp}.conditions[{j}]"))?;
+            conditions.push(json!({
+                "property": truthy(c.get("property_")).cloned().unwrap_or(json!("")),
+                "operator": c.get("operator").cloned().unwrap_or(Value::Null),
+                "value": c.get("value").cloned().unwrap_or(Value::Null),
+            }));
+        }
+        out.push(json!({
+            "type": r.get("type").cloned().unwrap_or(Value::Null),
+            "conditions": conditions,
+            "rules": rules(r.get("rules"), &format!("{rp}.rules"))?,
+        }));
+    }
+    Ok(Value::Array(out))
+}
+
+/// One virtual segment per distinct set of identity overrides (grouped as the SDK groups them).
+fn identity_override_segments(v: Option<&Value>, segments: &mut Map<String, Value>) -> Result<(), InputError> {
+    // Group key (Python tuple equality: 1 == 1.0 == True) → (overrides, identifiers).
+    let mut groups: IndexMap<String, (Vec<Value>, Vec<Value>)> = IndexMap::new();
+    for (i, identity) in array(v, "$.identity_overrides")?.iter().enumerate() {
+        let path = format!("$.identity_overrides[{i}]");
+        let identity = object(identity, &path)?;
+        let features = array(identity.get("identity_features"), &format!("{path}.identity_features"))?;
+        if features.is_empty() {
+            continue;
+        }
+        let mut entries = Vec::with_capacity(features.len());
+        for (j, fs) in features.iter().enumerate() {
+            let fp = format!("{path}.identity_features[{j}]");
+            let fs = object(fs, &fp)?;
+            let feature = fs.get("feature").and_then(Value::as_object).ok_or_else(|| InputError::new(format!("{fp}.feature"), "must be an object"))?;
+            let name = feature.get("name").and_then(Value::as_str).ok_or_else(|| InputError::new(format!("{fp}.feature.name"), "must be a string"))?;
+            entries.push((
+                name.to_owned(),
+                feature.get("id").cloned().unwrap_or(Value::Null),
+                fs.get("enabled").cloned().unwrap_or(Value::Bool(false)),
+                fs.get("feature_state_value").cloned().unwrap_or(Value::Null),
+            ));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let group_key = entries
+            .iter()
+            .map(|(name, id, enabled, value)| format!("{}|{}|{}|{}", py_eq_key(id), name, py_eq_key(enabled), py_eq_key(value)))
+            .collect::<Vec<_>>()
+            .join("\u{0}");
+        let identifier = identity.get("identifier").cloned().unwrap_or(Value::Null);
+        let group = groups.entry(group_key).or_insert_with(|| {
+            let overrides = entries
+                .iter()
+                .map(|(name, id, enabled, value)| {
+                    json!({"key": "", "name": name, "enabled": enabled, "value": value,
+                           "priority": negative_infinity(), "metadata": {"id": id}})
+                })
+                .collect();
+            (overrides, Vec::new())
+        });
+        group.1.push(identifier);
+    }
+    for (i, (_, (overrides, identifiers))) in groups.into_iter().enumerate() {
+        let key = format!("identity_overrides:{i}");
+        segments.insert(
+            key.clone(),
+            json!({
+                "key": key,
+                "name": "identity_overrides",
+                "rules": [{"type": "ALL", "conditions": [
+                    {"property": "$.identity.identifier", "operator": "IN", "value": identifiers}]}],
+                "overrides": overrides,
+                "metadata": {"source": "identity_overrides"},
+            }),
+        );
+    }
+    Ok(())
+}
+
+fn negative_infinity() -> Value {
+    serde_json::from_str("-1e999").expect("arbitrary-precision numbers keep -1e999")
+}
+
+/// A string equal for values Python's `==` (and `hash`) treats as equal.
+fn py_eq_key(v: &Value) -> String {
+    match v {
+        Value::Bool(b) => (*b as u8).to_string(),
+        Value::Number(n) => match classify_number(n) {
+            JsonNumber::Int(i) => i.to_string(),
+            JsonNumber::Float(f) if f.fract() == 0.0 && f.abs() < 1e300 => {
+                format!("{}", num_bigint::BigInt::from(f as i128))
+            }
+            JsonNumber::Float(f) => format!("f{f:?}"),
+        },
+        other => other.to_string(),
+    }
+}

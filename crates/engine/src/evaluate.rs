@@ -1,0 +1,560 @@
+//! Evaluation: the reference's `get_evaluation_result`, step for step, over a compiled
+//! [`Environment`]. The order of every step (segments in context order, conditions left to right
+//! with short-circuit, sub-rules evaluated even after conditions failed) matches the reference,
+//! because it decides which error is raised and how `$.flags` dependency cycles are cut.
+//!
+//! Per call this allocates the segment list, the override table and the flag list; strings are
+//! only built for a derived identity key and for non-string values that must be hashed.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::condition::Condition;
+use crate::error::{EvalError, PyErrorKind};
+use crate::hashing::hashed_percentage;
+use crate::identity::Identity;
+use crate::model::*;
+use crate::property::{into_static, is_scalar, walk, Property, Query, Step};
+use crate::result::{EvaluationResult, FlagResult, Reason, SegmentResult, VariantChoice};
+use crate::value::{coerce_json, coerce_str, Scalar, TraitValue};
+
+/// Evaluates the environment for an identity (`None` = no identity, as for an absent, null or
+/// empty `identity` in a context).
+pub fn evaluate<'a>(
+    env: &'a Environment,
+    identity: Option<&'a Identity<'a>>,
+) -> Result<EvaluationResult<'a>, EvalError> {
+    let mut ev = Evaluation::new(env, identity)?;
+    let (segments, overrides) = ev.evaluate_segments()?;
+    let mut flags = ev.evaluate_features(&overrides)?;
+    if let Some(deps) = ev.deps.as_ref().filter(|d| d.used) {
+        for (key, resolved) in &deps.resolved {
+            match flags.iter_mut().find(|f| f.key == *key) {
+                Some(slot) => *slot = resolved.clone(),
+                None => flags.push(resolved.clone()),
+            }
+        }
+        for name in &deps.cyclic {
+            if let Some(flag) = flags.iter_mut().find(|f| f.key == *name) {
+                flag.reason = Reason::CircularDependency;
+            }
+        }
+    }
+    Ok(EvaluationResult { flags, segments })
+}
+
+/// The identity key after enrichment: the caller's key when truthy, else `<env key>_<identifier>`.
+enum IdentityKey<'a> {
+    Given(&'a TraitValue<'a>),
+    Derived(String),
+}
+
+/// State of the `$.flags` mapping (the reference's `_LazyFlags` and `_DependencyResolver`).
+#[derive(Default)]
+struct Dependencies<'a> {
+    used: bool,
+    resolved: Vec<(&'a str, FlagResult<'a>)>,
+    cyclic: Vec<&'a str>,
+    cycle_hits: u64,
+    resolving: Vec<&'a str>,
+    segment_matches: Vec<Option<bool>>,
+}
+
+/// The winning override per name id: (feature context, segment).
+type Overrides = Vec<Option<(usize, usize)>>;
+
+pub(crate) struct Evaluation<'a> {
+    pub(crate) env: &'a Environment,
+    identity: Option<&'a Identity<'a>>,
+    key: Option<IdentityKey<'a>>,
+    /// `str(identity key)`, the multivariate and percentage-split hashing id.
+    key_text: Option<Cow<'a, str>>,
+    deps: Option<Dependencies<'a>>,
+}
+
+impl<'a> Evaluation<'a> {
+    pub(crate) fn new(env: &'a Environment, identity: Option<&'a Identity<'a>>) -> Result<Self, EvalError> {
+        let key = match identity {
+            None => None,
+            Some(id) => match &id.key {
+                Some(k) if k.is_truthy() => Some(IdentityKey::Given(k)),
+                _ => {
+                    let env_key = env.env_key.as_ref().map_err(Clone::clone)?;
+                    let identifier = id.identifier.as_ref().ok_or_else(|| EvalError::key("'identifier'"))?;
+                    let mut text = String::with_capacity(env_key.len() + 1 + 36);
+                    text.push_str(env_key);
+                    text.push('_');
+                    identifier.write_pystr(&mut text);
+                    Some(IdentityKey::Derived(text))
+                }
+            },
+        };
+        let key_text = key.as_ref().map(|k| match k {
+            IdentityKey::Given(TraitValue::Str(s)) => Cow::Borrowed(s.as_ref()),
+            IdentityKey::Given(other) => {
+                let mut text = String::new();
+                other.write_pystr(&mut text);
+                Cow::Owned(text)
+            }
+            IdentityKey::Derived(s) => Cow::Owned(s.clone()),
+        });
+        let deps = env.reads_flags.then(|| Dependencies {
+            segment_matches: vec![None; env.segments.len()],
+            ..Default::default()
+        });
+        Ok(Evaluation { env, identity, key, key_text, deps })
+    }
+
+    fn cycle_hits(&self) -> u64 {
+        self.deps.as_ref().map_or(0, |d| d.cycle_hits)
+    }
+
+    fn evaluate_segments(&mut self) -> Result<(Vec<SegmentResult<'a>>, Overrides), EvalError> {
+        let env = self.env;
+        let mut overrides: Overrides = vec![None; env.names.len()];
+        let mut results = Vec::new();
+        let mut hits = self.cycle_hits();
+        for (index, segment) in env.segments.iter().enumerate() {
+            let matches = self.is_in_segment(index)?;
+            let now = self.cycle_hits();
+            if now != hits {
+                // The verdict rests on a dependency that could not be resolved: neither counts.
+                hits = now;
+                continue;
+            }
+            if !matches {
+                continue;
+            }
+            let name = segment.name.as_ref().map_err(Clone::clone)?;
+            results.push(SegmentResult { name, metadata: segment.metadata.as_ref(), index });
+            for &o in &segment.overrides {
+                let ctx = &env.feature_ctxs[o];
+                ctx.name.as_ref().map_err(Clone::clone)?;
+                let id = ctx.name_id.expect("named override has an id") as usize;
+                let wins = match overrides[id] {
+                    None => true,
+                    Some((incumbent, _)) => ctx.priority.py_lt(&env.feature_ctxs[incumbent].priority)?,
+                };
+                if wins {
+                    overrides[id] = Some((o, index));
+                }
+            }
+        }
+        Ok((results, overrides))
+    }
+
+    fn evaluate_features(&mut self, overrides: &Overrides) -> Result<Vec<FlagResult<'a>>, EvalError> {
+        let env = self.env;
+        if env.features.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Some(e) = &env.override_name_error {
+            return Err(e.clone());
+        }
+        let mut slots: Vec<Option<FlagResult<'a>>> = vec![None; env.flag_slots];
+        for entry in &env.features {
+            let ctx = &env.feature_ctxs[entry.ctx];
+            let name = ctx.name.as_ref().map_err(Clone::clone)?;
+            let id = ctx.name_id.expect("named feature has an id") as usize;
+            let result = match overrides[id] {
+                Some((o, s)) => {
+                    self.flag_result(name, o, Reason::TargetingMatch(&env.segments[s].reason), Some(s))?
+                }
+                None => {
+                    let fallback = *env.feature_by_key.get(name.as_str()).ok_or_else(|| EvalError::key(format!("'{name}'")))?;
+                    self.flag_result(name, fallback, fallback_reason(env, name), None)?
+                }
+            };
+            slots[entry.slot] = Some(result);
+        }
+        Ok(slots.into_iter().flatten().collect())
+    }
+
+    /// `get_flag_result_from_context`: value, multivariate split, reason.
+    pub(crate) fn flag_result(
+        &self,
+        key: &'a str,
+        ctx_index: usize,
+        mut reason: Reason<'a>,
+        segment: Option<usize>,
+    ) -> Result<FlagResult<'a>, EvalError> {
+        let ctx = &self.env.feature_ctxs[ctx_index];
+        let mut value = ctx.value.as_ref().map_err(Clone::clone)?;
+        let mut variant = VariantChoice::None;
+        if let (Some(identity_key), Some(variants)) = (&self.key_text, &ctx.variants) {
+            let variants = variants.as_ref().map_err(Clone::clone)?;
+            variant = VariantChoice::Control;
+            let feature_key = ctx.key.as_ref().map_err(Clone::clone)?;
+            let percentage = hashed_percentage(feature_key, identity_key);
+            let mut start = 0.0;
+            for v in variants {
+                let limit = *v.weight.as_ref().map_err(Clone::clone)? + start;
+                if start <= percentage && percentage < limit {
+                    reason = Reason::Split(&v.reason);
+                    value = v.value.as_ref().map_err(Clone::clone)?;
+                    variant = VariantChoice::Key(&v.key);
+                    break;
+                }
+                start = limit;
+            }
+        }
+        Ok(FlagResult {
+            key,
+            name: ctx.name.as_ref().map_err(Clone::clone)?,
+            enabled: ctx.enabled.as_ref().map_err(Clone::clone)?,
+            value,
+            reason,
+            variant,
+            metadata: ctx.metadata.as_ref(),
+            decided_by: ctx_index,
+            segment,
+        })
+    }
+
+    pub(crate) fn is_in_segment(&mut self, index: usize) -> Result<bool, EvalError> {
+        let segment = &self.env.segments[index];
+        let rules = segment.rules.as_ref().map_err(Clone::clone)?;
+        if rules.is_empty() {
+            return Ok(false);
+        }
+        for rule in rules {
+            let key = segment.key.as_ref().map_err(Clone::clone)?;
+            if !self.matches_rule(rule, key)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    pub(crate) fn matches_rule(&mut self, rule: &'a Rule, segment_key: &'a str) -> Result<bool, EvalError> {
+        let conditions = if rule.conditions.is_empty() {
+            true
+        } else {
+            let q = *rule.quantifier.as_ref().map_err(Clone::clone)?;
+            quantify(q, &rule.conditions, |c| self.matches_condition(c, segment_key))?
+        };
+        let rules = if rule.rules.is_empty() {
+            true
+        } else {
+            let q = *rule.quantifier.as_ref().map_err(Clone::clone)?;
+            quantify(q, &rule.rules, |r| self.matches_rule(r, segment_key))?
+        };
+        Ok(conditions && rules)
+    }
+
+    pub(crate) fn matches_condition(&mut self, c: &'a Condition, segment_key: &str) -> Result<bool, EvalError> {
+        let property = c.property.as_ref().map_err(Clone::clone)?;
+        let operator = c.operator.as_ref().map_err(Clone::clone)?;
+        let value = self.context_value(property)?;
+        operator.matches(&value, segment_key)
+    }
+
+    /// `get_context_value`, coerced (or the raw identity key for an empty split property).
+    pub(crate) fn context_value(&mut self, property: &'a Property) -> Result<Scalar<'a>, EvalError> {
+        match property {
+            Property::IdentityKey => Ok(match &self.key_text {
+                Some(text) => Scalar::Str(Cow::Owned(text.to_string())),
+                None => Scalar::Null,
+            }),
+            Property::Trait(name) => self.trait_scalar(name),
+            Property::Invalid(e) => Err(e.clone()),
+            Property::Path { literal, query } => {
+                let literal_value = self.trait_scalar(literal)?;
+                if !literal_value.is_null() {
+                    return Ok(literal_value);
+                }
+                self.query(query)
+            }
+        }
+    }
+
+    fn trait_scalar(&self, name: &str) -> Result<Scalar<'a>, EvalError> {
+        match self.identity.and_then(|id| id.trait_value(name)) {
+            Some(v) => v.coerce(),
+            None => Ok(Scalar::Null),
+        }
+    }
+
+    fn query(&mut self, query: &'a Query) -> Result<Scalar<'a>, EvalError> {
+        match query {
+            Query::Static(value) => Ok(borrow_scalar(value.as_ref().map_err(Clone::clone)?)),
+            Query::Identity(steps) => self.identity_query(steps),
+            Query::Flag(name, steps) => {
+                let Some(flag) = self.read_flag(name)? else { return Ok(Scalar::Null) };
+                flag_query(&flag, steps)
+            }
+            Query::General(path) => {
+                let root = self.materialise_root();
+                match path.query(&root).first() {
+                    Some(v) if is_scalar(v) => coerce_json(v).map(into_static),
+                    _ => Ok(Scalar::Null),
+                }
+            }
+        }
+    }
+
+    fn identity_query(&self, steps: &'a [Step]) -> Result<Scalar<'a>, EvalError> {
+        let Some(identity) = self.identity else { return Ok(Scalar::Null) };
+        let (first, rest) = match steps.split_first() {
+            Some((Step::Name(first), rest)) => (first.as_str(), rest),
+            _ => return Ok(Scalar::Null),
+        };
+        match (first, rest) {
+            ("key", []) => match &self.key {
+                Some(IdentityKey::Given(v)) => v.coerce(),
+                Some(IdentityKey::Derived(s)) => coerce_str(s).map(into_static),
+                None => Ok(Scalar::Null),
+            },
+            ("identifier", []) if identity.raw.is_none() => match &identity.identifier {
+                Some(v) => v.coerce(),
+                None => Ok(Scalar::Null),
+            },
+            ("traits", [Step::Name(name), deeper @ ..]) if identity.raw.is_none() => {
+                match identity.trait_value(name) {
+                    None => Ok(Scalar::Null),
+                    Some(v) if deeper.is_empty() => v.coerce(),
+                    Some(TraitValue::Json(json)) => json_query(json_at(json, deeper)),
+                    Some(_) => Ok(Scalar::Null),
+                }
+            }
+            _ => match identity.raw {
+                Some(raw) => {
+                    let mut node = raw.get(first);
+                    for step in rest {
+                        node = node.and_then(|n| walk(n, step));
+                    }
+                    json_query(node)
+                }
+                None => Ok(Scalar::Null),
+            },
+        }
+    }
+
+    /// A read of `$.flags.<name>`: resolves the flag on first use (the reference's `__missing__`).
+    fn read_flag(&mut self, name: &'a str) -> Result<Option<FlagResult<'a>>, EvalError> {
+        let deps = self.deps.as_mut().expect("flag reads are compiled with dependency state");
+        if let Some((_, flag)) = deps.resolved.iter().find(|(k, _)| *k == name) {
+            return Ok(Some(flag.clone()));
+        }
+        deps.used = true;
+        match self.resolve_feature(name) {
+            Ok(()) => {}
+            // The JSONPath library swallows a KeyError from the lookup: the flag reads as missing.
+            Err(e) if e.kind == PyErrorKind::KeyError => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let deps = self.deps.as_ref().expect("dependency state");
+        Ok(deps.resolved.iter().find(|(k, _)| *k == name).map(|(_, f)| f.clone()))
+    }
+
+    fn deps(&mut self) -> &mut Dependencies<'a> {
+        self.deps.as_mut().expect("dependency state")
+    }
+
+    fn resolve_feature(&mut self, name: &'a str) -> Result<(), EvalError> {
+        if let Some(e) = &self.env.override_name_error {
+            return Err(e.clone());
+        }
+        let deps = self.deps();
+        if let Some(start) = deps.resolving.iter().position(|n| *n == name) {
+            let cycle: Vec<&'a str> = deps.resolving[start..].to_vec();
+            for n in cycle {
+                if !deps.cyclic.contains(&n) {
+                    deps.cyclic.push(n);
+                }
+            }
+            deps.cycle_hits += 1;
+            return Ok(());
+        }
+        let Some(&feature) = self.env.feature_by_key.get(name) else { return Ok(()) };
+        self.deps().resolving.push(name);
+        let winner = self.segment_override(name);
+        self.deps().resolving.pop();
+        let winner = winner?;
+        if self.deps().cyclic.contains(&name) {
+            return Ok(());
+        }
+        let result = match winner {
+            Some((o, s)) => {
+                self.flag_result(name, o, Reason::TargetingMatch(&self.env.segments[s].reason), Some(s))?
+            }
+            None => self.flag_result(name, feature, fallback_reason(self.env, name), None)?,
+        };
+        self.deps().resolved.push((name, result));
+        Ok(())
+    }
+
+    fn segment_override(&mut self, name: &str) -> Result<Option<(usize, usize)>, EvalError> {
+        let env = self.env;
+        let Some(&id) = env.name_ids.get(name) else { return Ok(None) };
+        let mut winner: Option<(usize, usize)> = None;
+        for &s in &env.segments_by_name[id as usize] {
+            if !self.matches_segment(s)? {
+                continue;
+            }
+            let segment = &env.segments[s];
+            for &o in &segment.overrides {
+                let ctx = &env.feature_ctxs[o];
+                if ctx.name.as_deref().ok() != Some(name) {
+                    continue;
+                }
+                let wins = match winner {
+                    None => true,
+                    Some((incumbent, _)) => ctx.priority.py_lt(&env.feature_ctxs[incumbent].priority)?,
+                };
+                if wins {
+                    segment.name.as_ref().map_err(Clone::clone)?;
+                    winner = Some((o, s));
+                }
+            }
+        }
+        Ok(winner)
+    }
+
+    fn matches_segment(&mut self, index: usize) -> Result<bool, EvalError> {
+        if let Some(m) = self.deps().segment_matches[index] {
+            return Ok(m);
+        }
+        let hits = self.cycle_hits();
+        let matches = self.is_in_segment(index)?;
+        if self.cycle_hits() != hits {
+            return Ok(false);
+        }
+        self.deps().segment_matches[index] = Some(matches);
+        Ok(matches)
+    }
+
+    /// The whole context as the reference's JSONPath sees it, for queries that need it.
+    fn materialise_root(&self) -> Value {
+        let mut root = serde_json::Map::new();
+        for entry in &self.env.root_order {
+            match entry {
+                RootEntry::Static(k) => {
+                    if let Some(v) = self.env.root.get(k) {
+                        root.insert(k.clone(), v.clone());
+                    }
+                }
+                RootEntry::Identity => {
+                    if let Some(identity) = self.identity_json() {
+                        root.insert("identity".into(), identity);
+                    }
+                }
+                RootEntry::Flags => {
+                    let flags = self.deps.as_ref().map(|d| {
+                        d.resolved.iter().map(|(k, f)| (k.to_string(), flag_json(f))).collect()
+                    });
+                    root.insert("flags".into(), Value::Object(flags.unwrap_or_default()));
+                }
+            }
+        }
+        Value::Object(root)
+    }
+
+    fn identity_json(&self) -> Option<Value> {
+        let identity = self.identity?;
+        let key = match &self.key {
+            Some(IdentityKey::Given(v)) => trait_json(v),
+            Some(IdentityKey::Derived(s)) => Value::String(s.clone()),
+            None => Value::Null,
+        };
+        let mut map = match identity.raw {
+            Some(raw) => raw.clone(),
+            None => {
+                let mut map = serde_json::Map::new();
+                if let Some(identifier) = &identity.identifier {
+                    map.insert("identifier".into(), trait_json(identifier));
+                }
+                let traits = identity.traits.iter().map(|t| (t.key.to_string(), trait_json(&t.value))).collect();
+                map.insert("traits".into(), Value::Object(traits));
+                map
+            }
+        };
+        map.insert("key".into(), key);
+        Some(Value::Object(map))
+    }
+}
+
+fn fallback_reason<'a>(env: &Environment, name: &str) -> Reason<'a> {
+    match env.name_ids.get(name) {
+        Some(&id) if env.targeted[id as usize] => Reason::Default,
+        _ => Reason::Static,
+    }
+}
+
+/// `all` / `any` / `not any` over lazily evaluated items, short-circuiting like Python.
+fn quantify<'t, T>(
+    q: Quantifier,
+    items: &'t [T],
+    mut f: impl FnMut(&'t T) -> Result<bool, EvalError>,
+) -> Result<bool, EvalError> {
+    for item in items {
+        let m = f(item)?;
+        match q {
+            Quantifier::All if !m => return Ok(false),
+            Quantifier::Any if m => return Ok(true),
+            Quantifier::None if m => return Ok(false),
+            _ => {}
+        }
+    }
+    Ok(!matches!(q, Quantifier::Any))
+}
+
+fn borrow_scalar<'a>(s: &'a Scalar<'static>) -> Scalar<'a> {
+    match s {
+        Scalar::Str(text) => Scalar::Str(Cow::Borrowed(text.as_ref())),
+        other => other.clone(),
+    }
+}
+
+fn json_at<'v>(json: &'v Value, steps: &[Step]) -> Option<&'v Value> {
+    steps.iter().try_fold(json, |node, step| walk(node, step))
+}
+
+fn json_query(node: Option<&Value>) -> Result<Scalar<'_>, EvalError> {
+    match node {
+        Some(v) if is_scalar(v) => coerce_json(v),
+        _ => Ok(Scalar::Null),
+    }
+}
+
+/// Steps into a flag result (`enabled`, `name`, `reason`, `value`, `variant`, `metadata`).
+fn flag_query<'a>(flag: &FlagResult<'a>, steps: &[Step]) -> Result<Scalar<'a>, EvalError> {
+    let Some((Step::Name(field), rest)) = steps.split_first() else { return Ok(Scalar::Null) };
+    let text = |s: &'a str| if rest.is_empty() { coerce_str(s) } else { Ok(Scalar::Null) };
+    match field.as_str() {
+        "enabled" => json_query(json_at(flag.enabled, rest)),
+        "value" => json_query(json_at(flag.value, rest)),
+        "metadata" => json_query(flag.metadata.and_then(|m| json_at(m, rest))),
+        "name" => text(flag.name),
+        "reason" => match flag.reason {
+            Reason::TargetingMatch(s) | Reason::Split(s) => text(s),
+            Reason::Static => text("STATIC"),
+            Reason::Default => text("DEFAULT"),
+            Reason::CircularDependency => text("ERROR; code=CIRCULAR_DEPENDENCY"),
+        },
+        "variant" => match flag.variant {
+            VariantChoice::None => Ok(Scalar::Null),
+            VariantChoice::Control => text("control"),
+            VariantChoice::Key(v) => json_query(json_at(v, rest)),
+        },
+        _ => Ok(Scalar::Null),
+    }
+}
+
+fn flag_json(flag: &FlagResult<'_>) -> Value {
+    let mut bytes = Vec::new();
+    flag.write_json(&mut bytes).expect("writing to a Vec cannot fail");
+    serde_json::from_slice(&bytes).expect("flag JSON is valid")
+}
+
+fn trait_json(v: &TraitValue<'_>) -> Value {
+    match v {
+        TraitValue::Null => Value::Null,
+        TraitValue::Bool(b) => Value::Bool(*b),
+        TraitValue::Int(i) => serde_json::from_str(&i.to_string()).unwrap_or(Value::Null),
+        TraitValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        TraitValue::Str(s) => Value::String(s.to_string()),
+        TraitValue::Json(j) => j.clone().into_owned(),
+    }
+}

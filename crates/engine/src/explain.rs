@@ -1,0 +1,1 @@
+//! Explanations: why an identity gets each value. Placeholder until the explain pass lands.

@@ -1,0 +1,76 @@
+//! Flagpole's evaluation engine: a pure re-implementation of the Flagsmith flag engine
+//! (`flagsmith-flag-engine` 11.1.1) that agrees with it on every input.
+//!
+//! The engine does no I/O, starts no threads and has no global state. Its shape is
+//! *compile once, evaluate many*:
+//!
+//! ```
+//! use flagpole_engine::{Environment, Identity, Trait, TraitValue};
+//! let document = include_str!("../../../examples/environment.json");
+//! let env = Environment::from_document_json(document.as_bytes()).unwrap();
+//! let traits = [Trait { key: "plan".into(), value: TraitValue::Str("pro".into()) }];
+//! let identity = Identity::new("user-1", &traits);
+//! let result = env.evaluate(Some(&identity)).unwrap();
+//! assert!(!result.flags.is_empty());
+//! ```
+//!
+//! Module map: [`value`] (Python-typed values and coercion), [`python`] (Python number, `str()`
+//! and regex semantics), [`semver`], [`hashing`], `compile` (context → [`Environment`]),
+//! `condition`/`property` (what a condition reads and how it matches), `evaluate` (the
+//! algorithm), [`result`], [`document`] (environment document → context, as the SDKs map it),
+//! [`explain`] (why an identity gets a value).
+
+mod compile;
+mod condition;
+pub mod document;
+mod error;
+mod evaluate;
+pub mod explain;
+pub mod hashing;
+mod identity;
+mod model;
+mod priority;
+mod property;
+pub mod python;
+pub mod result;
+pub mod semver;
+pub mod value;
+
+pub use compile::Diagnostic;
+pub use error::{EvalError, InputError, PyErrorKind};
+pub use identity::{traits_from_json, Identity, Trait};
+pub use model::Environment;
+pub use result::{EvaluationResult, FlagResult, Reason, SegmentResult, VariantChoice};
+pub use value::{Scalar, TraitValue};
+
+impl Environment {
+    /// Compiles an evaluation context (the engine's context format). Its `identity` is ignored;
+    /// pass identities to [`Environment::evaluate`].
+    pub fn from_context(context: &serde_json::Value) -> Result<(Environment, Vec<Diagnostic>), InputError> {
+        compile::compile_context(context)
+    }
+
+    /// Parses and compiles an environment document (`/api/v1/environment-document/`), mapped to
+    /// a context exactly as the Flagsmith SDKs map it for local evaluation.
+    pub fn from_document_json(bytes: &[u8]) -> Result<Environment, InputError> {
+        let doc: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| InputError::new("$", format!("invalid JSON: {e}")))?;
+        Self::from_document(&doc)
+    }
+
+    /// Compiles an already parsed environment document.
+    pub fn from_document(doc: &serde_json::Value) -> Result<Environment, InputError> {
+        let context = document::document_to_context(doc)?;
+        compile::compile_context(&context).map(|(env, _)| env)
+    }
+
+    /// Evaluates every flag for an identity, or for no identity (`None`).
+    pub fn evaluate<'a>(&'a self, identity: Option<&'a Identity<'a>>) -> Result<EvaluationResult<'a>, EvalError> {
+        evaluate::evaluate(self, identity)
+    }
+
+    /// The environment key (`environment.key`) as text, if the context has one.
+    pub fn key(&self) -> Option<&str> {
+        self.env_key.as_deref().ok()
+    }
+}

@@ -1,0 +1,118 @@
+//! The compiled form of an evaluation context: everything the reference would look up, parse or
+//! sort on every call is done once here, when an environment changes. An [`Environment`] is
+//! immutable and `Send + Sync`, so many threads evaluate against one shared copy.
+//!
+//! Where the reference would raise lazily (only when evaluation reaches a field), the compiled
+//! field holds a `Result` and the evaluator returns its error only when it gets there.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::condition::Condition;
+use crate::error::EvalError;
+use crate::priority::PriorityKey;
+
+/// Index of a distinct feature name (interned at compile time).
+pub(crate) type NameId = u32;
+
+/// A compiled evaluation context (without the identity, which varies per call).
+#[derive(Debug)]
+pub struct Environment {
+    /// `environment.key` as given (Python `str()` of it builds the implicit identity key).
+    pub(crate) env_key: Result<String, EvalError>,
+    /// The context document itself, for JSONPath queries that cannot be answered statically.
+    pub(crate) root: serde_json::Map<String, Value>,
+    /// Root keys in order, with where the identity and the `flags` map sit among them.
+    pub(crate) root_order: Vec<RootEntry>,
+    /// Every feature context: the `features` entries first (same order), then segment overrides.
+    pub(crate) feature_ctxs: Vec<FeatureCtx>,
+    /// One per entry of `context.features`, in order.
+    pub(crate) features: Vec<FeatureEntry>,
+    /// `context["features"][name]`: the feature context stored under that map key.
+    pub(crate) feature_by_key: HashMap<String, usize>,
+    /// Interned names of features and overrides.
+    pub(crate) names: Vec<String>,
+    pub(crate) name_ids: HashMap<String, NameId>,
+    /// Per name id: some segment (matched or not) overrides a feature of this name.
+    pub(crate) targeted: Vec<bool>,
+    /// An override without a `name` makes the reference raise when it lists targeted features.
+    pub(crate) override_name_error: Option<EvalError>,
+    pub(crate) segments: Vec<Segment>,
+    /// Per name id: the segments that override it (for `$.flags` dependency resolution).
+    pub(crate) segments_by_name: Vec<Vec<usize>>,
+    /// Whether any condition reads `$.flags` (only then is dependency state kept).
+    pub(crate) reads_flags: bool,
+    /// Number of output slots (distinct feature names in `features`, first position wins).
+    pub(crate) flag_slots: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RootEntry {
+    Static(String),
+    Identity,
+    Flags,
+}
+
+/// One entry of `context.features`.
+#[derive(Debug)]
+pub(crate) struct FeatureEntry {
+    /// Index of this entry's feature context.
+    pub ctx: usize,
+    /// Output slot: the position of the first entry with the same name.
+    pub slot: usize,
+}
+
+/// A feature context (environment default or segment override), ready to evaluate.
+#[derive(Debug)]
+pub(crate) struct FeatureCtx {
+    pub name: Result<String, EvalError>,
+    pub name_id: Option<NameId>,
+    pub enabled: Result<Value, EvalError>,
+    pub value: Result<Value, EvalError>,
+    /// Python `str()` of `key`, the multivariate hashing key.
+    pub key: Result<String, EvalError>,
+    /// `None` when there are no variants (absent or empty); sorted by priority otherwise.
+    pub variants: Option<Result<Vec<Variant>, EvalError>>,
+    pub priority: PriorityKey,
+    /// Echoed into the result only when truthy.
+    pub metadata: Option<Value>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Variant {
+    pub value: Result<Value, EvalError>,
+    /// `weight` as the float the reference adds up.
+    pub weight: Result<f64, EvalError>,
+    /// `SPLIT; weight=<str(weight)>`.
+    pub reason: String,
+    /// `key`, echoed as the result's `variant` (null when absent).
+    pub key: Value,
+}
+
+#[derive(Debug)]
+pub(crate) struct Segment {
+    /// Python `str()` of `key`: the percentage-split hashing id.
+    pub key: Result<String, EvalError>,
+    pub name: Result<Value, EvalError>,
+    /// `TARGETING_MATCH; segment=<str(name)>`.
+    pub reason: String,
+    pub metadata: Option<Value>,
+    pub rules: Result<Vec<Rule>, EvalError>,
+    /// Feature-context indices of the overrides, in order.
+    pub overrides: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quantifier {
+    All,
+    Any,
+    None,
+}
+
+#[derive(Debug)]
+pub(crate) struct Rule {
+    pub quantifier: Result<Quantifier, EvalError>,
+    pub conditions: Vec<Condition>,
+    pub rules: Vec<Rule>,
+}

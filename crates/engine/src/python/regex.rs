@@ -1,0 +1,910 @@
+//! Python `re` dialect on top of `fancy_regex`: `re.compile(p).match(s)`.
+//!
+//! The reference engine's `REGEX` operator is `re.compile(value).match(str)`,
+//! i.e. Python's regex dialect, anchored at the start only, with Unicode
+//! `str` semantics. `fancy_regex` (Rust `regex` syntax) differs in syntax
+//! (`{,n}`, `(?P=name)`, `\Z`, literal `{`, which escapes are errors) and in
+//! semantics (`$` also matches before a final `\n`, `\w`/`\d`/`\s`/`\b`
+//! follow CPython's Unicode 14 tables, `\B` never matches in an empty
+//! string), so this module re-parses the pattern with a port of CPython
+//! 3.11's `re._parser` (same errors) and emits an explicit, flag-free
+//! `fancy_regex` pattern.
+//!
+//! Things that cannot be translated faithfully are rejected with an error
+//! starting with [`UNSUPPORTED`] instead of silently behaving differently:
+//! `\N{...}`, conditionals `(?(1)...)`, the `t` flag, surrogate code points,
+//! ASCII-mode case-insensitive backreferences and backreferences inside
+//! lookbehinds. Known remaining gaps: Unicode case-insensitive matching uses
+//! Rust's simple case folding (CPython also equates e.g. `i` and U+0130),
+//! and group names are checked with an approximation of `str.isidentifier`.
+//!
+//! A match that exceeds `fancy_regex`'s backtrack limit (1,000,000 steps),
+//! where CPython would keep going, is reported as no match.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use super::unicode_tables::{ND_BLOCK_STARTS, RE_SPACE, RE_WORD};
+
+/// Prefix of the error message for valid Python patterns this module cannot
+/// reproduce exactly (as opposed to patterns CPython itself rejects).
+pub const UNSUPPORTED: &str = "unsupported Python regex feature: ";
+
+/// CPython's `_sre.MAXREPEAT`: repeat counts must be below it.
+const MAXREPEAT: u64 = 4_294_967_295;
+/// Unbounded width / repeat.
+const INF: u64 = u64::MAX;
+
+/// A compiled Python-dialect regular expression.
+#[derive(Clone, Debug)]
+pub struct PyRegex {
+    re: fancy_regex::Regex,
+}
+
+impl PyRegex {
+    /// `re.compile(pattern)` for a `str` pattern without flags. Errors are
+    /// CPython's (`re.error`, `OverflowError`, `ValueError`) or
+    /// [`UNSUPPORTED`] features.
+    pub fn compile(pattern: &str) -> Result<PyRegex, String> {
+        let body = Translator::new(pattern)?.translate()?;
+        let re = fancy_regex::Regex::new(&format!("\\A(?:{body})"))
+            .map_err(|e| format!("{UNSUPPORTED}cannot compile translation: {e}"))?;
+        Ok(PyRegex { re })
+    }
+
+    /// `re.compile(pattern).match(subject) is not None`. Exceeding the
+    /// backtrack limit counts as no match.
+    pub fn matches_at_start(&self, subject: &str) -> bool {
+        self.re.is_match(subject).unwrap_or(false)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tok {
+    C(char),
+    E(char),
+}
+
+#[derive(Clone, Copy, Default)]
+struct Flags {
+    i: bool,
+    m: bool,
+    s: bool,
+    x: bool,
+    a: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    At,
+    Assert,
+    Repeat,
+    Other,
+}
+
+struct Item {
+    text: String,
+    kind: Kind,
+    lo: u64,
+    hi: u64,
+}
+
+impl Item {
+    fn new(text: String, kind: Kind, lo: u64, hi: u64) -> Item {
+        Item { text, kind, lo, hi }
+    }
+    fn one(text: String) -> Item {
+        Item::new(text, Kind::Other, 1, 1)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cat {
+    Digit,
+    Space,
+    Word,
+}
+
+enum ClassItem {
+    Range(u32, u32),
+    Cat(Cat, bool),
+}
+
+struct Translator {
+    toks: Vec<Tok>,
+    pos: usize,
+    /// Width of each group once closed (`None` while open); index 0 unused.
+    groups: Vec<Option<(u64, u64)>>,
+    names: HashMap<String, usize>,
+    lookbehind: usize,
+    saw_a: bool,
+    saw_u: bool,
+}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, String> {
+    Err(msg.into())
+}
+
+fn unsupported<T>(what: &str) -> Result<T, String> {
+    Err(format!("{UNSUPPORTED}{what}"))
+}
+
+fn lit(c: u32, out: &mut String) {
+    match char::from_u32(c) {
+        Some(ch) if ch.is_ascii_alphanumeric() => out.push(ch),
+        _ => {
+            let _ = write!(out, "\\u{{{c:X}}}");
+        }
+    }
+}
+
+fn table_class(pairs: impl Iterator<Item = (u32, u32)>, negate: bool) -> String {
+    let mut s = String::from(if negate { "[^" } else { "[" });
+    for (lo, hi) in pairs {
+        lit(lo, &mut s);
+        if hi != lo {
+            s.push('-');
+            lit(hi, &mut s);
+        }
+    }
+    s.push(']');
+    s
+}
+
+fn cat_class(cat: Cat, negate: bool, ascii: bool) -> String {
+    let flat = |t: &'static [u32]| t.chunks(2).map(|p| (p[0], p[1]));
+    match (cat, ascii) {
+        (Cat::Digit, true) => table_class([(0x30, 0x39)].into_iter(), negate),
+        (Cat::Space, true) => table_class([(9, 13), (32, 32)].into_iter(), negate),
+        (Cat::Word, true) => table_class(
+            [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)].into_iter(),
+            negate,
+        ),
+        (Cat::Digit, false) => table_class(ND_BLOCK_STARTS.iter().map(|&s| (s, s + 9)), negate),
+        (Cat::Space, false) => table_class(flat(&RE_SPACE), negate),
+        (Cat::Word, false) => table_class(flat(&RE_WORD), negate),
+    }
+}
+
+fn boundary(negate: bool, ascii: bool) -> String {
+    let w = cat_class(Cat::Word, false, ascii);
+    if negate {
+        // CPython's \B never matches inside an empty string.
+        format!("(?:(?!\\A\\z)(?:(?<={w})(?={w})|(?<!{w})(?!{w})))")
+    } else {
+        format!("(?:(?<={w})(?!{w})|(?<!{w})(?={w}))")
+    }
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
+impl Translator {
+    fn new(pattern: &str) -> Result<Translator, String> {
+        let mut toks = Vec::with_capacity(pattern.len());
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.next() {
+                    Some(e) => toks.push(Tok::E(e)),
+                    None => return err("bad escape (end of pattern)"),
+                }
+            } else {
+                toks.push(Tok::C(c));
+            }
+        }
+        Ok(Translator {
+            toks,
+            pos: 0,
+            groups: vec![Some((0, 0))],
+            names: HashMap::new(),
+            lookbehind: 0,
+            saw_a: false,
+            saw_u: false,
+        })
+    }
+
+    fn translate(mut self) -> Result<String, String> {
+        let mut flags = Flags::default();
+        let (text, _, _) = self.parse_sub(&mut flags, true)?;
+        if self.saw_a && self.saw_u {
+            return err("ASCII and UNICODE flags are incompatible");
+        }
+        if self.peek().is_some() {
+            return err("unbalanced parenthesis");
+        }
+        Ok(text)
+    }
+
+    fn peek(&self) -> Option<Tok> {
+        self.toks.get(self.pos).copied()
+    }
+
+    fn get(&mut self) -> Option<Tok> {
+        let t = self.peek();
+        if t.is_some() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        if self.peek() == Some(Tok::C(c)) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Up to `n` following plain tokens whose char satisfies `pred`.
+    fn get_while(&mut self, n: usize, pred: impl Fn(char) -> bool) -> String {
+        let mut s = String::new();
+        while s.len() < n {
+            match self.peek() {
+                Some(Tok::C(c)) if pred(c) => {
+                    s.push(c);
+                    self.pos += 1;
+                }
+                _ => break,
+            }
+        }
+        s
+    }
+
+    fn get_until(&mut self, term: char, what: &str) -> Result<String, String> {
+        let mut s = String::new();
+        loop {
+            match self.get() {
+                None if s.is_empty() => return err(format!("missing {what}")),
+                None => return err(format!("missing {term}, unterminated name")),
+                Some(Tok::C(c)) if c == term => {
+                    if s.is_empty() {
+                        return err(format!("missing {what}"));
+                    }
+                    return Ok(s);
+                }
+                Some(Tok::C(c)) => s.push(c),
+                Some(Tok::E(c)) => {
+                    s.push('\\');
+                    s.push(c);
+                }
+            }
+        }
+    }
+
+    /// `_parse_sub`: alternation. Returns (pattern, min width, max width).
+    fn parse_sub(&mut self, flags: &mut Flags, top: bool) -> Result<(String, u64, u64), String> {
+        let mut alts: Vec<String> = Vec::new();
+        let (mut lo, mut hi) = (INF, 0u64);
+        loop {
+            let items = self.parse_seq(flags, top && alts.is_empty())?;
+            let (l, h) = items.iter().fold((0u64, 0u64), |(l, h), it| {
+                (l.saturating_add(it.lo), h.saturating_add(it.hi))
+            });
+            lo = lo.min(l);
+            hi = hi.max(h);
+            alts.push(items.into_iter().map(|it| it.text).collect());
+            if !self.eat('|') {
+                break;
+            }
+        }
+        let text = if alts.len() == 1 {
+            alts.pop().unwrap_or_default()
+        } else {
+            alts.join("|")
+        };
+        Ok((text, lo, hi))
+    }
+
+    /// `_parse`: a sequence up to `|`, `)` or the end.
+    fn parse_seq(&mut self, flags: &mut Flags, first: bool) -> Result<Vec<Item>, String> {
+        let mut items: Vec<Item> = Vec::new();
+        loop {
+            let tok = match self.peek() {
+                None | Some(Tok::C('|')) | Some(Tok::C(')')) => break,
+                Some(t) => t,
+            };
+            self.pos += 1;
+            let c = match tok {
+                Tok::E(e) => {
+                    let item = self.escape(e, *flags)?;
+                    items.push(item);
+                    continue;
+                }
+                Tok::C(c) => c,
+            };
+            if flags.x && matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c') {
+                continue;
+            }
+            if flags.x && c == '#' {
+                while !matches!(self.get(), None | Some(Tok::C('\n'))) {}
+                continue;
+            }
+            match c {
+                '[' => items.push(self.class(*flags)?),
+                '*' | '+' | '?' | '{' => self.repeat(c, &mut items)?,
+                '.' => items.push(Item::one(if flags.s { "(?s:.)".into() } else { "[^\\u{A}]".into() })),
+                '^' => {
+                    let t = if flags.m { "(?:\\A|(?<=\\u{A}))" } else { "\\A" };
+                    items.push(Item::new(t.into(), Kind::At, 0, 0));
+                }
+                '$' => {
+                    let t = if flags.m { "(?=\\u{A}|\\z)" } else { "(?=\\u{A}?\\z)" };
+                    items.push(Item::new(t.into(), Kind::At, 0, 0));
+                }
+                '(' => {
+                    if let Some(item) = self.group(flags, first && items.is_empty())? {
+                        items.push(item);
+                    }
+                }
+                c => items.push(self.literal(c as u32, *flags)),
+            }
+        }
+        Ok(items)
+    }
+
+    fn literal(&self, c: u32, flags: Flags) -> Item {
+        let mut s = String::new();
+        match char::from_u32(c) {
+            Some(ch) if flags.i && flags.a && ch.is_ascii_alphabetic() => {
+                s.push('[');
+                s.push(ch.to_ascii_lowercase());
+                s.push(ch.to_ascii_uppercase());
+                s.push(']');
+            }
+            Some(ch) if flags.i && !flags.a && (ch.is_alphabetic() || !ch.is_ascii()) => {
+                s.push_str("(?i:");
+                lit(c, &mut s);
+                s.push(')');
+            }
+            _ => lit(c, &mut s),
+        }
+        Item::one(s)
+    }
+
+    /// Read exactly `n` hex digits after `\x`, `\u` or `\U`.
+    fn hex(&mut self, esc: char, n: usize) -> Result<u32, String> {
+        let digits = self.get_while(n, |c| c.is_ascii_hexdigit());
+        if digits.len() != n {
+            return err(format!("incomplete escape \\{esc}{digits}"));
+        }
+        let v = u32::from_str_radix(&digits, 16).unwrap_or(u32::MAX);
+        if v > 0x10FFFF {
+            return err(format!("bad escape \\{esc}{digits}"));
+        }
+        if (0xD800..0xE000).contains(&v) {
+            return unsupported("surrogate code point escape");
+        }
+        Ok(v)
+    }
+
+    fn octal_rest(&mut self, first: char, max_more: usize) -> Result<u32, String> {
+        let rest = self.get_while(max_more, |c| ('0'..='7').contains(&c));
+        let v = u32::from_str_radix(&format!("{first}{rest}"), 8).unwrap_or(u32::MAX);
+        if v > 0o377 {
+            return err(format!("octal escape value \\{first}{rest} outside of range 0-0o377"));
+        }
+        Ok(v)
+    }
+
+    /// `_escape`: an escape outside a character class.
+    fn escape(&mut self, e: char, flags: Flags) -> Result<Item, String> {
+        let code = match e {
+            'A' => return Ok(Item::new("\\A".into(), Kind::At, 0, 0)),
+            'Z' => return Ok(Item::new("\\z".into(), Kind::At, 0, 0)),
+            'b' | 'B' => return Ok(Item::new(boundary(e == 'B', flags.a), Kind::At, 0, 0)),
+            'd' | 'D' => return Ok(Item::one(cat_class(Cat::Digit, e == 'D', flags.a))),
+            's' | 'S' => return Ok(Item::one(cat_class(Cat::Space, e == 'S', flags.a))),
+            'w' | 'W' => return Ok(Item::one(cat_class(Cat::Word, e == 'W', flags.a))),
+            'x' => self.hex('x', 2)?,
+            'u' => self.hex('u', 4)?,
+            'U' => self.hex('U', 8)?,
+            'N' => return unsupported("\\N{...} named character escapes"),
+            '0' => self.octal_rest('0', 2)?,
+            '1'..='9' => return self.backref_or_octal(e, flags),
+            e => match simple_escape(e) {
+                Some(v) => v,
+                None if e.is_ascii_alphabetic() => return err(format!("bad escape \\{e}")),
+                None => e as u32,
+            },
+        };
+        Ok(self.literal(code, flags))
+    }
+
+    fn backref_or_octal(&mut self, e: char, flags: Flags) -> Result<Item, String> {
+        let mut digits = e.to_string();
+        if let Some(Tok::C(d)) = self.peek() {
+            if d.is_ascii_digit() {
+                self.pos += 1;
+                digits.push(d);
+                let is_oct = |c: char| ('0'..='7').contains(&c);
+                if let (true, true, Some(Tok::C(d3))) = (is_oct(e), is_oct(d), self.peek()) {
+                    if is_oct(d3) {
+                        self.pos += 1;
+                        let v = u32::from_str_radix(&format!("{e}{d}{d3}"), 8).unwrap_or(0);
+                        if v > 0o377 {
+                            return err(format!(
+                                "octal escape value \\{e}{d}{d3} outside of range 0-0o377"
+                            ));
+                        }
+                        return Ok(self.literal(v, flags));
+                    }
+                }
+            }
+        }
+        let gid: usize = digits.parse().unwrap_or(usize::MAX);
+        if gid >= self.groups.len() {
+            return err(format!("invalid group reference {gid}"));
+        }
+        self.backref(gid, flags)
+    }
+
+    fn backref(&mut self, gid: usize, flags: Flags) -> Result<Item, String> {
+        let Some((lo, hi)) = self.groups[gid] else {
+            return err("cannot refer to an open group");
+        };
+        if self.lookbehind > 0 {
+            return unsupported("backreference inside a lookbehind");
+        }
+        let text = match (flags.i, flags.a) {
+            (false, _) => format!("(?:\\{gid})"),
+            (true, false) => format!("(?i:\\{gid})"),
+            (true, true) => return unsupported("ASCII case-insensitive backreference"),
+        };
+        Ok(Item::new(text, Kind::Other, lo, hi))
+    }
+
+    /// `_class_escape`: an escape inside a character class.
+    fn class_escape(&mut self, e: char) -> Result<ClassItem, String> {
+        let v = match e {
+            'd' | 'D' => return Ok(ClassItem::Cat(Cat::Digit, e == 'D')),
+            's' | 'S' => return Ok(ClassItem::Cat(Cat::Space, e == 'S')),
+            'w' | 'W' => return Ok(ClassItem::Cat(Cat::Word, e == 'W')),
+            'x' => self.hex('x', 2)?,
+            'u' => self.hex('u', 4)?,
+            'U' => self.hex('U', 8)?,
+            'N' => return unsupported("\\N{...} named character escapes"),
+            '0'..='7' => self.octal_rest(e, 2)?,
+            e => match simple_escape(e) {
+                Some(v) => v,
+                None if e.is_ascii_alphanumeric() => return err(format!("bad escape \\{e}")),
+                None => e as u32,
+            },
+        };
+        Ok(ClassItem::Range(v, v))
+    }
+
+    fn class(&mut self, flags: Flags) -> Result<Item, String> {
+        let negate = self.eat('^');
+        let mut set: Vec<ClassItem> = Vec::new();
+        loop {
+            let this = match self.get() {
+                None => return err("unterminated character set"),
+                Some(Tok::C(']')) if !set.is_empty() => break,
+                Some(t) => t,
+            };
+            let code1 = match this {
+                Tok::E(e) => self.class_escape(e)?,
+                Tok::C(c) => ClassItem::Range(c as u32, c as u32),
+            };
+            if !self.eat('-') {
+                set.push(code1);
+                continue;
+            }
+            let code2 = match self.get() {
+                None => return err("unterminated character set"),
+                Some(Tok::C(']')) => {
+                    set.push(code1);
+                    set.push(ClassItem::Range('-' as u32, '-' as u32));
+                    break;
+                }
+                Some(Tok::E(e)) => self.class_escape(e)?,
+                Some(Tok::C(c)) => ClassItem::Range(c as u32, c as u32),
+            };
+            match (code1, code2) {
+                (ClassItem::Range(lo, _), ClassItem::Range(hi, _)) if lo <= hi => {
+                    set.push(ClassItem::Range(lo, hi));
+                }
+                _ => return err("bad character range"),
+            }
+        }
+        let ascii_fold = flags.i && flags.a;
+        let mut s = String::from(if negate { "[^" } else { "[" });
+        let push_range = |s: &mut String, lo: u32, hi: u32| {
+            lit(lo, s);
+            if hi != lo {
+                s.push('-');
+                lit(hi, s);
+            }
+        };
+        for item in &set {
+            match *item {
+                ClassItem::Range(lo, hi) => {
+                    push_range(&mut s, lo, hi);
+                    if ascii_fold {
+                        for (a, z, delta) in [(0x61u32, 0x7Au32, -32i64), (0x41, 0x5A, 32)] {
+                            let (l, h) = (lo.max(a), hi.min(z));
+                            if l <= h {
+                                let shift = |v: u32| (v as i64 + delta) as u32;
+                                push_range(&mut s, shift(l), shift(h));
+                            }
+                        }
+                    }
+                }
+                ClassItem::Cat(cat, neg) => s.push_str(&cat_class(cat, neg, flags.a)),
+            }
+        }
+        s.push(']');
+        if flags.i && !flags.a {
+            s = format!("(?i:{s})");
+        }
+        Ok(Item::one(s))
+    }
+
+    fn repeat(&mut self, c: char, items: &mut Vec<Item>) -> Result<(), String> {
+        let here = self.pos;
+        let (min, max) = match c {
+            '?' => (0, 1),
+            '*' => (0, INF),
+            '+' => (1, INF),
+            _ => {
+                if self.peek() == Some(Tok::C('}')) {
+                    items.push(self.literal('{' as u32, Flags::default()));
+                    return Ok(());
+                }
+                let lo = self.get_while(usize::MAX, |c| c.is_ascii_digit());
+                let hi = if self.eat(',') {
+                    Some(self.get_while(usize::MAX, |c| c.is_ascii_digit()))
+                } else {
+                    None
+                };
+                if !self.eat('}') {
+                    self.pos = here;
+                    items.push(self.literal('{' as u32, Flags::default()));
+                    return Ok(());
+                }
+                let num = |s: &str| -> Result<u64, String> {
+                    match s.parse::<u64>() {
+                        Ok(v) if v < MAXREPEAT => Ok(v),
+                        _ => err("the repetition number is too large"),
+                    }
+                };
+                let min = if lo.is_empty() { 0 } else { num(&lo)? };
+                let max = match hi.as_deref() {
+                    None => min,
+                    Some("") => INF,
+                    Some(h) => num(h)?,
+                };
+                if max < min {
+                    return err("min repeat greater than max repeat");
+                }
+                (min, max)
+            }
+        };
+        let item = match items.pop() {
+            None => return err("nothing to repeat"),
+            Some(it) if it.kind == Kind::At => return err("nothing to repeat"),
+            Some(it) if it.kind == Kind::Repeat => return err("multiple repeat"),
+            Some(it) => it,
+        };
+        let lazy = self.eat('?');
+        let possessive = !lazy && self.eat('+');
+        let lo = item.lo.saturating_mul(min);
+        let hi = if item.hi == 0 {
+            0
+        } else if max == INF {
+            INF
+        } else {
+            item.hi.saturating_mul(max)
+        };
+        let text = if item.kind == Kind::Assert || item.text.is_empty() {
+            // Zero-width lookaround: repeating it is the same as matching
+            // it once (min >= 1) or not at all (min == 0).
+            if min == 0 {
+                String::new()
+            } else {
+                item.text
+            }
+        } else {
+            let q = match (min, max) {
+                (0, 1) => "?".to_string(),
+                (0, INF) => "*".to_string(),
+                (1, INF) => "+".to_string(),
+                (m, INF) => format!("{{{m},}}"),
+                (m, n) if m == n => format!("{{{m}}}"),
+                (m, n) => format!("{{{m},{n}}}"),
+            };
+            let lazy = if lazy { "?" } else { "" };
+            if possessive {
+                format!("(?>(?:{}){q})", item.text)
+            } else {
+                format!("(?:{}){q}{lazy}", item.text)
+            }
+        };
+        items.push(Item::new(text, Kind::Repeat, lo, hi));
+        Ok(())
+    }
+
+    /// After `(`: groups, lookarounds, comments and inline flags.
+    fn group(&mut self, flags: &mut Flags, at_start: bool) -> Result<Option<Item>, String> {
+        let mut name = None;
+        let mut open = "(";
+        let mut capture = true;
+        let mut sub_flags = *flags;
+        let mut lookbehind = false;
+        if self.eat('?') {
+            let c = match self.get() {
+                None => return err("unexpected end of pattern"),
+                Some(Tok::E(e)) => return err(format!("unknown extension ?\\{e}")),
+                Some(Tok::C(c)) => c,
+            };
+            capture = false;
+            match c {
+                'P' if self.eat('<') => {
+                    let n = self.get_until('>', "group name")?;
+                    if !is_identifier(&n) {
+                        return err(format!("bad character in group name '{n}'"));
+                    }
+                    name = Some(n);
+                    capture = true;
+                }
+                'P' if self.eat('=') => {
+                    let n = self.get_until(')', "group name")?;
+                    if !is_identifier(&n) {
+                        return err(format!("bad character in group name '{n}'"));
+                    }
+                    let Some(&gid) = self.names.get(&n) else {
+                        return err(format!("unknown group name '{n}'"));
+                    };
+                    return self.backref(gid, *flags).map(Some);
+                }
+                'P' => return err("unknown extension ?P"),
+                ':' => open = "(?:",
+                '#' => loop {
+                    match self.get() {
+                        None => return err("missing ), unterminated comment"),
+                        Some(Tok::C(')')) => return Ok(None),
+                        Some(_) => {}
+                    }
+                },
+                '=' => open = "(?=",
+                '!' => open = "(?!",
+                '<' => {
+                    open = match self.get() {
+                        Some(Tok::C('=')) => "(?<=",
+                        Some(Tok::C('!')) => "(?<!",
+                        None => return err("unexpected end of pattern"),
+                        Some(_) => return err("unknown extension ?<"),
+                    };
+                    lookbehind = true;
+                }
+                '(' => return unsupported("conditional group (?(...)...)"),
+                '>' => open = "(?>",
+                c if c == '-' || "iLmsxatu".contains(c) => {
+                    match self.inline_flags(c)? {
+                        (add, None) => {
+                            if !at_start {
+                                return err("global flags not at the start of the expression");
+                            }
+                            if add & F_T != 0 {
+                                return unsupported("the TEMPLATE (t) flag");
+                            }
+                            self.saw_a |= add & F_A != 0;
+                            self.saw_u |= add & F_U != 0;
+                            apply_flags(flags, add, 0);
+                            return Ok(None);
+                        }
+                        (add, Some(del)) => {
+                            apply_flags(&mut sub_flags, add, del);
+                            open = "(?:";
+                        }
+                    }
+                }
+                c => return err(format!("unknown extension ?{c}")),
+            }
+        }
+        let gid = if capture {
+            self.groups.push(None);
+            let gid = self.groups.len() - 1;
+            if let Some(n) = name {
+                if self.names.insert(n.clone(), gid).is_some() {
+                    return err(format!("redefinition of group name '{n}'"));
+                }
+            }
+            Some(gid)
+        } else {
+            None
+        };
+        if lookbehind {
+            self.lookbehind += 1;
+        }
+        let (inner, lo, hi) = self.parse_sub(&mut sub_flags, false)?;
+        if lookbehind {
+            self.lookbehind -= 1;
+        }
+        if !self.eat(')') {
+            return err("missing ), unterminated subpattern");
+        }
+        if let Some(gid) = gid {
+            self.groups[gid] = Some((lo, hi));
+        }
+        if lookbehind && lo != hi {
+            return err("look-behind requires fixed-width pattern");
+        }
+        let text = format!("{open}{inner})");
+        Ok(Some(match open {
+            "(?=" | "(?!" | "(?<=" | "(?<!" => Item::new(text, Kind::Assert, 0, 0),
+            _ => Item::new(text, Kind::Other, lo, hi),
+        }))
+    }
+}
+
+const F_I: u8 = 1;
+const F_M: u8 = 2;
+const F_S: u8 = 4;
+const F_X: u8 = 8;
+const F_A: u8 = 16;
+const F_U: u8 = 32;
+const F_T: u8 = 64;
+const F_L: u8 = 128;
+const TYPE_FLAGS: u8 = F_A | F_U | F_L;
+
+fn flag_bit(c: char) -> Option<u8> {
+    Some(match c {
+        'i' => F_I,
+        'm' => F_M,
+        's' => F_S,
+        'x' => F_X,
+        'a' => F_A,
+        'u' => F_U,
+        't' => F_T,
+        'L' => F_L,
+        _ => return None,
+    })
+}
+
+/// `_combine_flags`: a type flag replaces the current one.
+fn apply_flags(f: &mut Flags, add: u8, del: u8) {
+    if add & F_A != 0 {
+        f.a = true;
+    }
+    if add & F_U != 0 {
+        f.a = false;
+    }
+    let set = |cur: bool, bit: u8| (cur || add & bit != 0) && del & bit == 0;
+    f.i = set(f.i, F_I);
+    f.m = set(f.m, F_M);
+    f.s = set(f.s, F_S);
+    f.x = set(f.x, F_X);
+}
+
+impl Translator {
+    /// `_parse_flags`, after `(?` and its first flag char (or `-`).
+    /// Returns (added, None) for global flags `(?aiLmsux)`, else
+    /// (added, Some(removed)) for a scoped `(?flags-flags:...)` group.
+    fn inline_flags(&mut self, first: char) -> Result<(u8, Option<u8>), String> {
+        let mut add = 0u8;
+        let mut del = 0u8;
+        let mut c = Some(Tok::C(first));
+        if first != '-' {
+            loop {
+                let Some(Tok::C(ch)) = c else { unreachable!() };
+                let bit = flag_bit(ch).unwrap_or(0);
+                if bit == F_L {
+                    return err("bad inline flags: cannot use 'L' flag with a str pattern");
+                }
+                add |= bit;
+                if bit & TYPE_FLAGS != 0 && add & TYPE_FLAGS != bit {
+                    return err("bad inline flags: flags 'a', 'u' and 'L' are incompatible");
+                }
+                c = self.get();
+                match c {
+                    None => return err("missing -, : or )"),
+                    Some(Tok::C(')' | '-' | ':')) => break,
+                    Some(Tok::C(ch)) if flag_bit(ch).is_some() => {}
+                    Some(Tok::C(ch)) if ch.is_alphabetic() => return err("unknown flag"),
+                    Some(_) => return err("missing -, : or )"),
+                }
+            }
+        }
+        if c == Some(Tok::C(')')) {
+            return Ok((add, None));
+        }
+        if add & F_T != 0 {
+            return err("bad inline flags: cannot turn on global flag");
+        }
+        if c == Some(Tok::C('-')) {
+            c = self.get();
+            match c {
+                None => return err("missing flag"),
+                Some(Tok::C(ch)) if flag_bit(ch).is_some() => {}
+                Some(Tok::C(ch)) if ch.is_alphabetic() => return err("unknown flag"),
+                Some(_) => return err("missing flag"),
+            }
+            loop {
+                let Some(Tok::C(ch)) = c else { unreachable!() };
+                let bit = flag_bit(ch).unwrap_or(0);
+                if bit & TYPE_FLAGS != 0 {
+                    return err("bad inline flags: cannot turn off flags 'a', 'u' and 'L'");
+                }
+                del |= bit;
+                c = self.get();
+                match c {
+                    None => return err("missing :"),
+                    Some(Tok::C(':')) => break,
+                    Some(Tok::C(ch)) if flag_bit(ch).is_some() => {}
+                    Some(Tok::C(ch)) if ch.is_alphabetic() => return err("unknown flag"),
+                    Some(_) => return err("missing :"),
+                }
+            }
+        }
+        if del & F_T != 0 {
+            return err("bad inline flags: cannot turn off global flag");
+        }
+        if add & del != 0 {
+            return err("bad inline flags: flag turned on and off");
+        }
+        Ok((add, Some(del)))
+    }
+}
+
+fn simple_escape(e: char) -> Option<u32> {
+    Some(match e {
+        'a' => 7,
+        'b' => 8,
+        'f' => 12,
+        'n' => 10,
+        'r' => 13,
+        't' => 9,
+        'v' => 11,
+        '\\' => 92,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::python::regex_vectors::REGEX_VECTORS;
+
+    /// Valid Python patterns this module deliberately refuses.
+    const EXPECTED_UNSUPPORTED: &[&str] = &[
+        r"\N{EM DASH}",
+        r"[\N{EM DASH}]",
+        r"(?P<n>a)(?(n)b|c)",
+        r"\ud800",
+        r"(a)(?<=\1)",
+    ];
+
+    #[test]
+    fn python_vectors() {
+        let mut failures = Vec::new();
+        for (pattern, subject, want) in REGEX_VECTORS {
+            let got = PyRegex::compile(pattern);
+            let ok = match (&got, want) {
+                (Err(_), None) => true,
+                (Err(e), Some(_)) => {
+                    e.starts_with(UNSUPPORTED) && EXPECTED_UNSUPPORTED.contains(pattern)
+                }
+                (Ok(re), Some(want)) => re.matches_at_start(subject) == *want,
+                (Ok(_), None) => false,
+            };
+            if !ok {
+                let got = got.map(|re| re.matches_at_start(subject));
+                failures.push(format!("{pattern:?} on {subject:?}: want {want:?}, got {got:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn backtrack_limit_is_no_match() {
+        // Catastrophic in a backtracking engine; CPython eventually says no.
+        let re = PyRegex::compile(r"(?:(a+)+\1)+$").unwrap();
+        assert!(!re.matches_at_start(&format!("{}b", "a".repeat(40))));
+    }
+}
