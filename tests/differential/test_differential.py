@@ -132,7 +132,7 @@ def test_random_contexts(flagpole_bin, random_cases):
             f"differences: {compare.compare_eval(mref, mours)[:8]}",
         ]
     text = "\n".join(report)
-    common.REPORT.append(text)
+    common.REPORT.append(report[0] + " Minimal repros: see the failure of test_random_contexts.")
     pytest.fail(text, pytrace=False)
 
 

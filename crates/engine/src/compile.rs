@@ -32,7 +32,9 @@ struct Compiler<'r> {
 
 /// Compiles a context object (its `identity`, if any, is ignored: identities are per call).
 pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>), InputError> {
-    let root = context.as_object().ok_or_else(|| InputError::new("$", "context must be a JSON object"))?;
+    let root = context
+        .as_object()
+        .ok_or_else(|| InputError::new("$", "context must be a JSON object"))?;
     let mut c = Compiler {
         root,
         names: Vec::new(),
@@ -71,7 +73,10 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
     let mut feature_by_key = HashMap::new();
     let mut slot_by_name: HashMap<String, usize> = HashMap::new();
     for (key, fc) in object_entries(root.get("features"), "$.features")? {
-        let path = format!("$.features[{}]", serde_json::to_string(key).unwrap_or_default());
+        let path = format!(
+            "$.features[{}]",
+            serde_json::to_string(key).unwrap_or_default()
+        );
         let ctx = c.feature_ctx(fc, &path)?;
         let slot_name = ctx.name.as_ref().map(String::clone).unwrap_or_default();
         let index = c.feature_ctxs.len();
@@ -84,7 +89,10 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
 
     let mut segments = Vec::new();
     for (key, sc) in object_entries(root.get("segments"), "$.segments")? {
-        let path = format!("$.segments[{}]", serde_json::to_string(key).unwrap_or_default());
+        let path = format!(
+            "$.segments[{}]",
+            serde_json::to_string(key).unwrap_or_default()
+        );
         segments.push(c.segment(sc, &path)?);
     }
 
@@ -101,7 +109,9 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
                         list.push(s);
                     }
                 }
-                (Err(e), _) => override_name_error = override_name_error.or_else(|| Some(e.clone())),
+                (Err(e), _) => {
+                    override_name_error = override_name_error.or_else(|| Some(e.clone()))
+                }
                 _ => {}
             }
         }
@@ -109,7 +119,11 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
 
     let env = Environment {
         env_key,
-        root: if c.needs_root { strip_dynamic(root) } else { Map::new() },
+        root: if c.needs_root {
+            strip_dynamic(root)
+        } else {
+            Map::new()
+        },
         root_order,
         features,
         feature_by_key,
@@ -156,11 +170,14 @@ fn array_items<'v>(v: Option<&'v Value>, path: &str) -> Result<&'v [Value], Inpu
 }
 
 fn object<'v>(v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, InputError> {
-    v.as_object().ok_or_else(|| InputError::new(path, "must be an object"))
+    v.as_object()
+        .ok_or_else(|| InputError::new(path, "must be an object"))
 }
 
 fn required(map: &Map<String, Value>, key: &str) -> Result<Value, EvalError> {
-    map.get(key).cloned().ok_or_else(|| EvalError::key(format!("'{key}'")))
+    map.get(key)
+        .cloned()
+        .ok_or_else(|| EvalError::key(format!("'{key}'")))
 }
 
 impl Compiler<'_> {
@@ -191,7 +208,10 @@ impl Compiler<'_> {
                     let item = object(item, &vp)?;
                     compiled.push((PriorityKey::from_json(item.get("priority")), variant(item)));
                 }
-                Some(stable_sort_by_priority(&mut compiled).map(|()| compiled.into_iter().map(|(_, v)| v).collect()))
+                Some(
+                    stable_sort_by_priority(&mut compiled)
+                        .map(|()| compiled.into_iter().map(|(_, v)| v).collect()),
+                )
             }
             _ => None,
         };
@@ -200,7 +220,10 @@ impl Compiler<'_> {
             name_id,
             enabled: required(fc, "enabled"),
             value: required(fc, "value"),
-            key: fc.get("key").map(pystr).ok_or_else(|| EvalError::key("'key'")),
+            key: fc
+                .get("key")
+                .map(pystr)
+                .ok_or_else(|| EvalError::key("'key'")),
             variants,
             priority: PriorityKey::from_json(fc.get("priority")),
             metadata: fc.get("metadata").filter(|m| json_truthy(m)).cloned(),
@@ -210,7 +233,10 @@ impl Compiler<'_> {
     fn segment(&mut self, v: &Value, path: &str) -> Result<Segment, InputError> {
         let sc = object(v, path)?;
         let name = required(sc, "name");
-        let reason = format!("TARGETING_MATCH; segment={}", name.as_ref().map(pystr).unwrap_or_default());
+        let reason = format!(
+            "TARGETING_MATCH; segment={}",
+            name.as_ref().map(pystr).unwrap_or_default()
+        );
         let rules = match sc.get("rules") {
             None => Err(EvalError::key("'rules'")),
             Some(r) => {
@@ -233,7 +259,10 @@ impl Compiler<'_> {
             self.feature_ctxs.push(ctx);
         }
         Ok(Segment {
-            key: sc.get("key").map(pystr).ok_or_else(|| EvalError::key("'key'")),
+            key: sc
+                .get("key")
+                .map(pystr)
+                .ok_or_else(|| EvalError::key("'key'")),
             name,
             reason,
             metadata: sc.get("metadata").filter(|m| json_truthy(m)).cloned(),
@@ -267,7 +296,11 @@ impl Compiler<'_> {
         for (i, sub) in subs.iter().enumerate() {
             rules.push(self.rule(sub, &format!("{path}.rules[{i}]"))?);
         }
-        Ok(Rule { quantifier, conditions, rules })
+        Ok(Rule {
+            quantifier,
+            conditions,
+            rules,
+        })
     }
 
     fn condition(&mut self, v: &Value, path: &str) -> Result<Condition, InputError> {
@@ -311,9 +344,15 @@ impl Compiler<'_> {
         let source = ConditionSource {
             property: cond.get("property").map(pystr).unwrap_or_default(),
             operator: op_text.unwrap_or("?").to_owned(),
-            value: value.map(|v| v.to_string()).unwrap_or_else(|| "(missing)".into()),
+            value: value
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "(missing)".into()),
         };
-        Ok(Condition { property, operator, source })
+        Ok(Condition {
+            property,
+            operator,
+            source,
+        })
     }
 }
 
@@ -324,16 +363,24 @@ fn variant(item: &Map<String, Value>) -> Variant {
         Some(Value::Bool(b)) => Ok(*b as i64 as f64),
         Some(Value::Number(n)) => match classify_number(n) {
             JsonNumber::Float(f) => Ok(f),
-            JsonNumber::Int(i) => i
-                .to_f64()
-                .ok_or_else(|| EvalError::new(PyErrorKind::OverflowError, "int too large to convert to float")),
+            JsonNumber::Int(i) => i.to_f64().ok_or_else(|| {
+                EvalError::new(
+                    PyErrorKind::OverflowError,
+                    "int too large to convert to float",
+                )
+            }),
         },
-        Some(_) => Err(EvalError::type_error("unsupported operand type(s) for +: weight and 'float'")),
+        Some(_) => Err(EvalError::type_error(
+            "unsupported operand type(s) for +: weight and 'float'",
+        )),
     };
     Variant {
         value: required(item, "value"),
         weight,
-        reason: format!("SPLIT; weight={}", weight_value.map(pystr).unwrap_or_default()),
+        reason: format!(
+            "SPLIT; weight={}",
+            weight_value.map(pystr).unwrap_or_default()
+        ),
         key: item.get("key").cloned().unwrap_or(Value::Null),
     }
 }

@@ -79,7 +79,10 @@ enum StrSide {
     Never,
     Plain(String),
     /// `":semver"` suffix: the rest, and its parse.
-    Semver { stripped: String, parsed: Option<SemVer> },
+    Semver {
+        stripped: String,
+        parsed: Option<SemVer>,
+    },
 }
 
 #[derive(Debug)]
@@ -90,7 +93,10 @@ pub(crate) enum ModuloSpec {
     NotAString,
     /// Not `"<float>|<float>"`: false.
     Invalid,
-    Valid { divisor: f64, remainder: f64 },
+    Valid {
+        divisor: f64,
+        remainder: f64,
+    },
 }
 
 pub(crate) fn parse_operator(op: &str) -> Option<fn(Option<&Value>) -> Operator> {
@@ -106,7 +112,9 @@ pub(crate) fn parse_operator(op: &str) -> Option<fn(Option<&Value>) -> Operator>
             |v| Operator::Compare(CompareOp::GreaterThanInclusive, compare_value(v))
         }
         "LESS_THAN" => |v| Operator::Compare(CompareOp::LessThan, compare_value(v)),
-        "LESS_THAN_INCLUSIVE" => |v| Operator::Compare(CompareOp::LessThanInclusive, compare_value(v)),
+        "LESS_THAN_INCLUSIVE" => {
+            |v| Operator::Compare(CompareOp::LessThanInclusive, compare_value(v))
+        }
         "CONTAINS" => |v| Operator::Compare(CompareOp::Contains, compare_value(v)),
         "NOT_CONTAINS" => |v| Operator::NotContains(required(v).map(pystr)),
         "REGEX" => |v| {
@@ -152,7 +160,10 @@ fn in_values(v: Option<&Value>) -> Result<HashSet<String>, EvalError> {
         Value::Object(_) => Err(EvalError::type_error("unhashable type: 'dict'")),
         other => Err(EvalError::new(
             PyErrorKind::AttributeError,
-            format!("'{}' object has no attribute 'startswith'", py_type_name(other)),
+            format!(
+                "'{}' object has no attribute 'startswith'",
+                py_type_name(other)
+            ),
         )),
     }
 }
@@ -179,7 +190,10 @@ fn py_float_of(v: &Value) -> Result<Option<f64>, EvalError> {
         Value::Number(n) => match classify_number(n) {
             JsonNumber::Float(f) => Ok(Some(f)),
             JsonNumber::Int(i) => i.to_f64().map(Some).ok_or_else(|| {
-                EvalError::new(PyErrorKind::OverflowError, "int too large to convert to float")
+                EvalError::new(
+                    PyErrorKind::OverflowError,
+                    "int too large to convert to float",
+                )
             }),
         },
         other => Err(EvalError::type_error(format!(
@@ -224,14 +238,21 @@ fn compare_value(v: Option<&Value>) -> Result<CompareValue, EvalError> {
         other => py_float_of(other),
     };
     let bool_side = !matches!(v, Value::String(s) if s == "False" || s == "false");
-    Ok(CompareValue { str_side, int_side, float_side, bool_side })
+    Ok(CompareValue {
+        str_side,
+        int_side,
+        float_side,
+        bool_side,
+    })
 }
 
 fn modulo_spec(v: &Value) -> ModuloSpec {
     if !crate::value::json_truthy(v) {
         return ModuloSpec::Falsy;
     }
-    let Value::String(s) = v else { return ModuloSpec::NotAString };
+    let Value::String(s) = v else {
+        return ModuloSpec::NotAString;
+    };
     let mut parts = s.split('|');
     match (parts.next(), parts.next(), parts.next()) {
         (Some(d), Some(r), None) => match (parse_py_float(d), parse_py_float(r)) {
@@ -295,7 +316,10 @@ impl Operator {
                     Scalar::Bool(b) => *b as i64 as f64,
                     Scalar::Int(i) => match spec.as_ref().map_err(Clone::clone)? {
                         ModuloSpec::Valid { .. } => i.to_f64().ok_or_else(|| {
-                            EvalError::new(PyErrorKind::OverflowError, "int too large to convert to float")
+                            EvalError::new(
+                                PyErrorKind::OverflowError,
+                                "int too large to convert to float",
+                            )
                         })?,
                         _ => 0.0,
                     },
@@ -310,7 +334,10 @@ impl Operator {
                     )),
                     ModuloSpec::Valid { divisor, remainder } => {
                         if *divisor == 0.0 {
-                            return Err(EvalError::new(PyErrorKind::ZeroDivisionError, "float modulo"));
+                            return Err(EvalError::new(
+                                PyErrorKind::ZeroDivisionError,
+                                "float modulo",
+                            ));
                         }
                         Ok(py_float_mod(x, *divisor) == *remainder)
                     }
@@ -332,13 +359,17 @@ fn compare(op: CompareOp, cv: &Scalar<'_>, value: &CompareValue) -> Result<bool,
                 Some(s.as_ref().cmp(v.as_str()))
             }
             StrSide::Semver { stripped, parsed } => {
-                let Some(version) = semver::parse(s) else { return Ok(false) };
+                let Some(version) = semver::parse(s) else {
+                    return Ok(false);
+                };
                 if op == CompareOp::Contains {
                     // `str in Version` iterates (major, minor, patch, prerelease, build).
                     return Ok(version.prerelease.as_deref() == Some(stripped.as_str())
                         || version.build.as_deref() == Some(stripped.as_str()));
                 }
-                let Some(other) = parsed else { return Ok(false) };
+                let Some(other) = parsed else {
+                    return Ok(false);
+                };
                 Some(semver::compare(&version, other))
             }
         },

@@ -23,7 +23,11 @@ pub struct FeatureInfo {
 
 /// Features of a document in `feature_states` order.
 pub fn feature_catalog(doc: &Value) -> Vec<FeatureInfo> {
-    let states = doc.get("feature_states").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+    let states = doc
+        .get("feature_states")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     states
         .iter()
         .filter_map(|fs| {
@@ -31,7 +35,11 @@ pub fn feature_catalog(doc: &Value) -> Vec<FeatureInfo> {
             Some(FeatureInfo {
                 id: feature.get("id").cloned().unwrap_or(Value::Null),
                 name: feature.get("name")?.as_str()?.to_owned(),
-                kind: feature.get("type").and_then(Value::as_str).unwrap_or("STANDARD").to_owned(),
+                kind: feature
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("STANDARD")
+                    .to_owned(),
             })
         })
         .collect()
@@ -39,15 +47,24 @@ pub fn feature_catalog(doc: &Value) -> Vec<FeatureInfo> {
 
 /// Maps an environment document to the engine's context format.
 pub fn document_to_context(doc: &Value) -> Result<Value, InputError> {
-    let doc = doc.as_object().ok_or_else(|| InputError::new("$", "environment document must be a JSON object"))?;
+    let doc = doc
+        .as_object()
+        .ok_or_else(|| InputError::new("$", "environment document must be a JSON object"))?;
     let api_key = match doc.get("api_key") {
         Some(Value::String(k)) => k.clone(),
         _ => return Err(InputError::new("$.api_key", "must be a string")),
     };
-    let name = doc.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+    let name = doc
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
 
     let mut features = Map::new();
-    for (i, fs) in array(doc.get("feature_states"), "$.feature_states")?.iter().enumerate() {
+    for (i, fs) in array(doc.get("feature_states"), "$.feature_states")?
+        .iter()
+        .enumerate()
+    {
         let ctx = feature_context(fs, &format!("$.feature_states[{i}]"))?;
         let key = ctx["name"].as_str().unwrap_or_default().to_owned();
         features.insert(key, ctx);
@@ -56,13 +73,19 @@ pub fn document_to_context(doc: &Value) -> Result<Value, InputError> {
     let mut segments = Map::new();
     let project = doc.get("project").and_then(Value::as_object);
     let project_segments = project.and_then(|p| p.get("segments"));
-    for (i, segment) in array(project_segments, "$.project.segments")?.iter().enumerate() {
+    for (i, segment) in array(project_segments, "$.project.segments")?
+        .iter()
+        .enumerate()
+    {
         let path = format!("$.project.segments[{i}]");
         let s = object(segment, &path)?;
         let id = s.get("id").cloned().unwrap_or(Value::Null);
         let key = crate::condition::pystr(&id);
         let mut overrides = Vec::new();
-        for (j, fs) in array(s.get("feature_states"), &format!("{path}.feature_states"))?.iter().enumerate() {
+        for (j, fs) in array(s.get("feature_states"), &format!("{path}.feature_states"))?
+            .iter()
+            .enumerate()
+        {
             overrides.push(feature_context(fs, &format!("{path}.feature_states[{j}]"))?);
         }
         segments.insert(
@@ -94,7 +117,8 @@ fn array<'v>(v: Option<&'v Value>, path: &str) -> Result<&'v [Value], InputError
 }
 
 fn object<'v>(v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, InputError> {
-    v.as_object().ok_or_else(|| InputError::new(path, "must be an object"))
+    v.as_object()
+        .ok_or_else(|| InputError::new(path, "must be an object"))
 }
 
 fn truthy(v: Option<&Value>) -> Option<&Value> {
@@ -104,24 +128,51 @@ fn truthy(v: Option<&Value>) -> Option<&Value> {
 /// A FeatureStateModel → FeatureContext.
 fn feature_context(fs: &Value, path: &str) -> Result<Value, InputError> {
     let fs = object(fs, path)?;
-    let feature = fs.get("feature").and_then(Value::as_object).ok_or_else(|| InputError::new(format!("{path}.feature"), "must be an object"))?;
+    let feature = fs
+        .get("feature")
+        .and_then(Value::as_object)
+        .ok_or_else(|| InputError::new(format!("{path}.feature"), "must be an object"))?;
     let name = match feature.get("name") {
         Some(Value::String(n)) => n.clone(),
-        _ => return Err(InputError::new(format!("{path}.feature.name"), "must be a string")),
+        _ => {
+            return Err(InputError::new(
+                format!("{path}.feature.name"),
+                "must be a string",
+            ))
+        }
     };
     // `str(django_id or featurestate_uuid)`: a Python truthiness test, so 0 falls back too.
     let key = match truthy(fs.get("django_id")).or_else(|| fs.get("featurestate_uuid")) {
         Some(v) => crate::condition::pystr(v),
-        None => return Err(InputError::new(format!("{path}.featurestate_uuid"), "needed when django_id is empty")),
+        None => {
+            return Err(InputError::new(
+                format!("{path}.featurestate_uuid"),
+                "needed when django_id is empty",
+            ))
+        }
     };
     let mut ctx = Map::new();
     ctx.insert("key".into(), Value::String(key));
     ctx.insert("name".into(), Value::String(name));
-    ctx.insert("enabled".into(), fs.get("enabled").cloned().unwrap_or(Value::Bool(false)));
-    ctx.insert("value".into(), fs.get("feature_state_value").cloned().unwrap_or(Value::Null));
-    ctx.insert("metadata".into(), json!({"id": feature.get("id").cloned().unwrap_or(Value::Null)}));
+    ctx.insert(
+        "enabled".into(),
+        fs.get("enabled").cloned().unwrap_or(Value::Bool(false)),
+    );
+    ctx.insert(
+        "value".into(),
+        fs.get("feature_state_value")
+            .cloned()
+            .unwrap_or(Value::Null),
+    );
+    ctx.insert(
+        "metadata".into(),
+        json!({"id": feature.get("id").cloned().unwrap_or(Value::Null)}),
+    );
     let mv_path = format!("{path}.multivariate_feature_state_values");
-    let mv = array(truthy(fs.get("multivariate_feature_state_values")), &mv_path)?;
+    let mv = array(
+        truthy(fs.get("multivariate_feature_state_values")),
+        &mv_path,
+    )?;
     if !mv.is_empty() {
         let mut variants = Vec::with_capacity(mv.len());
         for (i, v) in mv.iter().enumerate() {
@@ -130,14 +181,25 @@ fn feature_context(fs: &Value, path: &str) -> Result<Value, InputError> {
             let option = v
                 .get("multivariate_feature_option")
                 .and_then(Value::as_object)
-                .ok_or_else(|| InputError::new(format!("{vp}.multivariate_feature_option"), "must be an object"))?;
+                .ok_or_else(|| {
+                    InputError::new(
+                        format!("{vp}.multivariate_feature_option"),
+                        "must be an object",
+                    )
+                })?;
             let priority = match truthy(v.get("id")) {
                 Some(id) => id.clone(),
                 None => uuid_priority(v.get("mv_fs_value_uuid"), &vp)?,
             };
             let mut variant = Map::new();
-            variant.insert("value".into(), option.get("value").cloned().unwrap_or(Value::Null));
-            variant.insert("weight".into(), v.get("percentage_allocation").cloned().unwrap_or(json!(0)));
+            variant.insert(
+                "value".into(),
+                option.get("value").cloned().unwrap_or(Value::Null),
+            );
+            variant.insert(
+                "weight".into(),
+                v.get("percentage_allocation").cloned().unwrap_or(json!(0)),
+            );
             variant.insert("priority".into(), priority);
             if let Some(k) = option.get("key").filter(|k| !k.is_null()) {
                 variant.insert("key".into(), k.clone());
@@ -166,7 +228,10 @@ fn uuid_priority(v: Option<&Value>, path: &str) -> Result<Value, InputError> {
         .collect();
     match (hex.len(), u128::from_str_radix(&hex, 16)) {
         (32, Ok(n)) => Ok(serde_json::from_str(&n.to_string()).expect("an integer is valid JSON")),
-        _ => Err(InputError::new(format!("{path}.mv_fs_value_uuid"), "needs a UUID when id is empty")),
+        _ => Err(InputError::new(
+            format!("{path}.mv_fs_value_uuid"),
+            "needs a UUID when id is empty",
+        )),
     }
 }
 
@@ -176,7 +241,10 @@ fn rules(v: Option<&Value>, path: &str) -> Result<Value, InputError> {
         let rp = format!("{path}[{i}]");
         let r = object(rule, &rp)?;
         let mut conditions = Vec::new();
-        for (j, c) in array(r.get("conditions"), &format!("{rp}.conditions"))?.iter().enumerate() {
+        for (j, c) in array(r.get("conditions"), &format!("{rp}.conditions"))?
+            .iter()
+            .enumerate()
+        {
             let c = object(c, &format!("{rp}.conditions[{j}]"))?;
             conditions.push(json!({
                 "property": truthy(c.get("property_")).cloned().unwrap_or(json!("")),
@@ -194,13 +262,19 @@ fn rules(v: Option<&Value>, path: &str) -> Result<Value, InputError> {
 }
 
 /// One virtual segment per distinct set of identity overrides (grouped as the SDK groups them).
-fn identity_override_segments(v: Option<&Value>, segments: &mut Map<String, Value>) -> Result<(), InputError> {
+fn identity_override_segments(
+    v: Option<&Value>,
+    segments: &mut Map<String, Value>,
+) -> Result<(), InputError> {
     // Group key (Python tuple equality: 1 == 1.0 == True) → (overrides, identifiers).
     let mut groups: IndexMap<String, (Vec<Value>, Vec<Value>)> = IndexMap::new();
     for (i, identity) in array(v, "$.identity_overrides")?.iter().enumerate() {
         let path = format!("$.identity_overrides[{i}]");
         let identity = object(identity, &path)?;
-        let features = array(identity.get("identity_features"), &format!("{path}.identity_features"))?;
+        let features = array(
+            identity.get("identity_features"),
+            &format!("{path}.identity_features"),
+        )?;
         if features.is_empty() {
             continue;
         }
@@ -208,19 +282,35 @@ fn identity_override_segments(v: Option<&Value>, segments: &mut Map<String, Valu
         for (j, fs) in features.iter().enumerate() {
             let fp = format!("{path}.identity_features[{j}]");
             let fs = object(fs, &fp)?;
-            let feature = fs.get("feature").and_then(Value::as_object).ok_or_else(|| InputError::new(format!("{fp}.feature"), "must be an object"))?;
-            let name = feature.get("name").and_then(Value::as_str).ok_or_else(|| InputError::new(format!("{fp}.feature.name"), "must be a string"))?;
+            let feature = fs
+                .get("feature")
+                .and_then(Value::as_object)
+                .ok_or_else(|| InputError::new(format!("{fp}.feature"), "must be an object"))?;
+            let name = feature
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| InputError::new(format!("{fp}.feature.name"), "must be a string"))?;
             entries.push((
                 name.to_owned(),
                 feature.get("id").cloned().unwrap_or(Value::Null),
                 fs.get("enabled").cloned().unwrap_or(Value::Bool(false)),
-                fs.get("feature_state_value").cloned().unwrap_or(Value::Null),
+                fs.get("feature_state_value")
+                    .cloned()
+                    .unwrap_or(Value::Null),
             ));
         }
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let group_key = entries
             .iter()
-            .map(|(name, id, enabled, value)| format!("{}|{}|{}|{}", py_eq_key(id), name, py_eq_key(enabled), py_eq_key(value)))
+            .map(|(name, id, enabled, value)| {
+                format!(
+                    "{}|{}|{}|{}",
+                    py_eq_key(id),
+                    name,
+                    py_eq_key(enabled),
+                    py_eq_key(value)
+                )
+            })
             .collect::<Vec<_>>()
             .join("\u{0}");
         let identifier = identity.get("identifier").cloned().unwrap_or(Value::Null);

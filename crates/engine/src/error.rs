@@ -31,7 +31,10 @@ pub struct EvalError {
 
 impl EvalError {
     pub fn new(kind: PyErrorKind, message: impl Into<String>) -> Self {
-        EvalError { kind, message: message.into() }
+        EvalError {
+            kind,
+            message: message.into(),
+        }
     }
     pub fn key(what: impl fmt::Display) -> Self {
         EvalError::new(PyErrorKind::KeyError, format!("missing key {what}"))
@@ -59,7 +62,10 @@ pub struct InputError {
 
 impl InputError {
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        InputError { path: path.into(), message: message.into() }
+        InputError {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 

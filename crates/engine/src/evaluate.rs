@@ -74,14 +74,20 @@ pub(crate) struct Evaluation<'a> {
 }
 
 impl<'a> Evaluation<'a> {
-    pub(crate) fn new(env: &'a Environment, identity: Option<&'a Identity<'a>>) -> Result<Self, EvalError> {
+    pub(crate) fn new(
+        env: &'a Environment,
+        identity: Option<&'a Identity<'a>>,
+    ) -> Result<Self, EvalError> {
         let key = match identity {
             None => None,
             Some(id) => match &id.key {
                 Some(k) if k.is_truthy() => Some(IdentityKey::Given(k)),
                 _ => {
                     let env_key = env.env_key.as_ref().map_err(Clone::clone)?;
-                    let identifier = id.identifier.as_ref().ok_or_else(|| EvalError::key("'identifier'"))?;
+                    let identifier = id
+                        .identifier
+                        .as_ref()
+                        .ok_or_else(|| EvalError::key("'identifier'"))?;
                     let mut text = String::with_capacity(env_key.len() + 1 + 36);
                     text.push_str(env_key);
                     text.push('_');
@@ -103,7 +109,13 @@ impl<'a> Evaluation<'a> {
             segment_matches: vec![None; env.segments.len()],
             ..Default::default()
         });
-        Ok(Evaluation { env, identity, key, key_text, deps })
+        Ok(Evaluation {
+            env,
+            identity,
+            key,
+            key_text,
+            deps,
+        })
     }
 
     fn cycle_hits(&self) -> u64 {
@@ -127,14 +139,20 @@ impl<'a> Evaluation<'a> {
                 continue;
             }
             let name = segment.name.as_ref().map_err(Clone::clone)?;
-            results.push(SegmentResult { name, metadata: segment.metadata.as_ref(), index });
+            results.push(SegmentResult {
+                name,
+                metadata: segment.metadata.as_ref(),
+                index,
+            });
             for &o in &segment.overrides {
                 let ctx = &env.feature_ctxs[o];
                 ctx.name.as_ref().map_err(Clone::clone)?;
                 let id = ctx.name_id.expect("named override has an id") as usize;
                 let wins = match overrides[id] {
                     None => true,
-                    Some((incumbent, _)) => ctx.priority.py_lt(&env.feature_ctxs[incumbent].priority)?,
+                    Some((incumbent, _)) => {
+                        ctx.priority.py_lt(&env.feature_ctxs[incumbent].priority)?
+                    }
                 };
                 if wins {
                     overrides[id] = Some((o, index));
@@ -144,7 +162,10 @@ impl<'a> Evaluation<'a> {
         Ok((results, overrides))
     }
 
-    fn evaluate_features(&mut self, overrides: &Overrides) -> Result<Vec<FlagResult<'a>>, EvalError> {
+    fn evaluate_features(
+        &mut self,
+        overrides: &Overrides,
+    ) -> Result<Vec<FlagResult<'a>>, EvalError> {
         let env = self.env;
         if env.features.is_empty() {
             return Ok(Vec::new());
@@ -158,11 +179,17 @@ impl<'a> Evaluation<'a> {
             let name = ctx.name.as_ref().map_err(Clone::clone)?;
             let id = ctx.name_id.expect("named feature has an id") as usize;
             let result = match overrides[id] {
-                Some((o, s)) => {
-                    self.flag_result(name, o, Reason::TargetingMatch(&env.segments[s].reason), Some(s))?
-                }
+                Some((o, s)) => self.flag_result(
+                    name,
+                    o,
+                    Reason::TargetingMatch(&env.segments[s].reason),
+                    Some(s),
+                )?,
                 None => {
-                    let fallback = *env.feature_by_key.get(name.as_str()).ok_or_else(|| EvalError::key(format!("'{name}'")))?;
+                    let fallback = *env
+                        .feature_by_key
+                        .get(name.as_str())
+                        .ok_or_else(|| EvalError::key(format!("'{name}'")))?;
                     self.flag_result(name, fallback, fallback_reason(env, name), None)?
                 }
             };
@@ -227,12 +254,18 @@ impl<'a> Evaluation<'a> {
         Ok(true)
     }
 
-    pub(crate) fn matches_rule(&mut self, rule: &'a Rule, segment_key: &'a str) -> Result<bool, EvalError> {
+    pub(crate) fn matches_rule(
+        &mut self,
+        rule: &'a Rule,
+        segment_key: &'a str,
+    ) -> Result<bool, EvalError> {
         let conditions = if rule.conditions.is_empty() {
             true
         } else {
             let q = *rule.quantifier.as_ref().map_err(Clone::clone)?;
-            quantify(q, &rule.conditions, |c| self.matches_condition(c, segment_key))?
+            quantify(q, &rule.conditions, |c| {
+                self.matches_condition(c, segment_key)
+            })?
         };
         let rules = if rule.rules.is_empty() {
             true
@@ -243,7 +276,11 @@ impl<'a> Evaluation<'a> {
         Ok(conditions && rules)
     }
 
-    pub(crate) fn matches_condition(&mut self, c: &'a Condition, segment_key: &str) -> Result<bool, EvalError> {
+    pub(crate) fn matches_condition(
+        &mut self,
+        c: &'a Condition,
+        segment_key: &str,
+    ) -> Result<bool, EvalError> {
         let property = c.property.as_ref().map_err(Clone::clone)?;
         let operator = c.operator.as_ref().map_err(Clone::clone)?;
         let value = self.context_value(property)?;
@@ -251,7 +288,10 @@ impl<'a> Evaluation<'a> {
     }
 
     /// `get_context_value`, coerced (or the raw identity key for an empty split property).
-    pub(crate) fn context_value(&mut self, property: &'a Property) -> Result<Scalar<'a>, EvalError> {
+    pub(crate) fn context_value(
+        &mut self,
+        property: &'a Property,
+    ) -> Result<Scalar<'a>, EvalError> {
         match property {
             Property::IdentityKey => Ok(match &self.key_text {
                 Some(text) => Scalar::Str(Cow::Owned(text.to_string())),
@@ -281,7 +321,9 @@ impl<'a> Evaluation<'a> {
             Query::Static(value) => Ok(borrow_scalar(value.as_ref().map_err(Clone::clone)?)),
             Query::Identity(steps) => self.identity_query(steps),
             Query::Flag(name, steps) => {
-                let Some(flag) = self.read_flag(name)? else { return Ok(Scalar::Null) };
+                let Some(flag) = self.read_flag(name)? else {
+                    return Ok(Scalar::Null);
+                };
                 flag_query(&flag, steps)
             }
             Query::General(path) => {
@@ -295,7 +337,9 @@ impl<'a> Evaluation<'a> {
     }
 
     fn identity_query(&self, steps: &'a [Step]) -> Result<Scalar<'a>, EvalError> {
-        let Some(identity) = self.identity else { return Ok(Scalar::Null) };
+        let Some(identity) = self.identity else {
+            return Ok(Scalar::Null);
+        };
         let (first, rest) = match steps.split_first() {
             Some((Step::Name(first), rest)) => (first.as_str(), rest),
             _ => return Ok(Scalar::Null),
@@ -333,7 +377,10 @@ impl<'a> Evaluation<'a> {
 
     /// A read of `$.flags.<name>`: resolves the flag on first use (the reference's `__missing__`).
     fn read_flag(&mut self, name: &'a str) -> Result<Option<FlagResult<'a>>, EvalError> {
-        let deps = self.deps.as_mut().expect("flag reads are compiled with dependency state");
+        let deps = self
+            .deps
+            .as_mut()
+            .expect("flag reads are compiled with dependency state");
         if let Some((_, flag)) = deps.resolved.iter().find(|(k, _)| *k == name) {
             return Ok(Some(flag.clone()));
         }
@@ -345,7 +392,11 @@ impl<'a> Evaluation<'a> {
             Err(e) => return Err(e),
         }
         let deps = self.deps.as_ref().expect("dependency state");
-        Ok(deps.resolved.iter().find(|(k, _)| *k == name).map(|(_, f)| f.clone()))
+        Ok(deps
+            .resolved
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, f)| f.clone()))
     }
 
     fn deps(&mut self) -> &mut Dependencies<'a> {
@@ -367,7 +418,9 @@ impl<'a> Evaluation<'a> {
             deps.cycle_hits += 1;
             return Ok(());
         }
-        let Some(&feature) = self.env.feature_by_key.get(name) else { return Ok(()) };
+        let Some(&feature) = self.env.feature_by_key.get(name) else {
+            return Ok(());
+        };
         self.deps().resolving.push(name);
         let winner = self.segment_override(name);
         self.deps().resolving.pop();
@@ -376,9 +429,12 @@ impl<'a> Evaluation<'a> {
             return Ok(());
         }
         let result = match winner {
-            Some((o, s)) => {
-                self.flag_result(name, o, Reason::TargetingMatch(&self.env.segments[s].reason), Some(s))?
-            }
+            Some((o, s)) => self.flag_result(
+                name,
+                o,
+                Reason::TargetingMatch(&self.env.segments[s].reason),
+                Some(s),
+            )?,
             None => self.flag_result(name, feature, fallback_reason(self.env, name), None)?,
         };
         self.deps().resolved.push((name, result));
@@ -387,7 +443,9 @@ impl<'a> Evaluation<'a> {
 
     fn segment_override(&mut self, name: &str) -> Result<Option<(usize, usize)>, EvalError> {
         let env = self.env;
-        let Some(&id) = env.name_ids.get(name) else { return Ok(None) };
+        let Some(&id) = env.name_ids.get(name) else {
+            return Ok(None);
+        };
         let mut winner: Option<(usize, usize)> = None;
         for &s in &env.segments_by_name[id as usize] {
             if !self.matches_segment(s)? {
@@ -401,7 +459,9 @@ impl<'a> Evaluation<'a> {
                 }
                 let wins = match winner {
                     None => true,
-                    Some((incumbent, _)) => ctx.priority.py_lt(&env.feature_ctxs[incumbent].priority)?,
+                    Some((incumbent, _)) => {
+                        ctx.priority.py_lt(&env.feature_ctxs[incumbent].priority)?
+                    }
                 };
                 if wins {
                     segment.name.as_ref().map_err(Clone::clone)?;
@@ -442,7 +502,10 @@ impl<'a> Evaluation<'a> {
                 }
                 RootEntry::Flags => {
                     let flags = self.deps.as_ref().map(|d| {
-                        d.resolved.iter().map(|(k, f)| (k.to_string(), flag_json(f))).collect()
+                        d.resolved
+                            .iter()
+                            .map(|(k, f)| (k.to_string(), flag_json(f)))
+                            .collect()
                     });
                     root.insert("flags".into(), Value::Object(flags.unwrap_or_default()));
                 }
@@ -465,7 +528,11 @@ impl<'a> Evaluation<'a> {
                 if let Some(identifier) = &identity.identifier {
                     map.insert("identifier".into(), trait_json(identifier));
                 }
-                let traits = identity.traits.iter().map(|t| (t.key.to_string(), trait_json(&t.value))).collect();
+                let traits = identity
+                    .traits
+                    .iter()
+                    .map(|t| (t.key.to_string(), trait_json(&t.value)))
+                    .collect();
                 map.insert("traits".into(), Value::Object(traits));
                 map
             }
@@ -520,8 +587,16 @@ fn json_query(node: Option<&Value>) -> Result<Scalar<'_>, EvalError> {
 
 /// Steps into a flag result (`enabled`, `name`, `reason`, `value`, `variant`, `metadata`).
 fn flag_query<'a>(flag: &FlagResult<'a>, steps: &[Step]) -> Result<Scalar<'a>, EvalError> {
-    let Some((Step::Name(field), rest)) = steps.split_first() else { return Ok(Scalar::Null) };
-    let text = |s: &'a str| if rest.is_empty() { coerce_str(s) } else { Ok(Scalar::Null) };
+    let Some((Step::Name(field), rest)) = steps.split_first() else {
+        return Ok(Scalar::Null);
+    };
+    let text = |s: &'a str| {
+        if rest.is_empty() {
+            coerce_str(s)
+        } else {
+            Ok(Scalar::Null)
+        }
+    };
     match field.as_str() {
         "enabled" => json_query(json_at(flag.enabled, rest)),
         "value" => json_query(json_at(flag.value, rest)),
@@ -544,7 +619,8 @@ fn flag_query<'a>(flag: &FlagResult<'a>, steps: &[Step]) -> Result<Scalar<'a>, E
 
 fn flag_json(flag: &FlagResult<'_>) -> Value {
     let mut bytes = Vec::new();
-    flag.write_json(&mut bytes).expect("writing to a Vec cannot fail");
+    flag.write_json(&mut bytes)
+        .expect("writing to a Vec cannot fail");
     serde_json::from_slice(&bytes).expect("flag JSON is valid")
 }
 

@@ -1,1 +1,209 @@
-//! Explanations: why an identity gets each value. Placeholder until the explain pass lands.
+//! Explanations: why an identity gets each value. For every flag, the segment or override that
+//! decided it; for every segment that did not match, the first rule and condition that failed and
+//! the value the condition saw. Built on the evaluator's own matching functions, so an
+//! explanation can never disagree with an evaluation.
+
+use crate::condition::Condition;
+use crate::error::EvalError;
+use crate::evaluate::Evaluation;
+use crate::identity::Identity;
+use crate::model::{Environment, Quantifier, Rule};
+use crate::result::EvaluationResult;
+
+/// Why one segment did or did not match.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentExplanation {
+    pub name: String,
+    pub matched: bool,
+    /// For a segment that did not match: where it failed, e.g. `rules[0].conditions[1]`.
+    pub failed_at: Option<String>,
+    /// The failing condition as written (`plan EQUAL "pro"`), and what it saw.
+    pub condition: Option<String>,
+    pub saw: Option<String>,
+    /// Names of the features this segment overrides.
+    pub overrides: Vec<String>,
+}
+
+/// Everything `--explain` shows.
+#[derive(Debug)]
+pub struct Explanation<'a> {
+    pub result: EvaluationResult<'a>,
+    pub segments: Vec<SegmentExplanation>,
+}
+
+/// Evaluates and explains.
+pub fn explain<'a>(
+    env: &'a Environment,
+    identity: Option<&'a Identity<'a>>,
+) -> Result<Explanation<'a>, EvalError> {
+    let result = env.evaluate(identity)?;
+    let mut ev = Evaluation::new(env, identity)?;
+    let mut segments = Vec::with_capacity(env.segments.len());
+    for (index, segment) in env.segments.iter().enumerate() {
+        let name = segment
+            .name
+            .as_ref()
+            .map(crate::condition::pystr)
+            .unwrap_or_default();
+        let overrides = segment
+            .overrides
+            .iter()
+            .filter_map(|&o| env.feature_ctxs[o].name.as_ref().ok().cloned())
+            .collect();
+        let matched = result.segments.iter().any(|s| s.index == index);
+        let mut explanation = SegmentExplanation {
+            name,
+            matched,
+            failed_at: None,
+            condition: None,
+            saw: None,
+            overrides,
+        };
+        if !matched {
+            match segment.rules.as_ref() {
+                Ok(rules) if rules.is_empty() => {
+                    explanation.failed_at = Some("rules (empty: never matches)".into())
+                }
+                Ok(rules) => {
+                    let key = segment.key.as_deref().unwrap_or("");
+                    for (i, rule) in rules.iter().enumerate() {
+                        if !ev.matches_rule(rule, key).unwrap_or(false) {
+                            let failure = find_failure(&mut ev, rule, key, format!("rules[{i}]"));
+                            explanation.failed_at = Some(failure.0);
+                            explanation.condition = failure.1;
+                            explanation.saw = failure.2;
+                            break;
+                        }
+                    }
+                    if explanation.failed_at.is_none() {
+                        explanation.failed_at =
+                            Some("a $.flags dependency that could not be resolved".into());
+                    }
+                }
+                Err(e) => explanation.failed_at = Some(e.to_string()),
+            }
+        }
+        segments.push(explanation);
+    }
+    Ok(Explanation { result, segments })
+}
+
+type Failure = (String, Option<String>, Option<String>);
+
+/// Finds the condition that made `rule` fail.
+fn find_failure<'a>(
+    ev: &mut Evaluation<'a>,
+    rule: &'a Rule,
+    key: &'a str,
+    path: String,
+) -> Failure {
+    let Ok(q) = rule.quantifier.as_ref() else {
+        return (format!("{path}.type (unknown rule type)"), None, None);
+    };
+    // The condition whose outcome decided the failure: the first false one for ALL, the first
+    // true one for NONE; for ANY, all were false, so the first one is shown.
+    let decisive = rule.conditions.iter().enumerate().find(|(_, c)| {
+        let m = ev.matches_condition(c, key).unwrap_or(false);
+        match q {
+            Quantifier::All => !m,
+            Quantifier::None => m,
+            Quantifier::Any => true,
+        }
+    });
+    let conditions_ok = rule.conditions.is_empty() || ev.quantified_conditions(rule, key);
+    if !conditions_ok {
+        if let Some((i, c)) = decisive {
+            let label = match q {
+                Quantifier::Any => format!("{path}.conditions (ANY: none matched; first shown)"),
+                Quantifier::None => format!("{path}.conditions[{i}] (NONE: this one matched)"),
+                Quantifier::All => format!("{path}.conditions[{i}]"),
+            };
+            return (label, Some(describe(c)), Some(seen(ev, c)));
+        }
+    }
+    for (i, sub) in rule.rules.iter().enumerate() {
+        let m = ev.matches_rule(sub, key).unwrap_or(false);
+        let decisive = match q {
+            Quantifier::All => !m,
+            Quantifier::None => m,
+            Quantifier::Any => true,
+        };
+        if decisive {
+            if m {
+                return (
+                    format!("{path}.rules[{i}] (NONE: this rule matched)"),
+                    None,
+                    None,
+                );
+            }
+            return find_failure(ev, sub, key, format!("{path}.rules[{i}]"));
+        }
+    }
+    (path, None, None)
+}
+
+fn describe(c: &Condition) -> String {
+    format!(
+        "{} {} {}",
+        c.source.property, c.source.operator, c.source.value
+    )
+}
+
+fn seen<'a>(ev: &mut Evaluation<'a>, c: &'a Condition) -> String {
+    match c.property.as_ref() {
+        Ok(p) => match ev.context_value(p) {
+            Ok(v) if v.is_null() => "no value (not set)".into(),
+            Ok(v) => v.describe(),
+            Err(e) => format!("error: {e}"),
+        },
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+impl<'a> Evaluation<'a> {
+    fn quantified_conditions(&mut self, rule: &'a Rule, key: &'a str) -> bool {
+        let Ok(q) = rule.quantifier.as_ref() else {
+            return false;
+        };
+        let mut any = false;
+        for c in &rule.conditions {
+            let m = self.matches_condition(c, key).unwrap_or(false);
+            match q {
+                Quantifier::All if !m => return false,
+                Quantifier::Any if m => return true,
+                Quantifier::None if m => return false,
+                _ => any |= m,
+            }
+        }
+        !matches!(q, Quantifier::Any) || any
+    }
+}
+
+/// Human description of how a flag was decided.
+pub fn decided_by(env: &Environment, flag: &crate::result::FlagResult<'_>) -> String {
+    match flag.segment {
+        Some(s) => {
+            let segment = &env.segments[s];
+            let name = segment
+                .name
+                .as_ref()
+                .map(crate::condition::pystr)
+                .unwrap_or_default();
+            let is_identity = segment
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("source"))
+                .and_then(|s| s.as_str())
+                == Some("identity_overrides");
+            if is_identity {
+                "identity override".into()
+            } else {
+                format!(
+                    "segment {name:?} (key {})",
+                    segment.key.as_deref().unwrap_or("?")
+                )
+            }
+        }
+        None => "environment default".into(),
+    }
+}

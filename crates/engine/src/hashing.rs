@@ -37,7 +37,10 @@ mod tests {
         assert_eq!(hashed_percentage("1", "2"), 26.59531906381276);
         assert_eq!(hashed_percentage("9", "10"), 57.17143428685737);
         assert_eq!(hashed_percentage("78986", "32103813"), 49.27985597119424);
-        assert_eq!(hashed_percentage("12345", "test_env_foobar"), 51.990398079615915);
+        assert_eq!(
+            hashed_percentage("12345", "test_env_foobar"),
+            51.990398079615915
+        );
         assert_eq!(hashed_percentage("seg", "ünïcödé"), 82.03640728145629);
         // m == 9998 on the first pass: re-hashed as "1,identity_4692,1,identity_4692".
         assert_eq!(hashed_percentage("1", "identity_4692"), 2.5805161032206443);

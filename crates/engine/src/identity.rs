@@ -40,18 +40,31 @@ impl<'a> Identity<'a> {
 
     /// Looks a trait up by name (last duplicate wins).
     pub fn trait_value(&self, name: &str) -> Option<&TraitValue<'a>> {
-        self.traits.iter().rev().find(|t| t.key == name).map(|t| &t.value)
+        self.traits
+            .iter()
+            .rev()
+            .find(|t| t.key == name)
+            .map(|t| &t.value)
     }
 }
 
 /// Borrows the traits of a context's `identity.traits` object.
-pub fn traits_from_json<'a>(traits: Option<&'a Value>, path: &str) -> Result<Vec<Trait<'a>>, InputError> {
+pub fn traits_from_json<'a>(
+    traits: Option<&'a Value>,
+    path: &str,
+) -> Result<Vec<Trait<'a>>, InputError> {
     match traits {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Object(map)) => Ok(map
             .iter()
-            .map(|(k, v)| Trait { key: Cow::Borrowed(k.as_str()), value: TraitValue::from_json(v) })
+            .map(|(k, v)| Trait {
+                key: Cow::Borrowed(k.as_str()),
+                value: TraitValue::from_json(v),
+            })
             .collect()),
-        Some(_) => Err(InputError::new(format!("{path}.traits"), "must be an object of trait values")),
+        Some(_) => Err(InputError::new(
+            format!("{path}.traits"),
+            "must be an object of trait values",
+        )),
     }
 }

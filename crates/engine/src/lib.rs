@@ -46,15 +46,17 @@ pub use value::{Scalar, TraitValue};
 impl Environment {
     /// Compiles an evaluation context (the engine's context format). Its `identity` is ignored;
     /// pass identities to [`Environment::evaluate`].
-    pub fn from_context(context: &serde_json::Value) -> Result<(Environment, Vec<Diagnostic>), InputError> {
+    pub fn from_context(
+        context: &serde_json::Value,
+    ) -> Result<(Environment, Vec<Diagnostic>), InputError> {
         compile::compile_context(context)
     }
 
     /// Parses and compiles an environment document (`/api/v1/environment-document/`), mapped to
     /// a context exactly as the Flagsmith SDKs map it for local evaluation.
     pub fn from_document_json(bytes: &[u8]) -> Result<Environment, InputError> {
-        let doc: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| InputError::new("$", format!("invalid JSON: {e}")))?;
+        let doc: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|e| InputError::new("$", format!("invalid JSON: {e}")))?;
         Self::from_document(&doc)
     }
 
@@ -65,7 +67,10 @@ impl Environment {
     }
 
     /// Evaluates every flag for an identity, or for no identity (`None`).
-    pub fn evaluate<'a>(&'a self, identity: Option<&'a Identity<'a>>) -> Result<EvaluationResult<'a>, EvalError> {
+    pub fn evaluate<'a>(
+        &'a self,
+        identity: Option<&'a Identity<'a>>,
+    ) -> Result<EvaluationResult<'a>, EvalError> {
         evaluate::evaluate(self, identity)
     }
 

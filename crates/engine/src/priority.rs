@@ -59,7 +59,11 @@ impl PriorityKey {
         use PriorityKey::*;
         let inf = Float(f64::INFINITY);
         let a = if matches!(self, Missing) { &inf } else { self };
-        let b = if matches!(other, Missing) { &inf } else { other };
+        let b = if matches!(other, Missing) {
+            &inf
+        } else {
+            other
+        };
         match (a, b) {
             (Int(x), Int(y)) => Ok(Some(x.cmp(y))),
             (Float(x), Float(y)) => Ok(x.partial_cmp(y)),
@@ -81,7 +85,11 @@ pub(crate) fn cmp_int_float(i: &PyInt, f: f64) -> Option<Ordering> {
         return None;
     }
     if f.is_infinite() {
-        return Some(if f > 0.0 { Ordering::Less } else { Ordering::Greater });
+        return Some(if f > 0.0 {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        });
     }
     if f.fract() == 0.0 {
         let fi = BigInt::from_f64(f).expect("finite integral float");
@@ -96,10 +104,11 @@ pub(crate) fn cmp_int_float(i: &PyInt, f: f64) -> Option<Ordering> {
 }
 
 /// Python's stable `sorted(items, key=priority)`: errors if two keys cannot be compared.
-pub(crate) fn stable_sort_by_priority<T>(
-    items: &mut [(PriorityKey, T)],
-) -> Result<(), EvalError> {
-    if let Some((PriorityKey::Missing, _)) = items.iter().find(|(k, _)| matches!(k, PriorityKey::Missing)) {
+pub(crate) fn stable_sort_by_priority<T>(items: &mut [(PriorityKey, T)]) -> Result<(), EvalError> {
+    if let Some((PriorityKey::Missing, _)) = items
+        .iter()
+        .find(|(k, _)| matches!(k, PriorityKey::Missing))
+    {
         return Err(EvalError::key("'priority'"));
     }
     if items.len() < 2 {
@@ -111,7 +120,11 @@ pub(crate) fn stable_sort_by_priority<T>(
     }
     for (k, _) in items.iter() {
         if let PriorityKey::Incomparable(_) = k {
-            return Err(items[0].0.py_cmp(k).err().unwrap_or_else(|| EvalError::type_error("incomparable priority")));
+            return Err(items[0]
+                .0
+                .py_cmp(k)
+                .err()
+                .unwrap_or_else(|| EvalError::type_error("incomparable priority")));
         }
     }
     items.sort_by(|a, b| a.0.py_cmp(&b.0).ok().flatten().unwrap_or(Ordering::Equal));
@@ -135,7 +148,13 @@ mod tests {
     #[test]
     fn int_float_comparison_is_exact() {
         let big = PyInt::from_bigint(BigInt::from(2u64).pow(64) + 1);
-        assert_eq!(cmp_int_float(&big, 18446744073709551616.0), Some(Ordering::Greater));
-        assert_eq!(cmp_int_float(&PyInt::Small(3), 2.5), Some(Ordering::Greater));
+        assert_eq!(
+            cmp_int_float(&big, 18446744073709551616.0),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            cmp_int_float(&PyInt::Small(3), 2.5),
+            Some(Ordering::Greater)
+        );
     }
 }

@@ -76,12 +76,17 @@ impl Property {
             Some(steps) => classify(steps, root).unwrap_or(Query::General(Box::new(path))),
             None => Query::General(Box::new(path)),
         };
-        Property::Path { literal: text.to_owned(), query }
+        Property::Path {
+            literal: text.to_owned(),
+            query,
+        }
     }
 }
 
 fn classify(mut steps: Vec<Step>, root: &serde_json::Map<String, Value>) -> Option<Query> {
-    let Step::Name(first) = steps.first()?.clone() else { return None };
+    let Step::Name(first) = steps.first()?.clone() else {
+        return None;
+    };
     match first.as_str() {
         "identity" => {
             steps.remove(0);
@@ -91,7 +96,9 @@ fn classify(mut steps: Vec<Step>, root: &serde_json::Map<String, Value>) -> Opti
             if steps.len() < 2 {
                 return None;
             }
-            let Step::Name(flag) = steps[1].clone() else { return None };
+            let Step::Name(flag) = steps[1].clone() else {
+                return None;
+            };
             steps.drain(..2);
             Some(Query::Flag(flag, steps))
         }
@@ -200,7 +207,9 @@ fn bracket_selector(r: &str) -> Option<(Step, &str)> {
         }
         return None;
     }
-    let end = r.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(r.len());
+    let end = r
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(r.len());
     let index: i64 = r[..end].parse().ok()?;
     Some((Step::Index(index), &r[end..]))
 }
@@ -219,7 +228,10 @@ mod tests {
                 Step::Name("x y".into())
             ])
         );
-        assert_eq!(simple_steps("$.a[-1]"), Some(vec![Step::Name("a".into()), Step::Index(-1)]));
+        assert_eq!(
+            simple_steps("$.a[-1]"),
+            Some(vec![Step::Name("a".into()), Step::Index(-1)])
+        );
         assert_eq!(simple_steps("$..name"), None);
         assert_eq!(simple_steps("$.flags.*.enabled"), None);
         assert_eq!(simple_steps("$.a[1:2]"), None);

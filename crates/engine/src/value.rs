@@ -259,12 +259,21 @@ mod tests {
         assert_eq!(coerce_str("007").unwrap(), Scalar::Int(PyInt::Small(7)));
         assert_eq!(coerce_str("-0").unwrap(), Scalar::Int(PyInt::Small(0)));
         assert_eq!(coerce_str("1.50").unwrap(), Scalar::Float(1.5));
-        assert!(matches!(coerce_str("-0.0").unwrap(), Scalar::Float(f) if f == 0.0 && f.is_sign_negative()));
+        assert!(
+            matches!(coerce_str("-0.0").unwrap(), Scalar::Float(f) if f == 0.0 && f.is_sign_negative())
+        );
         for s in ["1e5", "+1", " 1", "1.", ".5", "0x10", "", "-", "1.2.3", "٣"] {
-            assert_eq!(coerce_str(s).unwrap(), Scalar::Str(Cow::Borrowed(s)), "{s:?}");
+            assert_eq!(
+                coerce_str(s).unwrap(),
+                Scalar::Str(Cow::Borrowed(s)),
+                "{s:?}"
+            );
         }
         let big = "123456789012345678901234567890";
-        assert_eq!(coerce_str(big).unwrap(), Scalar::Int(PyInt::from_bigint(big.parse().unwrap())));
+        assert_eq!(
+            coerce_str(big).unwrap(),
+            Scalar::Int(PyInt::from_bigint(big.parse().unwrap()))
+        );
         assert!(coerce_str(&"1".repeat(4301)).is_err());
         assert!(coerce_str(&"1".repeat(4300)).is_ok());
     }
@@ -272,7 +281,12 @@ mod tests {
     #[test]
     fn numbers_are_typed_by_spelling() {
         let v: Value = serde_json::from_str("[30, 30.0, 3e1, 18446744073709551616]").unwrap();
-        let kinds: Vec<_> = v.as_array().unwrap().iter().map(|n| classify_number(n.as_number().unwrap())).collect();
+        let kinds: Vec<_> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| classify_number(n.as_number().unwrap()))
+            .collect();
         assert_eq!(kinds[0], JsonNumber::Int(PyInt::Small(30)));
         assert_eq!(kinds[1], JsonNumber::Float(30.0));
         assert_eq!(kinds[2], JsonNumber::Float(30.0));

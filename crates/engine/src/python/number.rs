@@ -86,20 +86,8 @@ const MAX_STR_DIGITS: usize = 4300;
 fn is_num_space(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n'
-            | '\x0b'
-            | '\x0c'
-            | '\r'
-            | ' '
-            | '\u{85}'
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
+        '\t' | '\n' | '\x0b' | '\x0c' | '\r' | ' ' | '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
     )
 }
 
@@ -398,8 +386,23 @@ mod tests {
             assert_eq!(parse_py_int(s), Some(PyInt::Small(*v)), "{s:?}");
         }
         let bad = [
-            "1__0", "_1", "1_", "- 5", "+-5", "0x10", "0b1", "", "  ", "1.0", "+_1", "1 2",
-            "\x1c12\x1c", "\x1f12", "١.٥", "1e5", "inf",
+            "1__0",
+            "_1",
+            "1_",
+            "- 5",
+            "+-5",
+            "0x10",
+            "0b1",
+            "",
+            "  ",
+            "1.0",
+            "+_1",
+            "1 2",
+            "\x1c12\x1c",
+            "\x1f12",
+            "١.٥",
+            "1e5",
+            "inf",
         ];
         for s in bad {
             assert_eq!(parse_py_int(s), None, "{s:?}");
@@ -422,7 +425,10 @@ mod tests {
         let underscored = vec!["1"; 4300].join("_");
         assert!(parse_py_int(&underscored).is_some());
         assert!(parse_py_int(&format!("{underscored}_1")).is_none());
-        assert_eq!(parse_py_int("0000000000000000000000042"), Some(PyInt::Small(42)));
+        assert_eq!(
+            parse_py_int("0000000000000000000000042"),
+            Some(PyInt::Small(42))
+        );
     }
 
     #[test]
@@ -449,7 +455,10 @@ mod tests {
         let p = BigInt::from(10).pow(400u32);
         assert_eq!(PyInt::from_bigint(p).to_f64(), None);
         let huge = BigInt::from(2).pow(64u32) * 3 + 1;
-        assert_eq!(PyInt::from_bigint(huge).to_f64(), Some(5.5340232221128655e19));
+        assert_eq!(
+            PyInt::from_bigint(huge).to_f64(),
+            Some(5.5340232221128655e19)
+        );
     }
 
     #[test]
@@ -481,7 +490,11 @@ mod tests {
             ("2.2250738585072011e-308", 2.225073858507201e-308),
         ];
         for (s, v) in ok {
-            assert_eq!(parse_py_float(s).map(f64::to_bits), Some(v.to_bits()), "{s:?}");
+            assert_eq!(
+                parse_py_float(s).map(f64::to_bits),
+                Some(v.to_bits()),
+                "{s:?}"
+            );
         }
         let long = format!("{}e-400", "1".repeat(400));
         assert_eq!(parse_py_float(&long), Some(0.1111111111111111));
@@ -489,9 +502,33 @@ mod tests {
             assert!(parse_py_float(s).unwrap().is_nan(), "{s:?}");
         }
         let bad = [
-            "1__0", "_1", "1_", "1._5", "0x10", "", "in f", "infinit", "1e", "1e+", ".", "-.e1",
-            "1_e5", "1e_5", "1.5_", "1.5\x1c", "+-1", "--1", "1e+-1", "infinity_", "i_nf", "NaN1",
-            "1.0.0", "1e5.0", " ", "1 0", "\u{b2}",
+            "1__0",
+            "_1",
+            "1_",
+            "1._5",
+            "0x10",
+            "",
+            "in f",
+            "infinit",
+            "1e",
+            "1e+",
+            ".",
+            "-.e1",
+            "1_e5",
+            "1e_5",
+            "1.5_",
+            "1.5\x1c",
+            "+-1",
+            "--1",
+            "1e+-1",
+            "infinity_",
+            "i_nf",
+            "NaN1",
+            "1.0.0",
+            "1e5.0",
+            " ",
+            "1 0",
+            "\u{b2}",
         ];
         for s in bad {
             assert_eq!(parse_py_float(s), None, "{s:?}");
