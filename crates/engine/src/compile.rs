@@ -78,7 +78,7 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
             serde_json::to_string(key).unwrap_or_default()
         );
         let ctx = c.feature_ctx(fc, &path)?;
-        let slot_name = ctx.name.as_ref().map(String::clone).unwrap_or_default();
+        let slot_name = ctx.name.clone().unwrap_or_default();
         let index = c.feature_ctxs.len();
         c.feature_ctxs.push(ctx);
         let next = slot_by_name.len();
