@@ -117,6 +117,7 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         }
     }
 
+    let identifier_index = index_identifier_segments(&segments);
     let env = Environment {
         env_key,
         root: if c.needs_root {
@@ -133,6 +134,7 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         override_name_error,
         segments,
         segments_by_name,
+        identifier_index,
         reads_flags: c.reads_flags,
         flag_slots: slot_by_name.len(),
         feature_ctxs: c.feature_ctxs,
@@ -382,5 +384,48 @@ fn variant(item: &Map<String, Value>) -> Variant {
             weight_value.map(pystr).unwrap_or_default()
         ),
         key: item.get("key").cloned().unwrap_or(Value::Null),
+    }
+}
+
+/// Builds the [`IdentifierIndex`]: segments of exactly the identity-override shape are indexed.
+fn index_identifier_segments(segments: &[Segment]) -> IdentifierIndex {
+    let mut index = IdentifierIndex::default();
+    for (i, segment) in segments.iter().enumerate() {
+        match identifier_in_set(segment) {
+            Some(set) => {
+                index.active = true;
+                for identifier in set {
+                    index
+                        .by_identifier
+                        .entry(identifier.clone())
+                        .or_default()
+                        .push(i);
+                }
+            }
+            None => index.others.push(i),
+        }
+    }
+    index
+}
+
+fn identifier_in_set(segment: &Segment) -> Option<&std::collections::HashSet<String>> {
+    segment.key.as_ref().ok()?;
+    let [rule] = segment.rules.as_ref().ok()?.as_slice() else {
+        return None;
+    };
+    if rule.quantifier != Ok(Quantifier::All) || !rule.rules.is_empty() {
+        return None;
+    }
+    let [condition] = rule.conditions.as_slice() else {
+        return None;
+    };
+    let is_identifier = matches!(
+        &condition.property,
+        Ok(Property::Path { literal, query: Query::Identity(steps) })
+            if literal == "$.identity.identifier" && matches!(steps.as_slice(), [crate::property::Step::Name(n)] if n == "identifier")
+    );
+    match &condition.operator {
+        Ok(Operator::In(Ok(set))) if is_identifier => Some(set),
+        _ => None,
     }
 }

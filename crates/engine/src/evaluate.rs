@@ -127,8 +127,15 @@ impl<'a> Evaluation<'a> {
         let mut overrides: Overrides = vec![None; env.names.len()];
         let mut results = Vec::new();
         let mut hits = self.cycle_hits();
-        for (index, segment) in env.segments.iter().enumerate() {
-            let matches = self.is_in_segment(index)?;
+        let index = &env.identifier_index;
+        let indexed_hits = if index.active {
+            self.indexed_identifier_hits()?
+        } else {
+            None
+        };
+        for (i, known_match) in SegmentOrder::new(env, indexed_hits) {
+            let segment = &env.segments[i];
+            let matches = known_match || self.is_in_segment(i)?;
             let now = self.cycle_hits();
             if now != hits {
                 // The verdict rests on a dependency that could not be resolved: neither counts.
@@ -142,7 +149,7 @@ impl<'a> Evaluation<'a> {
             results.push(SegmentResult {
                 name,
                 metadata: segment.metadata.as_ref(),
-                index,
+                index: i,
             });
             for &o in &segment.overrides {
                 let ctx = &env.feature_ctxs[o];
@@ -155,11 +162,38 @@ impl<'a> Evaluation<'a> {
                     }
                 };
                 if wins {
-                    overrides[id] = Some((o, index));
+                    overrides[id] = Some((o, i));
                 }
             }
         }
         Ok((results, overrides))
+    }
+
+    /// The indexed identity-override segments this identity is in, or `None` when the index
+    /// cannot be used (a trait literally named `$.identity.identifier` shadows the identifier).
+    fn indexed_identifier_hits(&self) -> Result<Option<&'a [usize]>, EvalError> {
+        const EMPTY: &[usize] = &[];
+        let Some(identity) = self.identity else {
+            return Ok(Some(EMPTY));
+        };
+        if identity
+            .trait_value("$.identity.identifier")
+            .is_some_and(|v| !v.is_null())
+        {
+            return Ok(None);
+        }
+        let by_identifier = &self.env.identifier_index.by_identifier;
+        let hits = match identity
+            .identifier
+            .as_ref()
+            .map(TraitValue::coerce)
+            .transpose()?
+        {
+            Some(Scalar::Str(s)) => by_identifier.get(s.as_ref()),
+            Some(Scalar::Int(i)) => by_identifier.get(&i.to_string()),
+            _ => None,
+        };
+        Ok(Some(hits.map_or(EMPTY, Vec::as_slice)))
     }
 
     fn evaluate_features(
@@ -173,7 +207,14 @@ impl<'a> Evaluation<'a> {
         if let Some(e) = &env.override_name_error {
             return Err(e.clone());
         }
-        let mut slots: Vec<Option<FlagResult<'a>>> = vec![None; env.flag_slots];
+        // Distinct names (the normal case): one flag per entry, pushed in order.
+        let distinct = env.flag_slots == env.features.len();
+        let mut flags = Vec::with_capacity(if distinct { env.features.len() } else { 0 });
+        let mut slots: Vec<Option<FlagResult<'a>>> = if distinct {
+            Vec::new()
+        } else {
+            vec![None; env.flag_slots]
+        };
         for entry in &env.features {
             let ctx = &env.feature_ctxs[entry.ctx];
             let name = ctx.name.as_ref().map_err(Clone::clone)?;
@@ -193,9 +234,16 @@ impl<'a> Evaluation<'a> {
                     self.flag_result(name, fallback, fallback_reason(env, name), None)?
                 }
             };
-            slots[entry.slot] = Some(result);
+            if distinct {
+                flags.push(result);
+            } else {
+                slots[entry.slot] = Some(result);
+            }
         }
-        Ok(slots.into_iter().flatten().collect())
+        if !distinct {
+            flags.extend(slots.into_iter().flatten());
+        }
+        Ok(flags)
     }
 
     /// `get_flag_result_from_context`: value, multivariate split, reason.
@@ -283,6 +331,14 @@ impl<'a> Evaluation<'a> {
     ) -> Result<bool, EvalError> {
         let property = c.property.as_ref().map_err(Clone::clone)?;
         let operator = c.operator.as_ref().map_err(Clone::clone)?;
+        if let Property::IdentityKey = property {
+            // Borrow the key rather than copying it into the value.
+            let value = match &self.key_text {
+                Some(text) => Scalar::Str(Cow::Borrowed(text.as_ref())),
+                None => Scalar::Null,
+            };
+            return operator.matches(&value, segment_key);
+        }
         let value = self.context_value(property)?;
         operator.matches(&value, segment_key)
     }
@@ -632,5 +688,56 @@ fn trait_json(v: &TraitValue<'_>) -> Value {
         TraitValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
         TraitValue::Str(s) => Value::String(s.to_string()),
         TraitValue::Json(j) => j.clone().into_owned(),
+    }
+}
+
+/// Walks segments in context order: the unindexed ones (tested one by one) merged with the
+/// indexed ones this identity is known to match. Without a usable index, every segment in order.
+/// Yields `(segment, known_to_match)`.
+struct SegmentOrder<'a> {
+    others: &'a [usize],
+    hits: &'a [usize],
+    all: Option<std::ops::Range<usize>>,
+}
+
+impl<'a> SegmentOrder<'a> {
+    fn new(env: &'a Environment, hits: Option<&'a [usize]>) -> Self {
+        match hits {
+            Some(hits) => SegmentOrder {
+                others: &env.identifier_index.others,
+                hits,
+                all: None,
+            },
+            None => SegmentOrder {
+                others: &[],
+                hits: &[],
+                all: Some(0..env.segments.len()),
+            },
+        }
+    }
+}
+
+impl Iterator for SegmentOrder<'_> {
+    type Item = (usize, bool);
+
+    fn next(&mut self) -> Option<(usize, bool)> {
+        if let Some(all) = &mut self.all {
+            return all.next().map(|i| (i, false));
+        }
+        match (self.others.first(), self.hits.first()) {
+            (Some(&o), Some(&h)) if h < o => {
+                self.hits = &self.hits[1..];
+                Some((h, true))
+            }
+            (Some(&o), _) => {
+                self.others = &self.others[1..];
+                Some((o, false))
+            }
+            (None, Some(&h)) => {
+                self.hits = &self.hits[1..];
+                Some((h, true))
+            }
+            (None, None) => None,
+        }
     }
 }

@@ -41,6 +41,8 @@ pub struct Environment {
     pub(crate) segments: Vec<Segment>,
     /// Per name id: the segments that override it (for `$.flags` dependency resolution).
     pub(crate) segments_by_name: Vec<Vec<usize>>,
+    /// Identity-override segments, found by one lookup instead of one test per segment.
+    pub(crate) identifier_index: IdentifierIndex,
     /// Whether any condition reads `$.flags` (only then is dependency state kept).
     pub(crate) reads_flags: bool,
     /// Number of output slots (distinct feature names in `features`, first position wins).
@@ -115,4 +117,17 @@ pub(crate) struct Rule {
     pub quantifier: Result<Quantifier, EvalError>,
     pub conditions: Vec<Condition>,
     pub rules: Vec<Rule>,
+}
+
+/// Segments whose only rule is `ALL [$.identity.identifier IN <list>]`, the shape identity
+/// overrides map to (a medium document has thousands). Matching one is a set lookup of the
+/// identifier, so all of them are matched by a single lookup in this index.
+#[derive(Debug, Default)]
+pub(crate) struct IdentifierIndex {
+    /// Identifier (as the IN list spells it) → indexed segments containing it, in order.
+    pub by_identifier: HashMap<String, Vec<usize>>,
+    /// Segments not in the index, in context order.
+    pub others: Vec<usize>,
+    /// Whether any segment is indexed.
+    pub active: bool,
 }
