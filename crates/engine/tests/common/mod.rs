@@ -14,10 +14,24 @@ pub enum Outcome {
     Input(String),
     /// `Environment::evaluate` returned `Err`: the reference raises.
     Raises(String),
+    /// The engine panicked (never acceptable).
+    Panicked(String),
 }
 
-/// Compiles `ctx`, builds its identity the way the CLI does and evaluates it.
+/// Compiles `ctx`, builds its identity the way the CLI does and evaluates it. A panic is caught
+/// and reported as [`Outcome::Panicked`].
 pub fn eval(ctx: &Value) -> Outcome {
+    std::panic::catch_unwind(|| eval_unguarded(ctx)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Outcome::Panicked(message)
+    })
+}
+
+fn eval_unguarded(ctx: &Value) -> Outcome {
     let (env, _diagnostics) = match Environment::from_context(ctx) {
         Ok(ok) => ok,
         Err(e) => return Outcome::Input(e.to_string()),
@@ -109,18 +123,77 @@ pub fn cond_ctx(traits: Option<Value>, property: &str, operator: &str, value: Va
         Some(traits) => json!({"identifier": "user", "traits": traits}),
         None => Value::Null,
     };
+    ident_ctx(identity, "1", property, operator, value)
+}
+
+/// [`cond_ctx`] with the whole `identity` object given, and the segment's hashing `key`.
+pub fn ident_ctx(
+    identity: Value,
+    segment_key: &str,
+    property: &str,
+    operator: &str,
+    value: Value,
+) -> Value {
     json!({
         "environment": {"key": "env", "name": "Env"},
         "identity": identity,
         "features": {"f": {"key": "1", "name": "f", "enabled": false, "value": "off"}},
         "segments": {"1": {
-            "key": "1", "name": "s",
+            "key": segment_key, "name": "s",
             "rules": [{"type": "ALL", "conditions": [
                 {"property": property, "operator": operator, "value": value}
             ]}],
             "overrides": [{"key": "1", "name": "f", "enabled": true, "value": "on"}]
         }}
     })
+}
+
+/// A context with one multivariate feature `mv` (hashing key `feature_key`, control value
+/// `"control"`) and no segments; the identity has the explicit hashing key `identity_key`, or
+/// there is no identity.
+pub fn mv_ctx(feature_key: &str, identity_key: Option<&str>, variants: Value) -> Value {
+    let identity = match identity_key {
+        Some(key) => json!({"identifier": "user", "key": key}),
+        None => Value::Null,
+    };
+    json!({
+        "environment": {"key": "env", "name": "Env"},
+        "identity": identity,
+        "features": {"mv": {
+            "key": feature_key, "name": "mv", "enabled": true, "value": "control",
+            "variants": variants
+        }},
+        "segments": {}
+    })
+}
+
+/// One row of a multivariate table: feature key, identity key (`None`: no identity), variants
+/// (JSON text), the reference's result (JSON text).
+pub type MvRow = (
+    &'static str,
+    Option<&'static str>,
+    &'static str,
+    &'static str,
+);
+
+/// Runs a multivariate table, failing with every mismatch.
+pub fn run_mv_rows(rows: &[MvRow]) {
+    let cases: Vec<(String, Value, &str)> = rows
+        .iter()
+        .map(|&(feature_key, identity_key, variants, expected)| {
+            let name = format!("mv key={feature_key:?} identity={identity_key:?} {variants}");
+            (
+                name,
+                mv_ctx(feature_key, identity_key, parse(variants)),
+                expected,
+            )
+        })
+        .collect();
+    let cases: Vec<(&str, Value, &str)> = cases
+        .iter()
+        .map(|(n, c, e)| (n.as_str(), c.clone(), *e))
+        .collect();
+    run_cases(&cases);
 }
 
 /// One row of a condition table: traits (JSON text), property, operator, value (JSON text),
@@ -144,6 +217,49 @@ pub fn run_rows(rows: &[Row], with_identity: bool) {
                 Exp::E => "ERR",
             };
             let name = format!("{operator} {property:?} {value} with traits {traits}");
+            check(&name, &ctx, expected)
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows disagree with the reference:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+}
+
+/// One row of an identity table: the identity object (JSON text), segment key, property,
+/// operator, value (JSON text), expected verdict.
+pub type IdRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Exp,
+);
+
+/// Runs an identity table through [`ident_ctx`], failing with every mismatch.
+pub fn run_id_rows(rows: &[IdRow]) {
+    let failures: Vec<String> = rows
+        .iter()
+        .filter_map(|&(identity, segment_key, property, operator, value, exp)| {
+            let ctx = ident_ctx(
+                parse(identity),
+                segment_key,
+                property,
+                operator,
+                parse(value),
+            );
+            let expected = match exp {
+                Exp::M => MATCHED,
+                Exp::N => UNMATCHED,
+                Exp::E => "ERR",
+            };
+            let name = format!(
+                "{operator} {property:?} {value} (segment key {segment_key:?}) for {identity}"
+            );
             check(&name, &ctx, expected)
         })
         .collect();
