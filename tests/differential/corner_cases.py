@@ -715,6 +715,74 @@ add("ok_huge_numeric_trait_string_unread", rules_ctx([{"type": "ALL", "condition
 add("error_modulo_float_zero_divisor", rules_ctx([{"type": "ALL", "conditions": [cond("n", "MODULO", "0.0|1")]}]), "error")
 
 
+# =============================================================================================
+# Number spellings (7.3): both sides read the same JSON text; Python sees json.loads kinds/values
+# =============================================================================================
+from gen_context import loads_spelled  # noqa: E402
+
+add("spelling_weight_3E1_is_float", loads_spelled(
+    '{"environment": {"key": "env", "name": "n"}, "identity": {"identifier": "%s"}, "features": {"mv": '
+    '{"key": "mvk", "name": "mv", "enabled": true, "value": "c", "variants": [{"value": "a", "weight": 3E1, "priority": 1}, '
+    '{"value": "b", "weight": 70, "priority": 2}]}}}' % _ID50),
+    lambda r: r["flags"]["mv"]["reason"] == "SPLIT; weight=70")
+add("spelling_weight_100_00", loads_spelled(
+    '{"environment": {"key": "env", "name": "n"}, "identity": {"identifier": "%s"}, "features": {"mv": '
+    '{"key": "mvk", "name": "mv", "enabled": true, "value": "c", "variants": [{"value": "a", "weight": 100.00, "priority": 1}]}}}' % _ID50),
+    lambda r: r["flags"]["mv"]["reason"] == "SPLIT; weight=100.0")
+add("spelling_weight_exponent", loads_spelled(
+    '{"environment": {"key": "env", "name": "n"}, "identity": {"identifier": "%s"}, "features": {"mv": '
+    '{"key": "mvk", "name": "mv", "enabled": true, "value": "c", "variants": [{"value": "a", "weight": 0.5E2, "priority": 1}, '
+    '{"value": "b", "weight": 5.0e1, "priority": 2}]}}}' % _ID50),
+    lambda r: r["flags"]["mv"]["reason"] == "SPLIT; weight=50.0")
+add("spelling_float_trait_1_50_regex", loads_spelled(
+    '{"environment": {"key": "env", "name": "n"}, "identity": {"identifier": "u", "traits": {"t": 1.50}}, '
+    '"segments": {"s1": {"key": "s1", "name": "s", "rules": [{"type": "ALL", "conditions": '
+    '[{"property": "t", "operator": "REGEX", "value": "^1\\\\.5$"}]}]}}}'),
+    lambda r: seg_names(r) == ["s"])
+add("spelling_float_trait_0_30000000000000001", loads_spelled(
+    '{"environment": {"key": "env", "name": "n"}, "identity": {"identifier": "u", "traits": {"t": 0.30000000000000001}}, '
+    '"segments": {"s1": {"key": "s1", "name": "s", "rules": [{"type": "ALL", "conditions": '
+    '[{"property": "t", "operator": "REGEX", "value": "^0\\\\.3$"}]}]}}}'),
+    lambda r: seg_names(r) == ["s"])
+add("spelling_minus_zero_int_trait", loads_spelled(
+    '{"environment": {"key": "env", "name": "n"}, "identity": {"identifier": "u", "traits": {"t": -0}}, '
+    '"segments": {"s1": {"key": "s1", "name": "s", "rules": [{"type": "ALL", "conditions": '
+    '[{"property": "t", "operator": "IN", "value": "0"}]}]}}}'),
+    lambda r: seg_names(r) == ["s"])
+add("spelling_float_trait_hash", loads_spelled(
+    '{"environment": {"key": "env", "name": "n"}, "identity": {"identifier": "u", "traits": {"t": 1.10E0}}, '
+    '"segments": {"s1": {"key": "s1", "name": "s", "rules": [{"type": "ALL", "conditions": '
+    '[{"property": "t", "operator": "PERCENTAGE_SPLIT", "value": "%r"}]}]}}}' % _pf),
+    lambda r: seg_names(r) == ["s"])
+add("spelling_in_array_float_item", loads_spelled(
+    '{"environment": {"key": "env", "name": "n"}, "identity": {"identifier": "u", "traits": {"t": "1.5"}}, '
+    '"segments": {"s1": {"key": "s1", "name": "s", "rules": [{"type": "ALL", "conditions": '
+    '[{"property": "$.identity.identifier", "operator": "IN", "value": [1.50, "u"]}]}]}}}'),
+    lambda r: seg_names(r) == ["s"])
+add("spelling_value_echo", loads_spelled(
+    '{"environment": {"key": "env", "name": "n"}, "features": {"f": {"key": "1", "name": "f", "enabled": true, '
+    '"value": 1.50E+1, "metadata": {"w": -0.0e0, "i": -0}}}}'))
+
+# =============================================================================================
+# Found by the random differential run (kept as named regressions)
+# =============================================================================================
+add("found_flags_key_first_descendant_query", {
+    "flags": {}, "environment": {"key": "007", "name": "prod"},
+    "segments": {"seg-0": {"key": "seg-0", "name": "s", "rules": [{"type": "ALL", "conditions": [
+        cond("$..name", "CONTAINS", "od")]}]}}},
+    lambda r: seg_names(r) == [])  # the lazy `flags` mapping sits first and yields a null node
+add("found_flags_key_middle_descendant_enabled", {
+    "environment": ENV, "flags": {}, "features": {"f": feature(enabled=False)},
+    "segments": {"s1": {"key": "s1", "name": "s", "rules": [{"type": "ALL", "conditions": [
+        cond("$..enabled", "IS_NOT_SET", None)]}]}}},
+    lambda r: seg_names(r) == ["s"])
+c("found_jsonpath_value_function_raises", {"n": 1}, "$.identity.traits[?value(@) == 'a']", "IS_SET", None, "error")
+c("found_jsonpath_filter_bool_lt_number", {"b": False}, "$.identity.traits[?@ < 10.5]", "IS_SET", None, "match")
+c("found_jsonpath_filter_bool_eq_number", {"b": True}, "$.identity.traits[?@ == 1]", "IS_SET", None, None)
+c("found_regex_conditional_group", {"t": "ab"}, "t", "REGEX", "(a)(?(1)b|c)", "match")
+c("found_regex_named_unicode_escape", {"t": "ü"}, "t", "REGEX", "\\N{LATIN SMALL LETTER U WITH DIAERESIS}", "match")
+
+
 def _check(case: Case, out: dict) -> str | None:
     """None if the reference output agrees with ``case.expect``, else a description."""
     e = case.expect

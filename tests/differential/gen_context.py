@@ -15,6 +15,7 @@ JSON spelling fed to both sides.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import uuid
@@ -95,6 +96,29 @@ REGEX_POOL = [
     "(?P<n>a)(?P=n)", "a|b", "^(?:user)-\\d", "\\u00fc", "[^\\W\\d]", "(?s).*", "\\$", "\\.",
     "^7$", "^42", "1\\.2\\.3", "^-?\\d", "[٣]", "\\d", "(?x) a b c",
 ]
+REGEX_EXOTIC = [
+    "a{,2}b", "(?<=a)b", "(?<!a)b", "(?#comment)a", "a{2}?", "a++", "(?>a+)b", "(?i:A)b", "(?a)\\w+",
+    "\\x41", "\\101", "\\0", "[\\d-z]", "\\N{LATIN SMALL LETTER U WITH DIAERESIS}", "(?i)ß", "(?i)SS",
+    "(?i)ü", "\\W", "\\S+\\Z", "^\\s*$", "(?m)^b", "(?s)a.b", "(?x)a # c", "[^]]", "[]a]", "a|",
+    "()", "(?:)", "\\B", "\\Bb", "[\\w&&\\d]", "[a-z--b]", "\\U0001F642", "🙂", ".{1}$", "(a)(?(1)b|c)",
+    "\\ba\\b", "[\\s\\S]", "(?u)\\w", "\\d{4,}", "\\z", "\\p{L}", "\\h", "\\G", "x*?$",
+]
+JSONPATH_EXOTIC = [
+    "$.identity.traits.*", "$.identity.traits[*]", "$.identity['traits']['age']", "$.identity.traits['age', 'plan']",
+    "$.features[?length(@.name) > 1].name", "$.features[?match(@.name, 'f[0-9]')].name",
+    "$.features[?search(@.name, '1')].value", "$.features[?@.value == 1].name", "$.features[?@.value == 1.0].name",
+    "$.features[?@.value == true].name", "$.features[?@.enabled == false].key", "$.features[?!@.variants].name",
+    "$.features[?count(@.variants[*]) > 1].name", "$.features.*.variants[0].value", "$.features.*.variants[-1].weight",
+    "$.features.*.variants[0:1].key", "$.features.*.variants[::-1].value", "$.segments.*.rules[0].type",
+    "$.segments.*.overrides[-1].name", "$.segments[*].name", "$..conditions[0].operator", "$..traits.age",
+    "$..[0].value", "$..*", "$.identity.traits[?@ == 'yes']", "$.identity.traits[?@ < 10.5]",
+    "$.identity.traits[?@ == 42]", "$.identity.traits[?@ == null]", "$.identity.traits[?value(@) == 'a']",
+    "$.identity .identifier", "$.identity.identifier ", "$ .identity.key", "$.identity.traits['\\u00fcn\\u00ef']",
+    "$.identity.traits[\"x y\"]", "$.identity.traits['a\\'b']", "$.environment['key','name']",
+    "$.identity.traits[?@ > 1 && @ < 100]", "$.identity.traits[?(@ == 'yes')]", "$.features.f0['value']",
+    "$.identity.traits.ünï", "$.environment.name.length", "$.identity.traits[?@ == 1e1]", "$[0]",
+    "$.identity.traits[?@ in ['a']]", "$.features[?@.priority].name", "$.identity.traits['x y'][0]",
+]
 BAD_REGEXES = ["(", "[a-", "*a", "a{2,1}", "(?P<x", "\\"]
 MODULO_POOL = [
     "2|0", "2|1", "3|2", "0.1|0.1", "2.5|0.5", " 2 | 1 ", "a|b", "2", "2|1|0", "", "|", "1e1|0",
@@ -116,9 +140,96 @@ def pystr(v: Any) -> str:
     return str(v)
 
 
-def dumps(ctx: Any) -> str:
-    """The single JSON spelling of a case: one line, UTF-8 (non-ASCII kept), no NaN/Infinity."""
-    return json.dumps(ctx, ensure_ascii=False, allow_nan=False)
+class SpelledFloat(float):
+    """A float that remembers its JSON spelling (``1.50``, ``1E5``, ...), kept while shrinking."""
+
+    def __new__(cls, text: Any) -> "SpelledFloat":
+        obj = super().__new__(cls, float(text))
+        obj.text = str(text)
+        return obj
+
+    def __getnewargs__(self):
+        return (self.text,)
+
+
+class SpelledInt(int):
+    """An int that remembers its JSON spelling (``-0``)."""
+
+    def __new__(cls, text: Any) -> "SpelledInt":
+        obj = super().__new__(cls, int(text))
+        obj.text = str(text)
+        return obj
+
+    def __getnewargs__(self):
+        return (self.text,)
+
+
+def loads_spelled(text: str) -> Any:
+    """json.loads keeping every number's spelling (for shrinking; the reference uses plain loads)."""
+    return json.loads(text, parse_float=SpelledFloat, parse_int=SpelledInt)
+
+
+def _float_spellings(x: float) -> list[str]:
+    """Alternative JSON spellings that parse to exactly the same double."""
+    out = [repr(x).replace("e", "E"), f"{x:.17g}", f"{x:.17e}", repr(x) + "0" if "e" not in repr(x) else repr(x)]
+    if x == int(x) and abs(x) < 1e15:
+        i = "-0" if (x == 0 and math.copysign(1.0, x) < 0) else str(int(x))
+        out += [f"{i}.0", f"{i}.00", f"{i}e0", f"{i}E+0", f"{i}.0e-0"]
+    m = repr(x)
+    if "e" not in m and "." in m:
+        intpart, frac = m.lstrip("-").split(".")
+        sign = "-" if m.startswith("-") else ""
+        out.append(f"{sign}{intpart}{frac}e-{len(frac)}")
+        out.append(f"{sign}0.{intpart}{frac}e{len(intpart)}" if intpart != "0" else m)
+    good = []
+    for t in out:
+        if not re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?", t):
+            continue
+        try:
+            v = float(t)
+        except ValueError:  # pragma: no cover
+            continue
+        if v == x and math.copysign(1.0, v) == math.copysign(1.0, x) and ("." in t or "e" in t or "E" in t):
+            good.append(t)
+    return good or [repr(x)]
+
+
+def dumps(ctx: Any, rng: random.Random | None = None) -> str:
+    """The single JSON spelling of a case: one line, no NaN/Infinity.
+
+    Numbers parsed with ``loads_spelled`` keep their spelling. With ``rng``, some floats get an
+    alternative spelling (``1.50``, ``1E5``, ``0.30000000000000001``, ...), ``0`` sometimes becomes
+    ``-0``, and non-ASCII is sometimes escaped: both sides always read the same text.
+    """
+    raw: dict[str, str] = {}
+
+    def sub(v: Any) -> Any:
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return v
+        if isinstance(v, (SpelledFloat, SpelledInt)):
+            token = f"@@NUM{len(raw)}@@"
+            raw[token] = v.text
+            return token
+        if isinstance(v, float) and rng is not None and rng.random() < 0.3:
+            token = f"@@NUM{len(raw)}@@"
+            raw[token] = rng.choice(_float_spellings(v))
+            return token
+        if isinstance(v, int) and v == 0 and rng is not None and rng.random() < 0.2:
+            token = f"@@NUM{len(raw)}@@"
+            raw[token] = "-0"
+            return token
+        if isinstance(v, dict):
+            return {k: sub(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [sub(x) for x in v]
+        return v
+
+    obj = sub(ctx)
+    ascii_ = rng is not None and rng.random() < 0.2
+    text = json.dumps(obj, ensure_ascii=ascii_, allow_nan=False)
+    for token, spelling in raw.items():
+        text = text.replace(f'"{token}"', spelling, 1)
+    return text
 
 
 def case_rng(seed: int, index: int) -> random.Random:
@@ -305,6 +416,8 @@ class _Gen:
             "$.identity['identifier']", "$.features[?@.enabled == true].name",
             "$.identity.traits[?@ > 10]", "$.environment.*", "$.identity.traits.missing",
         ]
+        if self.chance(0.35):
+            options = list(JSONPATH_EXOTIC)
         if traits:
             t = self.choice(traits)
             options += ["$.identity.traits" + jp_member(t)] * 6
@@ -421,7 +534,7 @@ class _Gen:
                 s = pystr(cv)
                 k = r.randint(0, len(s))
                 return self.choice(["^" + re.escape(s), re.escape(s[:k]), re.escape(s) + "$", s[:k]]) if s else ".*"
-            return self.choice(REGEX_POOL)
+            return self.choice(REGEX_POOL) if self.chance(0.7) else self.choice(REGEX_EXOTIC)
         if operator == "MODULO":
             x = r.random()
             if x < 0.03:
@@ -658,7 +771,12 @@ def gen_context(rng: random.Random, raise_rate: float = 0.05) -> dict:
 
 def generate(seed: int, n: int, raise_rate: float = 0.05) -> list[str]:
     """N contexts as JSON text, each generated from its own per-case RNG."""
-    return [dumps(gen_context(case_rng(seed, i), raise_rate)) for i in range(n)]
+    out = []
+    for i in range(n):
+        rng = case_rng(seed, i)
+        ctx = gen_context(rng, raise_rate)
+        out.append(dumps(ctx, rng if rng.random() < 0.5 else None))
+    return out
 
 
 __all__ = ["OPERATORS", "gen_context", "generate", "case_rng", "dumps", "inject_error", "ERROR_KINDS"]

@@ -73,7 +73,7 @@ def _shrink_case(bin_: str, text: str, ref: dict, ours: Any) -> tuple[dict, dict
         couts = _cli(bin_, ctexts)
         return [bool(compare.compare_eval(r, o)) and compare.signature(r, o) == sig for r, o in zip(crefs, couts)]
 
-    minimal = shrink.shrink(json.loads(text), still_fails)
+    minimal = shrink.shrink(gen_context.loads_spelled(text), still_fails)
     mtext = gen_context.dumps(minimal)
     return minimal, reference.evaluate(mtext), _cli(bin_, [mtext])[0]
 
