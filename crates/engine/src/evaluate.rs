@@ -382,8 +382,14 @@ impl<'a> Evaluation<'a> {
                 };
                 flag_query(&flag, steps)
             }
-            Query::General(path) => {
-                let root = self.materialise_root();
+            Query::General(path, names) => {
+                // Lookups of features through `$.flags` resolve them, as in the reference.
+                for name in names {
+                    if self.env.feature_by_key.contains_key(name.as_str()) {
+                        self.read_flag(name)?;
+                    }
+                }
+                let root = self.materialise_root(names);
                 match path.query(&root).first() {
                     Some(v) if is_scalar(v) => coerce_json(v).map(into_static),
                     _ => Ok(Scalar::Null),
@@ -542,7 +548,7 @@ impl<'a> Evaluation<'a> {
     }
 
     /// The whole context as the reference's JSONPath sees it, for queries that need it.
-    fn materialise_root(&self) -> Value {
+    fn materialise_root(&self, selected: &[String]) -> Value {
         let mut root = serde_json::Map::new();
         for entry in &self.env.root_order {
             match entry {
@@ -557,13 +563,21 @@ impl<'a> Evaluation<'a> {
                     }
                 }
                 RootEntry::Flags => {
-                    let flags = self.deps.as_ref().map(|d| {
-                        d.resolved
-                            .iter()
-                            .map(|(k, f)| (k.to_string(), flag_json(f)))
-                            .collect()
-                    });
-                    root.insert("flags".into(), Value::Object(flags.unwrap_or_default()));
+                    let mut flags: serde_json::Map<String, Value> = self
+                        .deps
+                        .as_ref()
+                        .map(|d| {
+                            d.resolved
+                                .iter()
+                                .map(|(k, f)| (k.to_string(), flag_json(f)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    // Any other name looked up in the reference's lazy mapping reads as null.
+                    for name in selected {
+                        flags.entry(name.clone()).or_insert(Value::Null);
+                    }
+                    root.insert("flags".into(), Value::Object(flags));
                 }
             }
         }

@@ -35,8 +35,10 @@ pub(crate) enum Query {
     Identity(Vec<Step>),
     /// `$.flags.<name>` then steps into the flag result.
     Flag(String, Vec<Step>),
-    /// Needs the whole context.
-    General(Box<JsonPath>),
+    /// Needs the whole context. Also the member names the query selects: the reference's
+    /// `flags` mapping answers *any* name lookup (resolving that flag), so the materialised
+    /// `flags` object gets an entry for each of them.
+    General(Box<JsonPath>, Vec<String>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,14 +75,71 @@ impl Property {
             return Property::Trait(text.to_owned());
         };
         let query = match simple_steps(text) {
-            Some(steps) => classify(steps, root).unwrap_or(Query::General(Box::new(path))),
-            None => Query::General(Box::new(path)),
+            Some(steps) => classify(steps, root).unwrap_or_else(|| general(path, text)),
+            None => general(path, text),
         };
         Property::Path {
             literal: text.to_owned(),
             query,
         }
     }
+}
+
+fn general(path: JsonPath, text: &str) -> Query {
+    Query::General(Box::new(path), selector_names(text))
+}
+
+/// Member names used as name selectors (`.name`, `['name']`), outside filter expressions.
+fn selector_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    let mut depth = 0usize; // bracket depth inside a filter expression
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' || c == '"' {
+            let mut s = String::new();
+            i += 1;
+            while i < chars.len() && chars[i] != c {
+                if chars[i] == '\\' && i + 1 < chars.len() {
+                    i += 1;
+                }
+                s.push(chars[i]);
+                i += 1;
+            }
+            if depth == 0 {
+                names.push(s);
+            }
+        } else if c == '[' {
+            if depth > 0
+                || chars.get(i + 1).is_some_and(|&n| n == '?')
+                || next_non_space(&chars, i + 1) == Some('?')
+            {
+                depth += 1;
+            }
+        } else if c == ']' {
+            depth = depth.saturating_sub(1);
+        } else if c == '.' && depth == 0 {
+            let start = i + 1 + usize::from(chars.get(i + 1) == Some(&'.'));
+            let mut j = start;
+            while j < chars.len()
+                && (chars[j].is_alphanumeric() || chars[j] == '_' || chars[j] as u32 >= 0x80)
+            {
+                j += 1;
+            }
+            if j > start {
+                names.push(chars[start..j].iter().collect());
+            }
+            i = j.max(i + 1);
+            continue;
+        }
+        i += 1;
+    }
+    names
+}
+
+fn next_non_space(chars: &[char], from: usize) -> Option<char> {
+    chars[from..].iter().copied().find(|c| !c.is_whitespace())
 }
 
 fn classify(mut steps: Vec<Step>, root: &serde_json::Map<String, Value>) -> Option<Query> {

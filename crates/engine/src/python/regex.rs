@@ -116,6 +116,8 @@ struct Translator {
     /// Width of each group once closed (`None` while open); index 0 unused.
     groups: Vec<Option<(u64, u64)>>,
     names: HashMap<String, usize>,
+    /// Group numbers referenced by conditionals, checked against the final group count.
+    forward_refs: Vec<usize>,
     lookbehind: usize,
     saw_a: bool,
     saw_u: bool,
@@ -201,6 +203,7 @@ impl Translator {
             pos: 0,
             groups: vec![Some((0, 0))],
             names: HashMap::new(),
+            forward_refs: Vec::new(),
             lookbehind: 0,
             saw_a: false,
             saw_u: false,
@@ -215,6 +218,9 @@ impl Translator {
         }
         if self.peek().is_some() {
             return err("unbalanced parenthesis");
+        }
+        if let Some(g) = self.forward_refs.iter().find(|&&g| g >= self.groups.len()) {
+            return err(format!("invalid group reference {g}"));
         }
         Ok(text)
     }
@@ -417,7 +423,7 @@ impl Translator {
             'x' => self.hex('x', 2)?,
             'u' => self.hex('u', 4)?,
             'U' => self.hex('U', 8)?,
-            'N' => return unsupported("\\N{...} named character escapes"),
+            'N' => self.named_char()?,
             '0' => self.octal_rest('0', 2)?,
             '1'..='9' => return self.backref_or_octal(e, flags),
             e => match simple_escape(e) {
@@ -481,7 +487,7 @@ impl Translator {
             'x' => self.hex('x', 2)?,
             'u' => self.hex('u', 4)?,
             'U' => self.hex('U', 8)?,
-            'N' => return unsupported("\\N{...} named character escapes"),
+            'N' => self.named_char()?,
             '0'..='7' => self.octal_rest(e, 2)?,
             e => match simple_escape(e) {
                 Some(v) => v,
@@ -643,6 +649,48 @@ impl Translator {
         Ok(())
     }
 
+    /// `\N{NAME}`: a character by its Unicode name (case-insensitive, as Python allows).
+    fn named_char(&mut self) -> Result<u32, String> {
+        if !self.eat('{') {
+            return err("missing {");
+        }
+        let name = self.get_until('}', "character name")?;
+        match unicode_names2::character(&name.to_uppercase()) {
+            Some(c) => Ok(c as u32),
+            None => err(format!("undefined character name '{name}'")),
+        }
+    }
+
+    /// After `(?(`: a conditional on a group, `(?(id)yes|no)`. Python allows a forward
+    /// reference by number (checked once the whole pattern is parsed), but not by name.
+    fn conditional(&mut self, flags: &mut Flags) -> Result<Item, String> {
+        let id = self.get_until(')', "group name")?;
+        let gid = if !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()) {
+            let gid: usize = id
+                .parse()
+                .map_err(|_| format!("invalid group reference {id}"))?;
+            if gid == 0 {
+                return err("bad group number");
+            }
+            self.forward_refs.push(gid);
+            gid
+        } else {
+            if !is_identifier(&id) {
+                return err(format!("bad character in group name '{id}'"));
+            }
+            match self.names.get(&id) {
+                Some(&gid) => gid,
+                None => return err(format!("unknown group name '{id}'")),
+            }
+        };
+        let mut sub_flags = *flags;
+        let (inner, _lo, hi) = self.parse_sub(&mut sub_flags, false)?;
+        if !self.eat(')') {
+            return err("missing ), unterminated subpattern");
+        }
+        Ok(Item::new(format!("(?({gid}){inner})"), Kind::Other, 0, hi))
+    }
+
     /// After `(`: groups, lookarounds, comments and inline flags.
     fn group(&mut self, flags: &mut Flags, at_start: bool) -> Result<Option<Item>, String> {
         let mut name = None;
@@ -696,7 +744,7 @@ impl Translator {
                     };
                     lookbehind = true;
                 }
-                '(' => return unsupported("conditional group (?(...)...)"),
+                '(' => return self.conditional(flags).map(Some),
                 '>' => open = "(?>",
                 c if c == '-' || "iLmsxatu".contains(c) => match self.inline_flags(c)? {
                     (add, None) => {
