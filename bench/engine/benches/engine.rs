@@ -1,11 +1,759 @@
+//! Engine benchmark: evaluation per identity, Flagpole vs the official `flagsmith-flag-engine`
+//! crate vs the Python reference, on the seeded documents of `flagpole_bench::docgen`.
+//!
+//! Run with `cargo bench -p flagpole-bench --bench engine` (or `bench/engine.sh`). Prints one
+//! Markdown table and writes `bench/out/engine.json`.
+//!
+//! What is measured, per document (tiny, small, medium), on the same bytes and the same identity
+//! (`docgen::BENCH_IDENTIFIER` with `docgen::bench_traits_json()`):
+//!
+//! - compile: `flagpole_engine::Environment::from_document_json` (JSON parse + mapping + compile);
+//! - Flagpole: `env.evaluate(Some(&identity))`, result dropped each iteration;
+//! - official: `flagsmith_flag_engine::engine::get_evaluation_result(&context)` on a context the
+//!   crate's own mapper built (`environment_to_context`) with the identity added once
+//!   (`add_identity_to_context`). The per-request path through the crate's API, which clones the
+//!   whole context in `add_identity_to_context`, is reported separately in the JSON;
+//! - Python: `bench/engine/python_reference.py` (flagsmith-flag-engine 11.1.1 through the
+//!   Flagsmith Python SDK 6.3.0 mapping), run with `$FLAGPOLE_BENCH_PYTHON`, else
+//!   `<repo>/.venv/bin/python` when present, else skipped;
+//! - allocations: a counting global allocator (alloc, alloc_zeroed and realloc calls) over N
+//!   evaluations / N. For one evaluation the allocator also logs every event; blocks still alive
+//!   when `evaluate` returns (following realloc chains) are the output, the rest is overhead.
+//!
+//! Timings are the median of batches after warm-up; a batch is sized to ~1/8 of the budget.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::borrow::Cow;
+use std::cell::UnsafeCell;
+use std::collections::{BTreeMap, HashMap};
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use flagpole_bench::docgen::{self, DocSize};
+use flagpole_engine::python::number::PyInt;
+use flagpole_engine::{Environment, Identity, Trait, TraitValue};
+use flagsmith_flag_engine::engine_eval::{
+    add_identity_to_context, environment_to_context, EngineEvaluationContext,
+};
+use flagsmith_flag_engine::identities::Trait as OfficialTrait;
+use flagsmith_flag_engine::types::{FlagsmithValue, FlagsmithValueType};
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------------------------------------
+// Counting allocator
+
+const MODE_OFF: u8 = 0;
+const MODE_COUNT: u8 = 1;
+const MODE_LOG: u8 = 2;
+static MODE: AtomicU8 = AtomicU8::new(MODE_OFF);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+const EV_ALLOC: usize = 1;
+const EV_REALLOC: usize = 2;
+const EV_FREE: usize = 3;
+const LOG_CAPACITY: usize = 1 << 17;
+
+/// Allocator events of one logged call: `[kind, old pointer, new pointer]`. Written only by the
+/// allocator while `MODE == MODE_LOG` (the benchmark is single-threaded), read after.
+struct EventLog {
+    events: UnsafeCell<[[usize; 3]; LOG_CAPACITY]>,
+    len: AtomicUsize,
+}
+
+// SAFETY: only the benchmark thread allocates while logging is on; the log is read after logging
+// is switched off.
+unsafe impl Sync for EventLog {}
+
+static LOG: EventLog = EventLog {
+    events: UnsafeCell::new([[0; 3]; LOG_CAPACITY]),
+    len: AtomicUsize::new(0),
+};
+
+fn log_event(kind: usize, old: usize, new: usize) {
+    let i = LOG.len.fetch_add(1, Relaxed);
+    if i < LOG_CAPACITY {
+        // SAFETY: see `EventLog`; `i` is in bounds and claimed by this call alone.
+        unsafe { (*LOG.events.get())[i] = [kind, old, new] };
+    }
+}
+
+struct CountingAlloc;
+
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        note_alloc(EV_ALLOC, 0, p as usize);
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc_zeroed(layout);
+        note_alloc(EV_ALLOC, 0, p as usize);
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if MODE.load(Relaxed) == MODE_LOG {
+            log_event(EV_FREE, ptr as usize, 0);
+        }
+        System.dealloc(ptr, layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = System.realloc(ptr, layout, new_size);
+        note_alloc(EV_REALLOC, ptr as usize, p as usize);
+        p
+    }
+}
+
+#[inline]
+fn note_alloc(kind: usize, old: usize, new: usize) {
+    match MODE.load(Relaxed) {
+        MODE_OFF => {}
+        MODE_COUNT => {
+            ALLOCATIONS.fetch_add(1, Relaxed);
+        }
+        _ => {
+            ALLOCATIONS.fetch_add(1, Relaxed);
+            log_event(kind, old, new);
+        }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+/// Allocator calls per call of `f`, averaged over `n` calls.
+fn allocations_per_call<R>(n: u64, mut f: impl FnMut() -> R) -> f64 {
+    black_box(f()); // warm caches (lazy statics, regex caches…) out of the count
+    ALLOCATIONS.store(0, Relaxed);
+    MODE.store(MODE_COUNT, Relaxed);
+    for _ in 0..n {
+        black_box(f());
+    }
+    MODE.store(MODE_OFF, Relaxed);
+    ALLOCATIONS.load(Relaxed) as f64 / n as f64
+}
+
+/// Allocation split of one call of `f`: `(total, output)` where output counts the allocator
+/// calls whose blocks are still alive when `f` returns (its result). `None` if the log overflowed.
+fn allocation_split<R>(mut f: impl FnMut() -> R) -> Option<(u64, u64)> {
+    black_box(f());
+    LOG.len.store(0, Relaxed);
+    ALLOCATIONS.store(0, Relaxed);
+    MODE.store(MODE_LOG, Relaxed);
+    let result = f();
+    MODE.store(MODE_OFF, Relaxed);
+    let total = ALLOCATIONS.load(Relaxed);
+    let len = LOG.len.load(Relaxed);
+    let split = if len > LOG_CAPACITY {
+        None
+    } else {
+        // SAFETY: logging is off; nothing writes the log any more.
+        let events: &[[usize; 3]] = unsafe { &(&*LOG.events.get())[..len] };
+        let mut live: HashMap<usize, u64> = HashMap::new();
+        for &[kind, old, new] in events {
+            match kind {
+                EV_ALLOC => {
+                    live.insert(new, 1);
+                }
+                EV_REALLOC => {
+                    let chain = live.remove(&old).unwrap_or(0);
+                    live.insert(new, chain + 1);
+                }
+                _ => {
+                    live.remove(&old);
+                }
+            }
+        }
+        Some((total, live.values().sum()))
+    };
+    drop(black_box(result));
+    split
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+
+/// Median ns per call of `f` over batches filling `budget`, after warm-up.
+fn ns_per_call<R>(budget: Duration, mut f: impl FnMut() -> R) -> f64 {
+    let mut iterations: u64 = 1;
+    loop {
+        let start = Instant::now();
+        for _ in 0..iterations {
+            black_box(f());
+        }
+        if start.elapsed() >= budget / 8 || iterations >= 1 << 30 {
+            break;
+        }
+        iterations *= 2;
+    }
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    while started.elapsed() < budget || samples.len() < 5 {
+        let start = Instant::now();
+        for _ in 0..iterations {
+            black_box(f());
+        }
+        samples.push(start.elapsed().as_nanos() as f64 / iterations as f64);
+    }
+    median(samples)
+}
+
+/// Median ms of `f` over at least 3 runs and about `budget` (at most 15 runs).
+fn ms_per_run<R>(budget: Duration, mut f: impl FnMut() -> R) -> f64 {
+    black_box(f());
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    while samples.len() < 3 || (started.elapsed() < budget && samples.len() < 15) {
+        let start = Instant::now();
+        black_box(f());
+        samples.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    median(samples)
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engines
+
+fn official_value(v: &FlagsmithValue) -> Value {
+    match v.value_type {
+        FlagsmithValueType::None => Value::Null,
+        FlagsmithValueType::Bool => Value::Bool(v.value == "true"),
+        FlagsmithValueType::String => Value::String(v.value.clone()),
+        FlagsmithValueType::Integer | FlagsmithValueType::Float => {
+            serde_json::from_str(&v.value).unwrap_or_else(|_| Value::String(v.value.clone()))
+        }
+    }
+}
+
+fn official_trait(key: &str, value: &Value) -> OfficialTrait {
+    let (value_type, text) = match value {
+        Value::Null => (FlagsmithValueType::None, String::new()),
+        Value::Bool(b) => (FlagsmithValueType::Bool, b.to_string()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => {
+            (FlagsmithValueType::Integer, n.to_string())
+        }
+        Value::Number(n) => (FlagsmithValueType::Float, n.to_string()),
+        Value::String(s) => (FlagsmithValueType::String, s.clone()),
+        other => (FlagsmithValueType::String, other.to_string()),
+    };
+    OfficialTrait {
+        trait_key: key.to_string(),
+        trait_value: FlagsmithValue {
+            value_type,
+            value: text,
+        },
+    }
+}
+
+fn flagpole_traits(traits: &Value) -> Vec<Trait<'static>> {
+    traits
+        .as_object()
+        .expect("traits are an object")
+        .iter()
+        .map(|(k, v)| Trait {
+            key: Cow::Owned(k.clone()),
+            value: match v {
+                Value::String(s) => TraitValue::Str(Cow::Owned(s.clone())),
+                Value::Number(n) if n.as_i64().is_some() => {
+                    TraitValue::Int(PyInt::Small(n.as_i64().unwrap()))
+                }
+                Value::Number(n) => TraitValue::Float(n.as_f64().unwrap()),
+                Value::Bool(b) => TraitValue::Bool(*b),
+                _ => TraitValue::Null,
+            },
+        })
+        .collect()
+}
+
+fn official_compile(bytes: &[u8]) -> EngineEvaluationContext {
+    let env: flagsmith_flag_engine::environments::Environment =
+        serde_json::from_slice(bytes).expect("the official crate reads the document");
+    environment_to_context(env)
+}
+
+/// `{flag: (enabled, value)}` and the matched segment names.
+type Outcome = (BTreeMap<String, (bool, Value)>, Vec<String>);
+
+fn flagpole_outcome(env: &Environment, identity: &Identity<'_>) -> Outcome {
+    let result = env.evaluate(Some(identity)).expect("flagpole evaluates");
+    let flags = result
+        .flags
+        .iter()
+        .map(|f| {
+            let enabled = f.enabled.as_bool().unwrap_or(false);
+            (f.key.to_string(), (enabled, f.value.clone()))
+        })
+        .collect();
+    let segments = result
+        .segments
+        .iter()
+        .map(|s| s.name.as_str().unwrap_or_default().to_string())
+        .collect();
+    (flags, segments)
+}
+
+fn official_outcome(context: &EngineEvaluationContext) -> Outcome {
+    let result = flagsmith_flag_engine::engine::get_evaluation_result(context);
+    let flags = result
+        .flags
+        .iter()
+        .map(|(k, f)| (k.clone(), (f.enabled, official_value(&f.value))))
+        .collect();
+    let segments = result.segments.iter().map(|s| s.name.clone()).collect();
+    (flags, segments)
+}
+
+/// Flags on which two outcomes differ, as printable lines.
+fn differences(a_name: &str, a: &Outcome, b_name: &str, b: &Outcome) -> Vec<String> {
+    let mut out = Vec::new();
+    let names: std::collections::BTreeSet<&String> = a.0.keys().chain(b.0.keys()).collect();
+    for name in names {
+        let (x, y) = (a.0.get(name), b.0.get(name));
+        let same = match (x, y) {
+            (Some((ea, va)), Some((eb, vb))) => ea == eb && json_eq(va, vb),
+            _ => false,
+        };
+        if !same {
+            out.push(format!(
+                "{name}: {a_name} {} vs {b_name} {}",
+                show(x),
+                show(y)
+            ));
+        }
+    }
+    if a.1 != b.1 {
+        out.push(format!(
+            "segments: {a_name} {:?} vs {b_name} {:?}",
+            a.1, b.1
+        ));
+    }
+    out
+}
+
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y || (x.as_f64().is_some() && x.as_f64() == y.as_f64())
+        }
+        _ => a == b,
+    }
+}
+
+fn show(v: Option<&(bool, Value)>) -> String {
+    match v {
+        Some((enabled, value)) => format!("(enabled={enabled}, value={value})"),
+        None => "(missing)".to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Python
+
+fn find_python(repo: &Path) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FLAGPOLE_BENCH_PYTHON").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let venv = repo.join(".venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+/// Runs python_reference.py; returns its `{"doc": ns}` map and the flags it computed.
+fn run_python(
+    python: &Path,
+    script: &Path,
+    docs_dir: &Path,
+    names: &[&str],
+    traits: &Value,
+    flags_out: &Path,
+) -> Result<(BTreeMap<String, f64>, Value), String> {
+    let output = Command::new(python)
+        .arg(script)
+        .arg(docs_dir)
+        .arg("--names")
+        .arg(names.join(","))
+        .arg("--identifier")
+        .arg(docgen::BENCH_IDENTIFIER)
+        .arg("--traits")
+        .arg(traits.to_string())
+        .arg("--min-seconds")
+        .arg("1.0")
+        .arg("--flags-out")
+        .arg(flags_out)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().last().unwrap_or("").to_string();
+        return Err(format!("{} failed: {last}", python.display()));
+    }
+    let timings: BTreeMap<String, f64> = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("unexpected output from python_reference.py: {e}"))?;
+    let flags = std::fs::read(flags_out)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    Ok((timings, flags))
+}
+
+fn python_outcome(flags: &Value, name: &str) -> Option<Outcome> {
+    let doc = flags.get(name)?;
+    let map = doc
+        .get("flags")?
+        .as_object()?
+        .iter()
+        .map(|(k, v)| {
+            let enabled = v[0].as_bool().unwrap_or(false);
+            (k.clone(), (enabled, v[1].clone()))
+        })
+        .collect();
+    let segments = doc
+        .get("segments")?
+        .as_array()?
+        .iter()
+        .map(|s| s.as_str().unwrap_or_default().to_string())
+        .collect();
+    Some((map, segments))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct Row {
+    size: DocSize,
+    bytes: usize,
+    compile_ms: f64,
+    official_compile_ms: f64,
+    flagpole_ns: f64,
+    official_ns: f64,
+    official_with_identity_ns: f64,
+    flagpole_allocs: f64,
+    flagpole_split: Option<(u64, u64)>,
+    official_allocs: f64,
+    official_split: Option<(u64, u64)>,
+    flags: usize,
+    segments_matched: usize,
+    official_disagreements: Vec<String>,
+}
+
+/// `FLAGPOLE_BENCH_PROFILE=<doc>:<eval|official|compile>[:N]`: only runs N evaluations (or
+/// compiles) of one document, for profilers (`valgrind --tool=callgrind`, `perf record`).
+fn profile(spec: &str) {
+    let mut parts = spec.split(':');
+    let doc = parts.next().unwrap_or("medium");
+    let what = parts.next().unwrap_or("eval");
+    let n: u64 = parts.next().and_then(|n| n.parse().ok()).unwrap_or(1000);
+    let size = docgen::ALL_SIZES
+        .into_iter()
+        .find(|s| s.name == doc)
+        .expect("FLAGPOLE_BENCH_PROFILE: unknown document");
+    let bytes = docgen::generate_json(&size, docgen::DEFAULT_SEED);
+    let traits_json = docgen::bench_traits_json();
+    let fp_traits = flagpole_traits(&traits_json);
+    let identity = Identity::new(docgen::BENCH_IDENTIFIER, &fp_traits);
+    match what {
+        "compile" => {
+            for _ in 0..n {
+                black_box(Environment::from_document_json(black_box(&bytes)).unwrap());
+            }
+        }
+        "official" => {
+            let off_traits: Vec<OfficialTrait> = traits_json
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| official_trait(k, v))
+                .collect();
+            let base = official_compile(&bytes);
+            let context = add_identity_to_context(&base, docgen::BENCH_IDENTIFIER, &off_traits);
+            for _ in 0..n {
+                black_box(flagsmith_flag_engine::engine::get_evaluation_result(
+                    black_box(&context),
+                ));
+            }
+        }
+        _ => {
+            let env = Environment::from_document_json(&bytes).unwrap();
+            for _ in 0..n {
+                black_box(env.evaluate(Some(black_box(&identity))).unwrap());
+            }
+        }
+    }
+}
+
 fn main() {
-    let doc = std::fs::read("examples/environment.json")
-        .or_else(|_| std::fs::read("../../examples/environment.json"))
-        .unwrap();
-    let env: Result<flagsmith_flag_engine::environments::Environment, _> =
-        serde_json::from_slice(&doc);
-    match env {
-        Ok(e) => println!("ok {}", e.feature_states.len()),
-        Err(e) => println!("err {e}"),
+    if let Ok(spec) = std::env::var("FLAGPOLE_BENCH_PROFILE") {
+        profile(&spec);
+        return;
+    }
+    // `cargo bench` passes `--bench`; a name filter is not supported (the table is one piece).
+    let quick = std::env::var_os("FLAGPOLE_BENCH_QUICK").is_some();
+    let budget = if quick {
+        Duration::from_millis(200)
+    } else {
+        Duration::from_millis(1000)
+    };
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repo = manifest.join("../..");
+    let out_dir = manifest.join("../out");
+    let docs_dir = out_dir.join("docs");
+    std::fs::create_dir_all(&docs_dir).expect("create bench/out/docs");
+
+    let traits_json = docgen::bench_traits_json();
+    let fp_traits = flagpole_traits(&traits_json);
+    let identity = Identity::new(docgen::BENCH_IDENTIFIER, &fp_traits);
+    let off_traits: Vec<OfficialTrait> = traits_json
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| official_trait(k, v))
+        .collect();
+
+    let mut rows = Vec::new();
+    for size in docgen::ALL_SIZES {
+        let bytes = docgen::generate_json(&size, docgen::DEFAULT_SEED);
+        std::fs::write(docs_dir.join(format!("{}.json", size.name)), &bytes)
+            .expect("write benchmark document");
+        eprintln!("{}: {} bytes", size.name, bytes.len());
+
+        let compile_ms = ms_per_run(budget, || {
+            Environment::from_document_json(&bytes).expect("flagpole compiles the document")
+        });
+        let official_compile_ms = ms_per_run(budget, || official_compile(&bytes));
+
+        let env = Environment::from_document_json(&bytes).unwrap();
+        let base = official_compile(&bytes);
+        let context = add_identity_to_context(&base, docgen::BENCH_IDENTIFIER, &off_traits);
+
+        let fp = flagpole_outcome(&env, &identity);
+        let off = official_outcome(&context);
+        assert_eq!(
+            fp.1.len(),
+            docgen::BENCH_MATCHED_SEGMENTS,
+            "{}: the benchmark identity must match exactly {} segments, got {:?}",
+            size.name,
+            docgen::BENCH_MATCHED_SEGMENTS,
+            fp.1
+        );
+        let official_disagreements = differences("flagpole", &fp, "official", &off);
+
+        let flagpole_ns = ns_per_call(budget, || env.evaluate(Some(&identity)));
+        let official_ns = ns_per_call(budget, || {
+            flagsmith_flag_engine::engine::get_evaluation_result(&context)
+        });
+        let official_with_identity_ns = ns_per_call(budget / 2, || {
+            let ctx = add_identity_to_context(&base, docgen::BENCH_IDENTIFIER, &off_traits);
+            flagsmith_flag_engine::engine::get_evaluation_result(&ctx)
+        });
+        eprintln!(
+            "{}: compile {compile_ms:.2} ms, flagpole {flagpole_ns:.0} ns, official {official_ns:.0} ns",
+            size.name
+        );
+
+        let n = 200;
+        let flagpole_allocs = allocations_per_call(n, || env.evaluate(Some(&identity)));
+        let flagpole_split = allocation_split(|| env.evaluate(Some(&identity)));
+        let official_allocs = allocations_per_call(n, || {
+            flagsmith_flag_engine::engine::get_evaluation_result(&context)
+        });
+        let official_split =
+            allocation_split(|| flagsmith_flag_engine::engine::get_evaluation_result(&context));
+
+        rows.push(Row {
+            size,
+            bytes: bytes.len(),
+            compile_ms,
+            official_compile_ms,
+            flagpole_ns,
+            official_ns,
+            official_with_identity_ns,
+            flagpole_allocs,
+            flagpole_split,
+            official_allocs,
+            official_split,
+            flags: fp.0.len(),
+            segments_matched: fp.1.len(),
+            official_disagreements,
+        });
+    }
+
+    // Python reference.
+    let names: Vec<&str> = rows.iter().map(|r| r.size.name).collect();
+    let script = manifest.join("python_reference.py");
+    let (python_ns, python_status, python_flags) = match find_python(&repo) {
+        None => (
+            BTreeMap::new(),
+            "skipped (set FLAGPOLE_BENCH_PYTHON or create .venv)".to_string(),
+            Value::Null,
+        ),
+        Some(python) => {
+            eprintln!("python: running {} …", python.display());
+            let flags_path = out_dir.join("python_flags.json");
+            match run_python(
+                &python,
+                &script,
+                &docs_dir,
+                &names,
+                &traits_json,
+                &flags_path,
+            ) {
+                Ok((t, f)) => (t, "ok".to_string(), f),
+                Err(e) => (BTreeMap::new(), format!("skipped ({e})"), Value::Null),
+            }
+        }
+    };
+
+    // Agreement report.
+    println!();
+    for row in &rows {
+        let name = row.size.name;
+        if row.official_disagreements.is_empty() {
+            println!(
+                "agreement: {name}: flagpole and official agree on enabled/value of all {} flags",
+                row.flags
+            );
+        } else {
+            println!(
+                "agreement: {name}: flagpole and official DIFFER on {} item(s) (spec §11 divergences of the official crate):",
+                row.official_disagreements.len()
+            );
+            for line in &row.official_disagreements {
+                println!("  {line}");
+            }
+        }
+        if let Some(py) = python_outcome(&python_flags, name) {
+            let env = Environment::from_document_json(&docgen::generate_json(
+                &row.size,
+                docgen::DEFAULT_SEED,
+            ))
+            .unwrap();
+            let fp = flagpole_outcome(&env, &identity);
+            let diffs = differences("flagpole", &fp, "python", &py);
+            if diffs.is_empty() {
+                println!(
+                    "agreement: {name}: flagpole and python agree on all {} flags and the {} matched segments",
+                    row.flags, row.segments_matched
+                );
+            } else {
+                println!(
+                    "agreement: {name}: flagpole and python DIFFER on {} item(s):",
+                    diffs.len()
+                );
+                for line in &diffs {
+                    println!("  {line}");
+                }
+            }
+        }
+    }
+
+    // The table.
+    println!();
+    println!("| document | size | compile ms | flagpole ns/eval | official ns/eval | python ns/eval | speedup vs official | speedup vs python | allocs/eval (flagpole) | allocs/eval (official) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for row in &rows {
+        let s = &row.size;
+        let py = python_ns.get(s.name).copied();
+        let py_cell = py.map_or("python: skipped".to_string(), |ns| format!("{ns:.0}"));
+        let py_speedup = py.map_or("–".to_string(), |ns| {
+            format!("{:.0}×", ns / row.flagpole_ns)
+        });
+        let fp_allocs = match row.flagpole_split {
+            Some((total, output)) => format!(
+                "{:.1} ({} excl. output)",
+                row.flagpole_allocs,
+                total - output
+            ),
+            None => format!("{:.1}", row.flagpole_allocs),
+        };
+        println!(
+            "| {} | {} ({} features, {} segments, {} identity overrides) | {:.2} | {:.0} | {:.0} | {} | {:.1}× | {} | {} | {:.1} |",
+            s.name,
+            human_bytes(row.bytes),
+            s.features,
+            s.segments,
+            s.identity_overrides,
+            row.compile_ms,
+            row.flagpole_ns,
+            row.official_ns,
+            py_cell,
+            row.official_ns / row.flagpole_ns,
+            py_speedup,
+            fp_allocs,
+            row.official_allocs,
+        );
+    }
+    println!();
+    println!(
+        "official ns/eval = get_evaluation_result on a context with the identity already added; \
+         with add_identity_to_context per evaluation (the crate's per-request API, clones the context): {}",
+        rows.iter()
+            .map(|r| format!("{} {:.0} ns", r.size.name, r.official_with_identity_ns))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "compile ms (official crate: serde + environment_to_context): {}",
+        rows.iter()
+            .map(|r| format!("{} {:.2} ms", r.size.name, r.official_compile_ms))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!("python: {python_status}");
+
+    // JSON results.
+    let json_rows: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let py = python_ns.get(r.size.name).copied();
+            json!({
+                "document": r.size.name,
+                "bytes": r.bytes,
+                "features": r.size.features,
+                "segments": r.size.segments,
+                "identity_overrides": r.size.identity_overrides,
+                "flags_evaluated": r.flags,
+                "segments_matched": r.segments_matched,
+                "compile_ms": r.compile_ms,
+                "official_compile_ms": r.official_compile_ms,
+                "flagpole_ns_per_eval": r.flagpole_ns,
+                "official_ns_per_eval": r.official_ns,
+                "official_with_add_identity_ns_per_eval": r.official_with_identity_ns,
+                "python_ns_per_eval": py,
+                "speedup_vs_official": r.official_ns / r.flagpole_ns,
+                "speedup_vs_python": py.map(|ns| ns / r.flagpole_ns),
+                "flagpole_allocs_per_eval": r.flagpole_allocs,
+                "flagpole_allocs_output": r.flagpole_split.map(|(_, o)| o),
+                "flagpole_allocs_excluding_output": r.flagpole_split.map(|(t, o)| t - o),
+                "official_allocs_per_eval": r.official_allocs,
+                "official_allocs_output": r.official_split.map(|(_, o)| o),
+                "official_disagreements": r.official_disagreements,
+            })
+        })
+        .collect();
+    let report = json!({
+        "benchmark": "engine: evaluation per identity",
+        "seed": docgen::DEFAULT_SEED,
+        "identity": {"identifier": docgen::BENCH_IDENTIFIER, "traits": traits_json},
+        "python": python_status,
+        "results": json_rows,
+    });
+    let path = out_dir.join("engine.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&report).unwrap()).expect("write engine.json");
+    println!("results: bench/out/engine.json");
+}
+
+fn human_bytes(n: usize) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1} MB", n as f64 / 1e6)
+    } else {
+        format!("{:.1} kB", n as f64 / 1e3)
     }
 }

@@ -83,7 +83,12 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         c.feature_ctxs.push(ctx);
         let next = slot_by_name.len();
         let slot = *slot_by_name.entry(slot_name).or_insert(next);
-        features.push(FeatureEntry { ctx: index, slot });
+        features.push(FeatureEntry {
+            ctx: index,
+            slot,
+            fallback: Ok(index),
+            targeted: false,
+        });
         feature_by_key.insert(key.clone(), index);
     }
 
@@ -117,6 +122,17 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         }
     }
 
+    // Per feature entry, what evaluation would otherwise look up by name on every call.
+    for entry in &mut features {
+        let ctx = &c.feature_ctxs[entry.ctx];
+        if let Ok(name) = &ctx.name {
+            entry.fallback = feature_by_key
+                .get(name)
+                .copied()
+                .ok_or_else(|| EvalError::key(format!("'{name}'")));
+        }
+        entry.targeted = ctx.name_id.is_some_and(|id| targeted[id as usize]);
+    }
     let identifier_index = index_identifier_segments(&segments);
     let env = Environment {
         env_key,

@@ -81,7 +81,7 @@ enum StrSide {
     /// `":semver"` suffix: the rest, and its parse.
     Semver {
         stripped: String,
-        parsed: Option<SemVer>,
+        parsed: Option<SemVer<'static>>,
     },
 }
 
@@ -213,7 +213,7 @@ fn compare_value(v: Option<&Value>) -> Result<CompareValue, EvalError> {
         Value::String(s) if s.ends_with(":semver") => {
             let cut = s.char_indices().rev().nth(6).map(|(i, _)| i).unwrap_or(0);
             let stripped = s[..cut].to_owned();
-            let parsed = semver::parse(&stripped);
+            let parsed = semver::parse(&stripped).map(SemVer::into_owned);
             StrSide::Semver { stripped, parsed }
         }
         Value::String(_) | Value::Null | Value::Array(_) => StrSide::Plain(pystr(v)),
@@ -272,6 +272,7 @@ impl Operator {
                 let set = set.as_ref().map_err(Clone::clone)?;
                 Ok(match cv {
                     Scalar::Str(s) => set.contains(s.as_ref()),
+                    Scalar::Int(PyInt::Small(i)) => set.contains(itoa::Buffer::new().format(*i)),
                     Scalar::Int(i) => set.contains(&i.to_string()),
                     _ => false,
                 })

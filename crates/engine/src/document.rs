@@ -269,27 +269,37 @@ fn identity_override_segments(
     // Group key (Python tuple equality: 1 == 1.0 == True) → (overrides, identifiers).
     let mut groups: IndexMap<String, (Vec<Value>, Vec<Value>)> = IndexMap::new();
     for (i, identity) in array(v, "$.identity_overrides")?.iter().enumerate() {
-        let path = format!("$.identity_overrides[{i}]");
-        let identity = object(identity, &path)?;
-        let features = array(
-            identity.get("identity_features"),
-            &format!("{path}.identity_features"),
-        )?;
+        // Paths are formatted only on error: a medium document has thousands of identities.
+        let path = || format!("$.identity_overrides[{i}]");
+        let identity = identity
+            .as_object()
+            .ok_or_else(|| InputError::new(path(), "must be an object"))?;
+        let features = match identity.get("identity_features") {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(a)) => a.as_slice(),
+            Some(_) => {
+                return Err(InputError::new(
+                    format!("{}.identity_features", path()),
+                    "must be an array",
+                ))
+            }
+        };
         if features.is_empty() {
             continue;
         }
         let mut entries = Vec::with_capacity(features.len());
         for (j, fs) in features.iter().enumerate() {
-            let fp = format!("{path}.identity_features[{j}]");
-            let fs = object(fs, &fp)?;
+            let fp = || format!("{}.identity_features[{j}]", path());
+            let fs = fs
+                .as_object()
+                .ok_or_else(|| InputError::new(fp(), "must be an object"))?;
             let feature = fs
                 .get("feature")
                 .and_then(Value::as_object)
-                .ok_or_else(|| InputError::new(format!("{fp}.feature"), "must be an object"))?;
-            let name = feature
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| InputError::new(format!("{fp}.feature.name"), "must be a string"))?;
+                .ok_or_else(|| InputError::new(format!("{}.feature", fp()), "must be an object"))?;
+            let name = feature.get("name").and_then(Value::as_str).ok_or_else(|| {
+                InputError::new(format!("{}.feature.name", fp()), "must be a string")
+            })?;
             entries.push((
                 name.to_owned(),
                 feature.get("id").cloned().unwrap_or(Value::Null),

@@ -47,7 +47,8 @@ pub fn evaluate<'a>(
 /// The identity key after enrichment: the caller's key when truthy, else `<env key>_<identifier>`.
 enum IdentityKey<'a> {
     Given(&'a TraitValue<'a>),
-    Derived(String),
+    /// Derived; the text is in `key_text`.
+    Derived,
 }
 
 /// State of the `$.flags` mapping (the reference's `_LazyFlags` and `_DependencyResolver`).
@@ -78,10 +79,20 @@ impl<'a> Evaluation<'a> {
         env: &'a Environment,
         identity: Option<&'a Identity<'a>>,
     ) -> Result<Self, EvalError> {
-        let key = match identity {
-            None => None,
+        let (key, key_text) = match identity {
+            None => (None, None),
             Some(id) => match &id.key {
-                Some(k) if k.is_truthy() => Some(IdentityKey::Given(k)),
+                Some(k) if k.is_truthy() => {
+                    let text = match k {
+                        TraitValue::Str(s) => Cow::Borrowed(s.as_ref()),
+                        other => {
+                            let mut text = String::new();
+                            other.write_pystr(&mut text);
+                            Cow::Owned(text)
+                        }
+                    };
+                    (Some(IdentityKey::Given(k)), Some(text))
+                }
                 _ => {
                     let env_key = env.env_key.as_ref().map_err(Clone::clone)?;
                     let identifier = id
@@ -92,19 +103,10 @@ impl<'a> Evaluation<'a> {
                     text.push_str(env_key);
                     text.push('_');
                     identifier.write_pystr(&mut text);
-                    Some(IdentityKey::Derived(text))
+                    (Some(IdentityKey::Derived), Some(Cow::Owned(text)))
                 }
             },
         };
-        let key_text = key.as_ref().map(|k| match k {
-            IdentityKey::Given(TraitValue::Str(s)) => Cow::Borrowed(s.as_ref()),
-            IdentityKey::Given(other) => {
-                let mut text = String::new();
-                other.write_pystr(&mut text);
-                Cow::Owned(text)
-            }
-            IdentityKey::Derived(s) => Cow::Owned(s.clone()),
-        });
         let deps = env.reads_flags.then(|| Dependencies {
             segment_matches: vec![None; env.segments.len()],
             ..Default::default()
@@ -227,11 +229,13 @@ impl<'a> Evaluation<'a> {
                     Some(s),
                 )?,
                 None => {
-                    let fallback = *env
-                        .feature_by_key
-                        .get(name.as_str())
-                        .ok_or_else(|| EvalError::key(format!("'{name}'")))?;
-                    self.flag_result(name, fallback, fallback_reason(env, name), None)?
+                    let fallback = *entry.fallback.as_ref().map_err(Clone::clone)?;
+                    let reason = if entry.targeted {
+                        Reason::Default
+                    } else {
+                        Reason::Static
+                    };
+                    self.flag_result(name, fallback, reason, None)?
                 }
             };
             if distinct {
@@ -409,7 +413,9 @@ impl<'a> Evaluation<'a> {
         match (first, rest) {
             ("key", []) => match &self.key {
                 Some(IdentityKey::Given(v)) => v.coerce(),
-                Some(IdentityKey::Derived(s)) => coerce_str(s).map(into_static),
+                Some(IdentityKey::Derived) => {
+                    coerce_str(self.key_text.as_deref().unwrap_or("")).map(into_static)
+                }
                 None => Ok(Scalar::Null),
             },
             ("identifier", []) if identity.raw.is_none() => match &identity.identifier {
@@ -588,7 +594,9 @@ impl<'a> Evaluation<'a> {
         let identity = self.identity?;
         let key = match &self.key {
             Some(IdentityKey::Given(v)) => trait_json(v),
-            Some(IdentityKey::Derived(s)) => Value::String(s.clone()),
+            Some(IdentityKey::Derived) => {
+                Value::String(self.key_text.as_deref().unwrap_or("").to_owned())
+            }
             None => Value::Null,
         };
         let mut map = match identity.raw {

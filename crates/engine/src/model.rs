@@ -63,6 +63,10 @@ pub(crate) struct FeatureEntry {
     pub ctx: usize,
     /// Output slot: the position of the first entry with the same name.
     pub slot: usize,
+    /// `context["features"][name]`: the context used when no override wins (or the KeyError).
+    pub fallback: Result<usize, EvalError>,
+    /// Whether any segment overrides this name (`DEFAULT` rather than `STATIC`).
+    pub targeted: bool,
 }
 
 /// A feature context (environment default or segment override), ready to evaluate.

@@ -11,21 +11,36 @@
 //! identifier list sorts first when all shared identifiers are equal). Build
 //! metadata is ignored when comparing.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// A parsed version. Numeric parts are kept as their (canonical, no leading
 /// zero) ASCII digit strings so arbitrarily large values compare exactly.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SemVer {
-    pub major: String,
-    pub minor: String,
-    pub patch: String,
-    pub prerelease: Option<String>,
-    pub build: Option<String>,
+pub struct SemVer<'a> {
+    pub major: Cow<'a, str>,
+    pub minor: Cow<'a, str>,
+    pub patch: Cow<'a, str>,
+    pub prerelease: Option<Cow<'a, str>>,
+    pub build: Option<Cow<'a, str>>,
+}
+
+impl SemVer<'_> {
+    /// An owned copy, for versions kept in a compiled condition.
+    pub fn into_owned(self) -> SemVer<'static> {
+        let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+        SemVer {
+            major: own(self.major),
+            minor: own(self.minor),
+            patch: own(self.patch),
+            prerelease: self.prerelease.map(own),
+            build: self.build.map(own),
+        }
+    }
 }
 
 /// `semver.Version.parse(s)`; `None` where it raises `ValueError`.
-pub fn parse(s: &str) -> Option<SemVer> {
+pub fn parse(s: &str) -> Option<SemVer<'_>> {
     let (core, build) = match s.split_once('+') {
         Some((core, build)) => (core, Some(build)),
         None => (s, None),
@@ -52,11 +67,11 @@ pub fn parse(s: &str) -> Option<SemVer> {
         }
     }
     Some(SemVer {
-        major: major.to_owned(),
-        minor: minor.to_owned(),
-        patch: patch.to_owned(),
-        prerelease: prerelease.map(str::to_owned),
-        build: build.map(str::to_owned),
+        major: Cow::Borrowed(major),
+        minor: Cow::Borrowed(minor),
+        patch: Cow::Borrowed(patch),
+        prerelease: prerelease.map(Cow::Borrowed),
+        build: build.map(Cow::Borrowed),
     })
 }
 
@@ -91,9 +106,8 @@ fn cmp_digits(a: &str, b: &str) -> Ordering {
 /// number of identifiers decides. A missing prerelease is the single
 /// identifier `""`.
 fn nat_cmp(a: Option<&str>, b: Option<&str>) -> Ordering {
-    let a_parts: Vec<&str> = a.unwrap_or("").split('.').collect();
-    let b_parts: Vec<&str> = b.unwrap_or("").split('.').collect();
-    for (x, y) in a_parts.iter().zip(&b_parts) {
+    let (a, b) = (a.unwrap_or(""), b.unwrap_or(""));
+    for (x, y) in a.split('.').zip(b.split('.')) {
         let x_num = !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
         let y_num = !y.is_empty() && y.bytes().all(|c| c.is_ascii_digit());
         let ord = match (x_num, y_num) {
@@ -106,12 +120,12 @@ fn nat_cmp(a: Option<&str>, b: Option<&str>) -> Ordering {
             return ord;
         }
     }
-    a_parts.len().cmp(&b_parts.len())
+    a.split('.').count().cmp(&b.split('.').count())
 }
 
 /// `Version.compare`: major, minor, patch numerically, then prerelease (a
 /// version without one is greater); build metadata is ignored.
-pub fn compare(a: &SemVer, b: &SemVer) -> Ordering {
+pub fn compare(a: &SemVer<'_>, b: &SemVer<'_>) -> Ordering {
     let core = cmp_digits(&a.major, &b.major)
         .then_with(|| cmp_digits(&a.minor, &b.minor))
         .then_with(|| cmp_digits(&a.patch, &b.patch));

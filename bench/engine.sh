@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Engine benchmark: evaluation per identity (Flagpole vs the official flagsmith-flag-engine crate
+# vs the Python reference). Prints one Markdown table; writes bench/out/engine.json.
+#
+# Python column: set FLAGPOLE_BENCH_PYTHON to a python with flagsmith-flag-engine==11.1.1 and
+# flagsmith==6.3.0 installed (pip install -r tests/requirements.txt), or create .venv in the repo
+# root; otherwise the column reads "python: skipped".
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cargo bench -p flagpole-bench --bench engine "$@"
