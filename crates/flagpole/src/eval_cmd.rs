@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use flagpole_engine::{document, Diagnostic, Environment, Identity, InputError, Trait, TraitValue};
 use serde_json::{json, Value};
 
-use crate::identity_response::{parse_traits, write_identity_response};
 use crate::{explain_table, ContextArgs, EvalCommand, IdentityArgs};
+use flagpole_server::http::identities::write_identity_response;
+use flagpole_server::snapshot::{KeyKind, Snapshot};
 
 /// Why a command failed, mapped to an exit code.
 enum Failure {
@@ -116,7 +117,7 @@ fn evaluate_context(
     if explain {
         let explanation =
             flagpole_engine::explain::explain(&env, identity.as_ref()).map_err(raises)?;
-        explain_table::render(&env, identity.as_ref(), &explanation, None, out);
+        explain_table::render(&env, identity.as_ref(), &explanation, out);
         return Ok(());
     }
     let result = env.evaluate(identity.as_ref()).map_err(raises)?;
@@ -130,11 +131,12 @@ fn raises(e: flagpole_engine::EvalError) -> Failure {
 }
 
 fn run_identity(args: &IdentityArgs) -> Result<(), Failure> {
-    let doc = parse_json(&read_input(&args.document)?, &args.document)?;
+    let bytes = read_input(&args.document)?;
+    let doc = parse_json(&bytes, &args.document)?;
     let context = document::document_to_context(&doc)?;
-    let (env, diagnostics) = Environment::from_context(&context)?;
+    let (_, diagnostics) = Environment::from_context(&context)?;
     check_diagnostics(&diagnostics, args.common.lenient)?;
-    let catalog = document::feature_catalog(&doc);
+    let snapshot = Snapshot::build_with_bytes(&doc, bytes, 1, false)?;
     if args.common.batch {
         return batch(|line| {
             let request = parse_json(line.as_bytes(), "request")?;
@@ -145,7 +147,7 @@ fn run_identity(args: &IdentityArgs) -> Result<(), Failure> {
             let traits = parse_traits(request.get("traits"))?;
             let key = request.get("identity_key").and_then(Value::as_str);
             let mut out = Vec::new();
-            identity_body(&env, &catalog, identifier, &traits, key, false, &mut out)?;
+            identity_body(&snapshot, identifier, &traits, key, false, &mut out)?;
             Ok(out)
         });
     }
@@ -157,8 +159,7 @@ fn run_identity(args: &IdentityArgs) -> Result<(), Failure> {
     let traits = parse_traits(traits_json.as_ref())?;
     let mut out = Vec::new();
     identity_body(
-        &env,
-        &catalog,
+        &snapshot,
         identifier,
         &traits,
         args.identity_key.as_deref(),
@@ -172,8 +173,7 @@ fn run_identity(args: &IdentityArgs) -> Result<(), Failure> {
 }
 
 fn identity_body(
-    env: &Environment,
-    catalog: &[document::FeatureInfo],
+    snapshot: &Snapshot,
     identifier: &str,
     traits: &[Trait<'_>],
     identity_key: Option<&str>,
@@ -184,13 +184,65 @@ fn identity_body(
     identity.key = identity_key.map(|k| TraitValue::Str(Cow::Borrowed(k)));
     if explain {
         let explanation =
-            flagpole_engine::explain::explain(env, Some(&identity)).map_err(raises)?;
-        explain_table::render(env, Some(&identity), &explanation, Some(catalog), out);
+            flagpole_engine::explain::explain(&snapshot.env, Some(&identity)).map_err(raises)?;
+        explain_table::render(&snapshot.env, Some(&identity), &explanation, out);
         return Ok(());
     }
-    let result = env.evaluate(Some(&identity)).map_err(raises)?;
-    write_identity_response(identifier, traits, &result, catalog, out);
+    let result = snapshot.env.evaluate(Some(&identity)).map_err(raises)?;
+    write_identity_response(out, snapshot, KeyKind::Server, identifier, traits, &result);
     Ok(())
+}
+
+/// Traits from `{"k": v}` or `[{"trait_key": k, "trait_value": v}]`. Null values mean "not set"
+/// and are dropped; a repeated key keeps its first position and its last value.
+fn parse_traits(v: Option<&Value>) -> Result<Vec<Trait<'_>>, InputError> {
+    fn push<'v>(traits: &mut Vec<Trait<'v>>, key: &'v str, value: &'v Value) {
+        let value = TraitValue::from_json(value);
+        match traits.iter_mut().find(|t| t.key == key) {
+            Some(existing) => existing.value = value,
+            None => traits.push(Trait {
+                key: Cow::Borrowed(key),
+                value,
+            }),
+        }
+    }
+    let mut traits = Vec::new();
+    match v {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => map.iter().for_each(|(k, v)| push(&mut traits, k, v)),
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let Some(key) = item.get("trait_key").and_then(Value::as_str) else {
+                    return Err(InputError::new(
+                        format!("$.traits[{i}].trait_key"),
+                        "must be a string",
+                    ));
+                };
+                push(
+                    &mut traits,
+                    key,
+                    item.get("trait_value").unwrap_or(&Value::Null),
+                );
+            }
+        }
+        Some(_) => {
+            return Err(InputError::new(
+                "$.traits",
+                "must be an object or a list of traits",
+            ))
+        }
+    }
+    if let Some(i) = traits
+        .iter()
+        .position(|t| matches!(t.value, TraitValue::Json(_)))
+    {
+        return Err(InputError::new(
+            format!("$.traits[{i}].trait_value"),
+            "must be a string, number, boolean or null",
+        ));
+    }
+    traits.retain(|t| !t.value.is_null());
+    Ok(traits)
 }
 
 /// Runs `f` on each line of standard input; answers `{"ok": …}` or `{"error": …}` per line.

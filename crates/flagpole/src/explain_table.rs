@@ -4,7 +4,6 @@
 
 use std::fmt::Write;
 
-use flagpole_engine::document::FeatureInfo;
 use flagpole_engine::explain::{decided_by, Explanation};
 use flagpole_engine::{Environment, Identity, VariantChoice};
 
@@ -12,7 +11,6 @@ pub fn render(
     env: &Environment,
     identity: Option<&Identity<'_>>,
     explanation: &Explanation<'_>,
-    _catalog: Option<&[FeatureInfo]>,
     out: &mut Vec<u8>,
 ) {
     let mut s = String::new();

@@ -3,7 +3,6 @@
 
 mod eval_cmd;
 mod explain_table;
-mod identity_response;
 
 use std::process::ExitCode;
 
@@ -22,9 +21,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the proxy: a drop-in Flagsmith Edge Proxy (the bundled example when nothing is configured).
+    Serve(ServeArgs),
     /// Evaluate flags locally, exactly as the Flagsmith engine would.
     #[command(subcommand)]
     Eval(EvalCommand),
+}
+
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    /// The configuration file (default: $CONFIG_PATH, else ./config.json if present).
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
+    /// Serve an environment document from this file (repeatable); reloaded when it changes.
+    #[arg(long)]
+    pub document: Vec<std::path::PathBuf>,
+    /// Address to listen on (overrides server.host).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port to listen on (overrides server.port; 0 picks a free port).
+    #[arg(long)]
+    pub port: Option<u16>,
 }
 
 #[derive(Subcommand)]
@@ -80,5 +97,32 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Eval(cmd) => eval_cmd::run(cmd),
+        Command::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let options = flagpole_server::ServeOptions {
+        config: args.config,
+        documents: args.document,
+        host: args.host,
+        port: args.port,
+    };
+    match runtime.block_on(flagpole_server::serve(options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }

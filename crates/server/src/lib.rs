@@ -1,1 +1,243 @@
-//! server
+//! Flagpole's proxy: a drop-in Flagsmith Edge Proxy built on immutable, pre-serialised
+//! snapshots. Flow: a source (upstream poll, local file, warm-start file) yields a document →
+//! the engine compiles it → a [`Snapshot`](snapshot::Snapshot) pre-serialises every
+//! caller-independent response → the [`Store`](store::Store) swaps it in atomically → a request
+//! looks up its key, evaluates only what depends on the identity, and writes bytes.
+
+pub mod body;
+pub mod config;
+pub mod http;
+pub mod logging;
+pub mod server;
+pub mod snapshot;
+pub mod sources;
+pub mod store;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use tokio::sync::Semaphore;
+
+use crate::config::Config;
+use crate::sources::{local_file, upstream, warm_start::WarmStart};
+use crate::store::{EnvSlot, Source, Store};
+
+/// The bundled example environment, served when nothing else is configured.
+pub const EXAMPLE_DOCUMENT: &str = include_str!("../../../examples/environment.json");
+pub const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
+
+/// Command-line overrides of the configuration.
+#[derive(Debug, Default, Clone)]
+pub struct ServeOptions {
+    pub config: Option<PathBuf>,
+    pub documents: Vec<PathBuf>,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+}
+
+/// Runs the proxy until SIGINT/SIGTERM. Errors are startup errors (bad config, port in use).
+pub async fn serve(options: ServeOptions) -> Result<(), String> {
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let loaded = config::load(options.config.as_deref(), &env).map_err(|e| e.to_string())?;
+    let mut config = loaded.config;
+    logging::init(&config.log_level, config.log_json);
+    if let Some(source) = &loaded.source {
+        tracing::info!(file = %source.display(), "configuration loaded");
+    }
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    config.documents.extend(options.documents);
+    if let Some(host) = options.host {
+        config.host = host;
+    }
+    if let Some(port) = options.port {
+        config.port = port;
+    }
+    let config = Arc::new(config);
+
+    let (store, plan) = build_store(&config)?;
+    let store = Arc::new(store);
+
+    // Bind at once, so orchestrators see a live process while documents load.
+    let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port))
+        .await
+        .map_err(|e| format!("cannot listen on {}:{}: {e}", config.host, config.port))?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!(
+        "flagpole {} listening on http://{address}",
+        env!("CARGO_PKG_VERSION")
+    );
+    print_keys(&store, address);
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = Vec::new();
+    let warm = match &config.snapshot_dir {
+        Some(dir) => {
+            Some(Arc::new(WarmStart::new(dir.clone()).map_err(|e| {
+                format!("flagpole.snapshot_dir {}: {e}", dir.display())
+            })?))
+        }
+        None => None,
+    };
+    for (slot, source) in plan {
+        match source {
+            Plan::Embedded => {
+                let doc = serde_json::from_str(EXAMPLE_DOCUMENT)
+                    .expect("the bundled example is valid JSON");
+                slot.publish(doc)
+                    .await
+                    .map_err(|e| format!("the bundled example: {e}"))?;
+                slot.mark_success(SystemTime::now());
+            }
+            Plan::File(path) => {
+                local_file::load(&slot, &path).await;
+                tasks.push(tokio::spawn(local_file::watch(
+                    slot.clone(),
+                    path,
+                    stop_rx.clone(),
+                )));
+            }
+            Plan::Upstream => {
+                if let Some(warm) = &warm {
+                    warm.restore(&slot).await;
+                }
+            }
+        }
+    }
+    let client = upstream::client();
+    let limit = Arc::new(Semaphore::new(config.max_concurrent_fetches));
+    for slot in store.environments() {
+        if matches!(slot.source, Source::Upstream { .. }) {
+            tasks.push(tokio::spawn(upstream::poll(
+                slot.clone(),
+                client.clone(),
+                config.clone(),
+                limit.clone(),
+                warm.clone(),
+                stop_rx.clone(),
+            )));
+        }
+    }
+
+    let app = http::router(http::AppState {
+        store: store.clone(),
+        config: config.clone(),
+    });
+    let shutdown_store = store.clone();
+    server::serve(listener, app, &config, async move {
+        server::signal().await;
+        tracing::info!("shutting down: draining requests in flight");
+        shutdown_store.begin_shutdown();
+    })
+    .await;
+    let _ = stop_tx.send(true);
+    for task in tasks {
+        task.abort();
+    }
+    Ok(())
+}
+
+enum Plan {
+    Embedded,
+    File(PathBuf),
+    Upstream,
+}
+
+/// Environments from the config: local files first (their client key is their `api_key`), then
+/// upstream pairs not covered by a file; the bundled example when nothing is configured.
+fn build_store(config: &Config) -> Result<(Store, Vec<(Arc<EnvSlot>, Plan)>), String> {
+    let mut store = Store::default();
+    let mut plan = Vec::new();
+    let mut server_keys: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for pair in &config.environment_key_pairs {
+        server_keys
+            .entry(pair.client_side_key.as_str())
+            .or_default()
+            .push(pair.server_side_key.clone());
+    }
+    let mut covered = Vec::new();
+    for path in &config.documents {
+        let doc = local_file::read(path)?;
+        let client_key = doc["api_key"]
+            .as_str()
+            .expect("read checks api_key")
+            .to_owned();
+        let keys = server_keys
+            .get(client_key.as_str())
+            .cloned()
+            .unwrap_or_default();
+        covered.push(client_key.clone());
+        let slot = store.add(EnvSlot::new(client_key, Source::File(path.clone())), &keys);
+        plan.push((slot, Plan::File(path.clone())));
+    }
+    for (client_key, keys) in &server_keys {
+        if covered.iter().any(|c| c == client_key) {
+            continue;
+        }
+        let slot = store.add(
+            EnvSlot::new(
+                (*client_key).to_owned(),
+                Source::Upstream {
+                    server_key: keys[0].clone(),
+                },
+            ),
+            keys,
+        );
+        plan.push((slot, Plan::Upstream));
+    }
+    if plan.is_empty() {
+        let doc: serde_json::Value =
+            serde_json::from_str(EXAMPLE_DOCUMENT).expect("the bundled example is valid JSON");
+        let client_key = doc["api_key"]
+            .as_str()
+            .expect("example has an api_key")
+            .to_owned();
+        let slot = store.add(
+            EnvSlot::new(client_key, Source::Embedded),
+            &[EXAMPLE_SERVER_KEY.to_owned()],
+        );
+        plan.push((slot, Plan::Embedded));
+    }
+    Ok((store, plan))
+}
+
+/// Startup help: which keys reach which environment, and a request to try.
+fn print_keys(store: &Store, address: std::net::SocketAddr) {
+    let host = if address.ip().is_unspecified() {
+        "localhost".to_owned()
+    } else {
+        address.ip().to_string()
+    };
+    for env in store.environments() {
+        if let Source::Embedded = env.source {
+            eprintln!("serving the bundled example environment");
+            eprintln!("  client-side key: {}", env.client_key);
+            for key in store.server_keys(env) {
+                eprintln!("  server-side key: {key}");
+            }
+            eprintln!("try:");
+            eprintln!(
+                "  curl -H 'X-Environment-Key: {}' http://{host}:{}/api/v1/flags/",
+                env.client_key,
+                address.port()
+            );
+            eprintln!(
+                "  curl -H 'X-Environment-Key: {}' 'http://{host}:{}/api/v1/identities/?identifier=alice'",
+                env.client_key,
+                address.port()
+            );
+        } else {
+            let source = match &env.source {
+                Source::File(p) => format!("file {}", p.display()),
+                _ => "upstream".to_owned(),
+            };
+            eprintln!(
+                "environment {} from {source}",
+                logging::fingerprint(&env.client_key)
+            );
+        }
+    }
+}

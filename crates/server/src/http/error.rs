@@ -1,0 +1,58 @@
+//! The one error shape every endpoint uses: `{"status": "<snake_case>", "message": "…"}`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, message)
+    }
+    pub fn unprocessable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+}
+
+/// `Not Found` → `not_found`.
+pub fn status_slug(status: StatusCode) -> String {
+    status
+        .canonical_reason()
+        .unwrap_or("error")
+        .to_ascii_lowercase()
+        .replace(['-', ' '], "_")
+        .replace('\'', "")
+}
+
+/// The JSON error body for a status and message.
+pub fn error_body(status: StatusCode, message: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({"status": status_slug(status), "message": message}))
+        .expect("serialise")
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, error_body(self.status, &self.message)).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}

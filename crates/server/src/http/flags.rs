@@ -1,0 +1,28 @@
+//! `GET /api/v1/flags/`: environment flags, served as bytes prepared per revision.
+
+use axum::extract::{RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+
+use super::error::ApiError;
+use super::{authorise, respond, AppState};
+
+pub async fn flags(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let (kind, snapshot) = authorise(&state, &headers)?;
+    let feature = query.as_deref().and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "feature")
+            .map(|(_, v)| v.into_owned())
+    });
+    match feature {
+        None => Ok(respond::prepared(&headers, snapshot.flags(kind), None)),
+        Some(name) => match snapshot.feature_flag(kind, &name) {
+            Some(body) => Ok(respond::prepared(&headers, body, None)),
+            None => Err(ApiError::not_found(format!("feature '{name}' not found"))),
+        },
+    }
+}

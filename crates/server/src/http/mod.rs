@@ -1,0 +1,144 @@
+//! The HTTP API: the Flagsmith SDK endpoints, health, CORS and the error shape. Handlers only
+//! look up a snapshot, evaluate what depends on the caller and write bytes.
+
+mod document;
+pub mod error;
+mod flags;
+mod health;
+pub mod identities;
+mod respond;
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
+
+use crate::config::Config;
+use crate::snapshot::{KeyKind, Snapshot};
+use crate::store::Store;
+use error::{error_body, ApiError};
+
+/// Shared, read-only state of the HTTP layer.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<Store>,
+    pub config: Arc<Config>,
+}
+
+/// Builds the router: every SDK path with and without its trailing slash (no redirects).
+pub fn router(state: AppState) -> Router {
+    let cors = cors_layer(&state.config);
+    let body_limit = axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes);
+    let mut router = Router::new();
+    for path in ["/api/v1/flags", "/api/v1/flags/"] {
+        router = router.route(path, get(flags::flags));
+    }
+    for path in ["/api/v1/identities", "/api/v1/identities/"] {
+        router = router.route(
+            path,
+            get(identities::get_identity).post(identities::post_identity),
+        );
+    }
+    for path in [
+        "/api/v1/environment-document",
+        "/api/v1/environment-document/",
+    ] {
+        router = router.route(path, get(document::environment_document));
+    }
+    for path in ["/proxy/health/liveness", "/proxy/health/liveness/"] {
+        router = router.route(path, get(health::liveness));
+    }
+    for path in [
+        "/proxy/health/readiness",
+        "/proxy/health/readiness/",
+        "/proxy/health",
+        "/proxy/health/",
+        "/health",
+        "/health/",
+    ] {
+        router = router.route(path, get(health::readiness));
+    }
+    router
+        .fallback(not_found)
+        .layer(body_limit)
+        .layer(middleware::from_fn(json_error_bodies))
+        .layer(cors)
+        .with_state(state)
+}
+
+async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!("no such endpoint: {method} {}", uri.path()))
+}
+
+/// Replaces the HTTP library's plain or empty error bodies (405, 413, …) with the JSON shape.
+async fn json_error_bodies(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let message = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method not allowed for this endpoint".to_owned(),
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            "request body is larger than the configured limit".to_owned()
+        }
+        other => other.canonical_reason().unwrap_or("error").to_owned(),
+    };
+    let (mut parts, _) = response.into_parts();
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(error_body(status, &message)))
+}
+
+fn cors_layer(config: &Config) -> CorsLayer {
+    let origin = match &config.allow_origins {
+        None => AllowOrigin::mirror_request(),
+        Some(list) => {
+            let list: Vec<HeaderValue> = list
+                .iter()
+                .filter_map(|o| HeaderValue::from_str(o).ok())
+                .collect();
+            AllowOrigin::list(list)
+        }
+    };
+    CorsLayer::new()
+        .allow_origin(origin)
+        .allow_credentials(true)
+        .allow_methods(AllowMethods::mirror_request())
+        .allow_headers(AllowHeaders::mirror_request())
+        .max_age(std::time::Duration::from_secs(600))
+}
+
+/// Authenticates `X-Environment-Key` and loads the environment's current snapshot.
+pub(crate) fn authorise(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(KeyKind, Arc<Snapshot>), ApiError> {
+    let key = headers
+        .get("x-environment-key")
+        .ok_or_else(|| ApiError::unauthorized("missing X-Environment-Key header"))?
+        .to_str()
+        .map_err(|_| ApiError::unauthorized("X-Environment-Key is not valid text"))?
+        .trim();
+    let entry = state.store.lookup(key).ok_or_else(|| {
+        let shown: String = key.chars().take(64).collect();
+        ApiError::unauthorized(format!("unknown key '{shown}'"))
+    })?;
+    let snapshot = entry
+        .env
+        .snapshot()
+        .ok_or_else(|| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "environment not loaded"))?;
+    Ok((entry.kind, snapshot))
+}

@@ -1,0 +1,93 @@
+//! Local environment documents (offline mode): loaded at start, reloaded when the file changes.
+//! A half-written or invalid file never replaces the good document: it is reported and the
+//! next change is tried again.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use notify::{RecursiveMode, Watcher};
+use serde_json::Value;
+
+use crate::store::{EnvSlot, Published};
+
+/// Reads and parses a document file.
+pub fn read(path: &Path) -> Result<Value, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let document: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{}: invalid JSON: {e}", path.display()))?;
+    if document.get("api_key").and_then(Value::as_str).is_none() {
+        return Err(format!(
+            "{}: not an environment document (no api_key)",
+            path.display()
+        ));
+    }
+    Ok(document)
+}
+
+/// Loads the file into the slot now.
+pub async fn load(slot: &Arc<EnvSlot>, path: &Path) {
+    match read(path) {
+        Ok(document) => match slot.publish(document).await {
+            Ok(published) => {
+                slot.mark_success(SystemTime::now());
+                if let Published::NewRevision(revision) = published {
+                    tracing::info!(file = %path.display(), revision, "environment document loaded");
+                }
+            }
+            Err(reason) => slot.mark_failure(format!("{}: {reason}", path.display())),
+        },
+        Err(reason) => slot.mark_failure(reason),
+    }
+}
+
+/// Watches the file and reloads it on change until `stop` fires.
+pub async fn watch(
+    slot: Arc<EnvSlot>,
+    path: PathBuf,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let file_name = path.file_name().map(|n| n.to_owned());
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            if event
+                .paths
+                .iter()
+                .any(|p| p.file_name() == file_name.as_deref())
+            {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let mut watcher = match watcher {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(file = %path.display(), error = %e, "cannot watch the document file; changes need a restart");
+            return;
+        }
+    };
+    // Watch the directory: editors and `mv` replace the file rather than write into it.
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if let Err(e) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+        tracing::warn!(file = %path.display(), error = %e, "cannot watch the document file; changes need a restart");
+        return;
+    }
+    loop {
+        tokio::select! {
+            event = rx.recv() => {
+                if event.is_none() {
+                    return;
+                }
+                // Let a burst of writes settle, then read once.
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                while rx.try_recv().is_ok() {}
+                load(&slot, &path).await;
+            }
+            _ = stop.changed() => return,
+        }
+    }
+}

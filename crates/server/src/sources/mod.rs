@@ -1,0 +1,7 @@
+//! Where environment documents come from: the upstream API (polled), local files (watched),
+//! and the snapshot directory (warm start). Each source hands documents to
+//! [`EnvSlot::publish`](crate::store::EnvSlot::publish), which keeps the last good one on failure.
+
+pub mod local_file;
+pub mod upstream;
+pub mod warm_start;

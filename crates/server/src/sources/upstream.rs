@@ -1,0 +1,278 @@
+//! Polling the upstream API for environment documents (spec §4.1, §4.3): concurrent but
+//! bounded, jittered, conditional (`If-Modified-Since` as an IMF-fixdate, `If-None-Match`), with
+//! `Link: rel="next"` pages merged all-or-nothing. Any failure keeps the last good snapshot.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{HeaderMap, HeaderValue, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LINK};
+use reqwest::StatusCode;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::config::Config;
+use crate::sources::warm_start::WarmStart;
+use crate::store::{EnvSlot, Published, Source};
+
+/// At most this many pages per document (a loop guard, far above real page counts).
+const MAX_PAGES: usize = 1000;
+
+/// The HTTP client for upstream requests (timeouts are applied per poll, body included).
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .user_agent(concat!("flagpole/", env!("CARGO_PKG_VERSION")))
+        .redirect(reqwest::redirect::Policy::limited(5))
+        .build()
+        .expect("an HTTP client with default TLS settings builds")
+}
+
+/// Polls one environment until `stop` fires.
+pub async fn poll(
+    slot: Arc<EnvSlot>,
+    client: reqwest::Client,
+    config: Arc<Config>,
+    limit: Arc<Semaphore>,
+    warm: Option<Arc<WarmStart>>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let Source::Upstream { server_key } = slot.source.clone() else {
+        return;
+    };
+    loop {
+        {
+            let _permit = limit.acquire().await.expect("semaphore is never closed");
+            poll_once(&slot, &client, &config, &server_key, warm.as_deref()).await;
+        }
+        // Jitter: up to 10 % of the period, so a fleet does not poll in lock-step.
+        let period = config.api_poll_frequency.max(Duration::from_millis(100));
+        let jitter = period.mul_f64(rand::random::<f64>() * 0.1);
+        tokio::select! {
+            _ = tokio::time::sleep(period + jitter) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// One poll: fetch (bounded by the poll timeout, body included), publish, record the outcome.
+pub async fn poll_once(
+    slot: &Arc<EnvSlot>,
+    client: &reqwest::Client,
+    config: &Config,
+    server_key: &str,
+    warm: Option<&WarmStart>,
+) {
+    let fetched = tokio::time::timeout(
+        config.api_poll_timeout,
+        fetch(slot, client, config, server_key),
+    )
+    .await;
+    let outcome = match fetched {
+        Err(_) => Err(format!("timed out after {:?}", config.api_poll_timeout)),
+        Ok(result) => result,
+    };
+    match outcome {
+        Ok(Fetched::NotModified) => slot.mark_success(SystemTime::now()),
+        Ok(Fetched::Document { document, etag }) => match slot.publish(document).await {
+            Ok(published) => {
+                *slot.upstream_etag.lock().expect("lock") = etag;
+                let now = SystemTime::now();
+                slot.mark_success(now);
+                if let Published::NewRevision(revision) = published {
+                    tracing::info!(environment = %crate::logging::fingerprint(&slot.client_key), revision, "environment document updated");
+                    if let (Some(warm), Some(snapshot)) = (warm, slot.snapshot()) {
+                        warm.save(slot, &snapshot, now).await;
+                    }
+                }
+            }
+            Err(reason) => slot.mark_failure(reason),
+        },
+        Err(reason) => slot.mark_failure(reason),
+    }
+}
+
+enum Fetched {
+    NotModified,
+    Document {
+        document: Value,
+        etag: Option<String>,
+    },
+}
+
+async fn fetch(
+    slot: &EnvSlot,
+    client: &reqwest::Client,
+    config: &Config,
+    server_key: &str,
+) -> Result<Fetched, String> {
+    let url = format!("{}/environment-document/", config.api_url);
+    let base = reqwest::Url::parse(&url).map_err(|e| format!("bad api_url: {e}"))?;
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "X-Environment-Key",
+        HeaderValue::from_str(server_key).map_err(|_| "server key is not a valid header value")?,
+    );
+    if let Some(proxy_key) = &config.proxy_key {
+        if let Ok(v) = HeaderValue::from_str(proxy_key) {
+            headers.insert("X-Proxy-Key", v);
+        }
+    }
+    let mut first_page_headers = headers.clone();
+    if let Some(snapshot) = slot.snapshot() {
+        if let Some(date) = snapshot
+            .last_modified
+            .as_deref()
+            .and_then(|d| HeaderValue::from_str(d).ok())
+        {
+            first_page_headers.insert(IF_MODIFIED_SINCE, date);
+        }
+        if let Some(etag) = slot
+            .upstream_etag
+            .lock()
+            .expect("lock")
+            .as_deref()
+            .and_then(|e| HeaderValue::from_str(e).ok())
+        {
+            first_page_headers.insert(IF_NONE_MATCH, etag);
+        }
+    }
+
+    let response = client
+        .get(base.clone())
+        .headers(first_page_headers)
+        .send()
+        .await
+        .map_err(describe)?;
+    if response.status() == StatusCode::NOT_MODIFIED {
+        return Ok(Fetched::NotModified);
+    }
+    let etag = response
+        .headers()
+        .get(ETAG)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (mut document, mut next) = read_page(response, &base).await?;
+    let mut pages = 1;
+    while let Some(url) = next {
+        pages += 1;
+        if pages > MAX_PAGES {
+            return Err(format!("more than {MAX_PAGES} pages"));
+        }
+        let response = client
+            .get(url.clone())
+            .headers(headers.clone())
+            .send()
+            .await
+            .map_err(describe)?;
+        let (page, following) = read_page(response, &url)
+            .await
+            .map_err(|e| format!("page {pages}: {e}"))?;
+        merge_page(&mut document, page).map_err(|e| format!("page {pages}: {e}"))?;
+        next = following;
+    }
+    Ok(Fetched::Document { document, etag })
+}
+
+fn describe(e: reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// Reads one page: a 200 with a JSON object body, and the `next` link if any (same origin only).
+async fn read_page(
+    response: reqwest::Response,
+    base: &reqwest::Url,
+) -> Result<(Value, Option<reqwest::Url>), String> {
+    let status = response.status();
+    if !status.is_success() {
+        return Err(format!("upstream answered {status}"));
+    }
+    let next = match response.headers().get(LINK).and_then(|v| v.to_str().ok()) {
+        Some(link) => next_link(link, base)?,
+        None => None,
+    };
+    let body = response.bytes().await.map_err(describe)?;
+    let document: Value =
+        serde_json::from_slice(&body).map_err(|e| format!("invalid JSON from upstream: {e}"))?;
+    if !document.is_object() {
+        return Err("upstream sent JSON that is not an environment document".into());
+    }
+    Ok((document, next))
+}
+
+/// The `rel="next"` target of a `Link` header, resolved against the page URL; cross-origin is an error.
+pub fn next_link(header: &str, base: &reqwest::Url) -> Result<Option<reqwest::Url>, String> {
+    for part in header.split(',') {
+        let mut pieces = part.split(';');
+        let target = pieces.next().unwrap_or("").trim();
+        let is_next = pieces.any(|p| {
+            let p = p.trim();
+            p.strip_prefix("rel=").is_some_and(|rel| {
+                rel.trim_matches('"')
+                    .split_whitespace()
+                    .any(|r| r == "next")
+            })
+        });
+        if !is_next {
+            continue;
+        }
+        let target = target
+            .strip_prefix('<')
+            .and_then(|t| t.strip_suffix('>'))
+            .ok_or("malformed Link header")?;
+        let url = base
+            .join(target)
+            .map_err(|e| format!("bad next link: {e}"))?;
+        if url.origin() != base.origin() {
+            return Err(format!("next link {url} is on another origin"));
+        }
+        return Ok(Some(url));
+    }
+    Ok(None)
+}
+
+/// Appends a later page's identity overrides to the first page.
+fn merge_page(document: &mut Value, page: Value) -> Result<(), String> {
+    let extra = match page.get("identity_overrides") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Array(items)) => items.clone(),
+        Some(_) => return Err("identity_overrides is not a list".into()),
+    };
+    match document.get_mut("identity_overrides") {
+        Some(Value::Array(items)) => items.extend(extra),
+        _ => {
+            document
+                .as_object_mut()
+                .expect("checked object")
+                .insert("identity_overrides".into(), Value::Array(extra));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_links_resolve_and_stay_on_origin() {
+        let base = reqwest::Url::parse("http://up.test/api/v1/environment-document/").unwrap();
+        let next = next_link(
+            r#"</api/v1/environment-document/?page=2>; rel="next""#,
+            &base,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            next.as_str(),
+            "http://up.test/api/v1/environment-document/?page=2"
+        );
+        assert_eq!(next_link(r#"<?page=3>; rel="prev""#, &base).unwrap(), None);
+        assert!(next_link(r#"<http://evil.test/x>; rel="next""#, &base).is_err());
+    }
+}

@@ -1,0 +1,103 @@
+//! Warm start: each new good document is written to the snapshot directory atomically (temp
+//! file, fsync, rename), and on start the saved documents are served at once, before upstream
+//! answers (or when it never does). Health reports their real age.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use crate::snapshot::Snapshot;
+use crate::store::EnvSlot;
+
+#[derive(Debug)]
+pub struct WarmStart {
+    dir: PathBuf,
+}
+
+impl WarmStart {
+    pub fn new(dir: PathBuf) -> std::io::Result<WarmStart> {
+        std::fs::create_dir_all(&dir)?;
+        Ok(WarmStart { dir })
+    }
+
+    /// File stem for an environment: a hash of its client key (keys never become file names).
+    fn stem(&self, client_key: &str) -> PathBuf {
+        self.dir.join(format!(
+            "env-{:032x}",
+            xxhash_rust::xxh3::xxh3_128(client_key.as_bytes())
+        ))
+    }
+
+    /// Saves the snapshot's document and when it was last confirmed by upstream.
+    pub async fn save(&self, slot: &EnvSlot, snapshot: &Arc<Snapshot>, at: SystemTime) {
+        let stem = self.stem(&slot.client_key);
+        let document = snapshot.document.bytes.clone();
+        let meta = json!({
+            "saved_at_ms": at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64,
+            "upstream_etag": slot.upstream_etag.lock().expect("lock").clone(),
+        });
+        let result = tokio::task::spawn_blocking(move || {
+            write_atomic(&stem.with_extension("json"), &document)?;
+            write_atomic(
+                &stem.with_extension("meta.json"),
+                meta.to_string().as_bytes(),
+            )
+        })
+        .await;
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot save the warm-start snapshot"),
+            Err(e) => tracing::warn!(error = %e, "cannot save the warm-start snapshot"),
+        }
+    }
+
+    /// Serves the saved document, if any, with its saved age. Returns whether one was loaded.
+    pub async fn restore(&self, slot: &Arc<EnvSlot>) -> bool {
+        let stem = self.stem(&slot.client_key);
+        let Ok(bytes) = std::fs::read(stem.with_extension("json")) else {
+            return false;
+        };
+        let Ok(document) = serde_json::from_slice::<Value>(&bytes) else {
+            tracing::warn!("ignoring an unreadable warm-start snapshot");
+            return false;
+        };
+        let meta: Value = std::fs::read(stem.with_extension("meta.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        if slot.publish(document).await.is_err() {
+            return false;
+        }
+        let saved_at = meta
+            .get("saved_at_ms")
+            .and_then(Value::as_u64)
+            .map(|ms| UNIX_EPOCH + Duration::from_millis(ms));
+        slot.mark_success(saved_at.unwrap_or(UNIX_EPOCH + Duration::from_millis(1)));
+        *slot.upstream_etag.lock().expect("lock") = meta
+            .get("upstream_etag")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        tracing::info!(environment = %crate::logging::fingerprint(&slot.client_key), "serving the warm-start snapshot until upstream answers");
+        true
+    }
+}
+
+/// Write to a temporary file, fsync it, rename it over the target, fsync the directory.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! The snapshot store: per environment one atomic pointer to its current [`Snapshot`], plus the
+//! key table requests are authenticated against. Readers load the pointer (no lock, no wait)
+//! and hold the snapshot by reference count for as long as the request needs it; a new
+//! snapshot is built off to the side and swapped in whole.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwapOption;
+use serde_json::Value;
+
+use crate::snapshot::{KeyKind, Snapshot};
+
+/// Where an environment's document comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Polled from the upstream API with this server key.
+    Upstream { server_key: String },
+    /// A local file (never stale: it changes only when the file does).
+    File(std::path::PathBuf),
+    /// The bundled example document.
+    Embedded,
+}
+
+/// One environment.
+#[derive(Debug)]
+pub struct EnvSlot {
+    pub client_key: String,
+    pub source: Source,
+    snapshot: ArcSwapOption<Snapshot>,
+    /// Milliseconds since the epoch of the last successful update (0 = never).
+    last_success_ms: AtomicU64,
+    /// The last failure, cleared on success (logged once per change).
+    last_error: Mutex<Option<String>>,
+    /// The ETag upstream gave with the current document.
+    pub upstream_etag: Mutex<Option<String>>,
+    /// Serialises publishing (builders run one at a time per environment).
+    publish: tokio::sync::Mutex<()>,
+}
+
+/// What publishing a document did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Published {
+    /// A new revision is being served.
+    NewRevision(u64),
+    /// The document equals the one served: nothing changed.
+    Unchanged(u64),
+}
+
+impl EnvSlot {
+    pub fn new(client_key: String, source: Source) -> EnvSlot {
+        EnvSlot {
+            client_key,
+            source,
+            snapshot: ArcSwapOption::empty(),
+            last_success_ms: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+            upstream_etag: Mutex::new(None),
+            publish: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The current snapshot (a reference-count increment; never blocks).
+    pub fn snapshot(&self) -> Option<Arc<Snapshot>> {
+        self.snapshot.load_full()
+    }
+
+    /// Parses, compiles and swaps in a document, unless it equals the current one. The build runs
+    /// on a blocking thread; a document the engine rejects leaves the current snapshot in place.
+    pub async fn publish(self: &Arc<Self>, document: Value) -> Result<Published, String> {
+        let _guard = self.publish.lock().await;
+        let bytes = serde_json::to_vec(&document).expect("a JSON value serialises");
+        let current = self.snapshot();
+        if let Some(current) = &current {
+            if current.document.bytes.as_ref() == bytes.as_slice() {
+                return Ok(Published::Unchanged(current.revision));
+            }
+        }
+        if document.get("api_key").and_then(Value::as_str) != Some(self.client_key.as_str()) {
+            return Err(format!(
+                "the document's api_key is not this environment's client key ({})",
+                crate::logging::fingerprint(&self.client_key)
+            ));
+        }
+        let revision = current.map_or(1, |c| c.revision + 1);
+        let snapshot = tokio::task::spawn_blocking(move || {
+            Snapshot::build_with_bytes(&document, bytes, revision, true)
+        })
+        .await
+        .map_err(|e| format!("snapshot build failed: {e}"))?
+        .map_err(|e| format!("the engine rejects the document: {e}"))?;
+        self.snapshot.store(Some(Arc::new(snapshot)));
+        Ok(Published::NewRevision(revision))
+    }
+
+    pub fn mark_success(&self, at: SystemTime) {
+        let ms = at
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        self.last_success_ms.store(ms.max(1), Ordering::Release);
+        let mut last = self.last_error.lock().expect("lock");
+        if last.take().is_some() {
+            tracing::info!(environment = %crate::logging::fingerprint(&self.client_key), "environment document updates recovered");
+        }
+    }
+
+    /// Records a failure; logs only when the reason changes.
+    pub fn mark_failure(&self, reason: String) {
+        let mut last = self.last_error.lock().expect("lock");
+        if last.as_deref() != Some(reason.as_str()) {
+            tracing::warn!(environment = %crate::logging::fingerprint(&self.client_key), %reason, "environment document update failed; serving the last good document");
+            *last = Some(reason);
+        }
+    }
+
+    pub fn last_success(&self) -> Option<SystemTime> {
+        match self.last_success_ms.load(Ordering::Acquire) {
+            0 => None,
+            ms => Some(UNIX_EPOCH + Duration::from_millis(ms)),
+        }
+    }
+
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().expect("lock").clone()
+    }
+}
+
+/// A key a caller may present.
+#[derive(Clone, Debug)]
+pub struct KeyEntry {
+    pub kind: KeyKind,
+    pub env: Arc<EnvSlot>,
+}
+
+/// All environments and the keys that reach them.
+#[derive(Debug, Default)]
+pub struct Store {
+    keys: HashMap<String, KeyEntry>,
+    envs: Vec<Arc<EnvSlot>>,
+    shutting_down: AtomicBool,
+}
+
+impl Store {
+    /// Adds an environment reachable with its client key and any server keys.
+    pub fn add(&mut self, slot: EnvSlot, server_keys: &[String]) -> Arc<EnvSlot> {
+        let slot = Arc::new(slot);
+        self.keys.insert(
+            slot.client_key.clone(),
+            KeyEntry {
+                kind: KeyKind::Client,
+                env: slot.clone(),
+            },
+        );
+        for key in server_keys {
+            self.keys.insert(
+                key.clone(),
+                KeyEntry {
+                    kind: KeyKind::Server,
+                    env: slot.clone(),
+                },
+            );
+        }
+        self.envs.push(slot.clone());
+        slot
+    }
+
+    pub fn lookup(&self, key: &str) -> Option<&KeyEntry> {
+        self.keys.get(key)
+    }
+
+    pub fn environments(&self) -> &[Arc<EnvSlot>] {
+        &self.envs
+    }
+
+    /// Server keys that reach an environment.
+    pub fn server_keys(&self, env: &EnvSlot) -> Vec<&str> {
+        self.keys
+            .iter()
+            .filter(|(_, e)| e.kind == KeyKind::Server && std::ptr::eq(e.env.as_ref(), env))
+            .map(|(k, _)| k.as_str())
+            .collect()
+    }
+
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+}
