@@ -68,6 +68,7 @@ pub fn router(state: AppState) -> Router {
         .layer(body_limit)
         .layer(middleware::from_fn(json_error_bodies))
         .layer(cors)
+        .layer(middleware::map_response(merge_vary))
         .with_state(state)
 }
 
@@ -100,6 +101,26 @@ async fn json_error_bodies(request: Request, next: Next) -> Response {
     );
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, axum::body::Body::from(error_body(status, &message)))
+}
+
+/// CORS and content negotiation each add a `Vary`; caches want one merged header.
+async fn merge_vary(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    if headers.get_all(header::VARY).iter().count() > 1 {
+        let mut names: Vec<String> = Vec::new();
+        for value in headers.get_all(header::VARY) {
+            for name in value.to_str().unwrap_or("").split(',') {
+                let name = name.trim().to_ascii_lowercase();
+                if !name.is_empty() && !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        if let Ok(merged) = HeaderValue::from_str(&names.join(", ")) {
+            headers.insert(header::VARY, merged);
+        }
+    }
+    response
 }
 
 fn cors_layer(config: &Config) -> CorsLayer {
