@@ -173,7 +173,7 @@ mod tests {
             ("1.2.3--1", Some((Some("-1"), None))),
         ];
         for (s, want) in cases {
-            let got = parse(s).map(|v| (v.prerelease, v.build));
+            let got = parse(s).map(|v| (v.prerelease.map(Cow::into_owned), v.build.map(Cow::into_owned)));
             let want = want.map(|(p, b)| (p.map(String::from), b.map(String::from)));
             assert_eq!(got, want, "{s:?}");
         }
@@ -212,7 +212,7 @@ mod tests {
         }
         let v = parse("10.20.30").unwrap();
         assert_eq!(
-            (v.major.as_str(), v.minor.as_str(), v.patch.as_str()),
+            (v.major.as_ref(), v.minor.as_ref(), v.patch.as_ref()),
             ("10", "20", "30")
         );
     }

@@ -1,191 +1,10 @@
-//! Python `re` dialect on top of `fancy_regex`: `re.compile(p).match(s)`.
-//!
-//! The reference engine's `REGEX` operator is `re.compile(value).match(str)`,
-//! i.e. Python's regex dialect, anchored at the start only, with Unicode
-//! `str` semantics. `fancy_regex` (Rust `regex` syntax) differs in syntax
-//! (`{,n}`, `(?P=name)`, `\Z`, literal `{`, which escapes are errors) and in
-//! semantics (`$` also matches before a final `\n`, `\w`/`\d`/`\s`/`\b`
-//! follow CPython's Unicode 14 tables, `\B` never matches in an empty
-//! string), so this module re-parses the pattern with a port of CPython
-//! 3.11's `re._parser` (same errors) and emits an explicit, flag-free
-//! `fancy_regex` pattern.
-//!
-//! Things that cannot be translated faithfully are rejected with an error
-//! starting with [`UNSUPPORTED`] instead of silently behaving differently:
-//! `\N{...}`, conditionals `(?(1)...)`, the `t` flag, surrogate code points,
-//! ASCII-mode case-insensitive backreferences and backreferences inside
-//! lookbehinds. Known remaining gaps: Unicode case-insensitive matching uses
-//! Rust's simple case folding (CPython also equates e.g. `i` and U+0130),
-//! and group names are checked with an approximation of `str.isidentifier`.
-//!
-//! A match that exceeds `fancy_regex`'s backtrack limit (1,000,000 steps),
-//! where CPython would keep going, is reported as no match.
+//! The translator proper: Python `re` syntax in, an equivalent `fancy-regex` pattern out, with
+//! Python's own error messages for patterns Python rejects.
 
-use std::collections::HashMap;
-use std::fmt::Write as _;
-
-use super::unicode_tables::{ND_BLOCK_STARTS, RE_SPACE, RE_WORD};
-
-/// Prefix of the error message for valid Python patterns this module cannot
-/// reproduce exactly (as opposed to patterns CPython itself rejects).
-pub const UNSUPPORTED: &str = "unsupported Python regex feature: ";
-
-/// CPython's `_sre.MAXREPEAT`: repeat counts must be below it.
-const MAXREPEAT: u64 = 4_294_967_295;
-/// Unbounded width / repeat.
-const INF: u64 = u64::MAX;
-
-/// A compiled Python-dialect regular expression.
-#[derive(Clone, Debug)]
-pub struct PyRegex {
-    re: fancy_regex::Regex,
-}
-
-impl PyRegex {
-    /// `re.compile(pattern)` for a `str` pattern without flags. Errors are
-    /// CPython's (`re.error`, `OverflowError`, `ValueError`) or
-    /// [`UNSUPPORTED`] features.
-    pub fn compile(pattern: &str) -> Result<PyRegex, String> {
-        let body = Translator::new(pattern)?.translate()?;
-        let re = fancy_regex::Regex::new(&format!("\\A(?:{body})"))
-            .map_err(|e| format!("{UNSUPPORTED}cannot compile translation: {e}"))?;
-        Ok(PyRegex { re })
-    }
-
-    /// `re.compile(pattern).match(subject) is not None`. Exceeding the
-    /// backtrack limit counts as no match.
-    pub fn matches_at_start(&self, subject: &str) -> bool {
-        self.re.is_match(subject).unwrap_or(false)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tok {
-    C(char),
-    E(char),
-}
-
-#[derive(Clone, Copy, Default)]
-struct Flags {
-    i: bool,
-    m: bool,
-    s: bool,
-    x: bool,
-    a: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    At,
-    Assert,
-    Repeat,
-    Other,
-}
-
-struct Item {
-    text: String,
-    kind: Kind,
-    lo: u64,
-    hi: u64,
-}
-
-impl Item {
-    fn new(text: String, kind: Kind, lo: u64, hi: u64) -> Item {
-        Item { text, kind, lo, hi }
-    }
-    fn one(text: String) -> Item {
-        Item::new(text, Kind::Other, 1, 1)
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Cat {
-    Digit,
-    Space,
-    Word,
-}
-
-enum ClassItem {
-    Range(u32, u32),
-    Cat(Cat, bool),
-}
-
-struct Translator {
-    toks: Vec<Tok>,
-    pos: usize,
-    /// Width of each group once closed (`None` while open); index 0 unused.
-    groups: Vec<Option<(u64, u64)>>,
-    names: HashMap<String, usize>,
-    /// Group numbers referenced by conditionals, checked against the final group count.
-    forward_refs: Vec<usize>,
-    lookbehind: usize,
-    saw_a: bool,
-    saw_u: bool,
-}
-
-fn err<T>(msg: impl Into<String>) -> Result<T, String> {
-    Err(msg.into())
-}
-
-fn unsupported<T>(what: &str) -> Result<T, String> {
-    Err(format!("{UNSUPPORTED}{what}"))
-}
-
-fn lit(c: u32, out: &mut String) {
-    match char::from_u32(c) {
-        Some(ch) if ch.is_ascii_alphanumeric() => out.push(ch),
-        _ => {
-            let _ = write!(out, "\\u{{{c:X}}}");
-        }
-    }
-}
-
-fn table_class(pairs: impl Iterator<Item = (u32, u32)>, negate: bool) -> String {
-    let mut s = String::from(if negate { "[^" } else { "[" });
-    for (lo, hi) in pairs {
-        lit(lo, &mut s);
-        if hi != lo {
-            s.push('-');
-            lit(hi, &mut s);
-        }
-    }
-    s.push(']');
-    s
-}
-
-fn cat_class(cat: Cat, negate: bool, ascii: bool) -> String {
-    let flat = |t: &'static [u32]| t.chunks(2).map(|p| (p[0], p[1]));
-    match (cat, ascii) {
-        (Cat::Digit, true) => table_class([(0x30, 0x39)].into_iter(), negate),
-        (Cat::Space, true) => table_class([(9, 13), (32, 32)].into_iter(), negate),
-        (Cat::Word, true) => table_class(
-            [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)].into_iter(),
-            negate,
-        ),
-        (Cat::Digit, false) => table_class(ND_BLOCK_STARTS.iter().map(|&s| (s, s + 9)), negate),
-        (Cat::Space, false) => table_class(flat(&RE_SPACE), negate),
-        (Cat::Word, false) => table_class(flat(&RE_WORD), negate),
-    }
-}
-
-fn boundary(negate: bool, ascii: bool) -> String {
-    let w = cat_class(Cat::Word, false, ascii);
-    if negate {
-        // CPython's \B never matches inside an empty string.
-        format!("(?:(?!\\A\\z)(?:(?<={w})(?={w})|(?<!{w})(?!{w})))")
-    } else {
-        format!("(?:(?<={w})(?!{w})|(?<!{w})(?={w}))")
-    }
-}
-
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c == '_' || c.is_alphabetic())
-        && chars.all(|c| c == '_' || c.is_alphanumeric())
-}
+use super::*;
 
 impl Translator {
-    fn new(pattern: &str) -> Result<Translator, String> {
+    pub(super) fn new(pattern: &str) -> Result<Translator, String> {
         let mut toks = Vec::with_capacity(pattern.len());
         let mut chars = pattern.chars();
         while let Some(c) = chars.next() {
@@ -210,7 +29,7 @@ impl Translator {
         })
     }
 
-    fn translate(mut self) -> Result<String, String> {
+    pub(super) fn translate(mut self) -> Result<String, String> {
         let mut flags = Flags::default();
         let (text, _, _) = self.parse_sub(&mut flags, true)?;
         if self.saw_a && self.saw_u {
@@ -225,11 +44,11 @@ impl Translator {
         Ok(text)
     }
 
-    fn peek(&self) -> Option<Tok> {
+    pub(super) fn peek(&self) -> Option<Tok> {
         self.toks.get(self.pos).copied()
     }
 
-    fn get(&mut self) -> Option<Tok> {
+    pub(super) fn get(&mut self) -> Option<Tok> {
         let t = self.peek();
         if t.is_some() {
             self.pos += 1;
@@ -237,7 +56,7 @@ impl Translator {
         t
     }
 
-    fn eat(&mut self, c: char) -> bool {
+    pub(super) fn eat(&mut self, c: char) -> bool {
         if self.peek() == Some(Tok::C(c)) {
             self.pos += 1;
             true
@@ -247,7 +66,7 @@ impl Translator {
     }
 
     /// Up to `n` following plain tokens whose char satisfies `pred`.
-    fn get_while(&mut self, n: usize, pred: impl Fn(char) -> bool) -> String {
+    pub(super) fn get_while(&mut self, n: usize, pred: impl Fn(char) -> bool) -> String {
         let mut s = String::new();
         while s.len() < n {
             match self.peek() {
@@ -261,7 +80,7 @@ impl Translator {
         s
     }
 
-    fn get_until(&mut self, term: char, what: &str) -> Result<String, String> {
+    pub(super) fn get_until(&mut self, term: char, what: &str) -> Result<String, String> {
         let mut s = String::new();
         loop {
             match self.get() {
@@ -283,7 +102,7 @@ impl Translator {
     }
 
     /// `_parse_sub`: alternation. Returns (pattern, min width, max width).
-    fn parse_sub(&mut self, flags: &mut Flags, top: bool) -> Result<(String, u64, u64), String> {
+    pub(super) fn parse_sub(&mut self, flags: &mut Flags, top: bool) -> Result<(String, u64, u64), String> {
         let mut alts: Vec<String> = Vec::new();
         let (mut lo, mut hi) = (INF, 0u64);
         loop {
@@ -307,7 +126,7 @@ impl Translator {
     }
 
     /// `_parse`: a sequence up to `|`, `)` or the end.
-    fn parse_seq(&mut self, flags: &mut Flags, first: bool) -> Result<Vec<Item>, String> {
+    pub(super) fn parse_seq(&mut self, flags: &mut Flags, first: bool) -> Result<Vec<Item>, String> {
         let mut items: Vec<Item> = Vec::new();
         loop {
             let tok = match self.peek() {
@@ -365,7 +184,7 @@ impl Translator {
         Ok(items)
     }
 
-    fn literal(&self, c: u32, flags: Flags) -> Item {
+    pub(super) fn literal(&self, c: u32, flags: Flags) -> Item {
         let mut s = String::new();
         match char::from_u32(c) {
             Some(ch) if flags.i && flags.a && ch.is_ascii_alphabetic() => {
@@ -385,7 +204,7 @@ impl Translator {
     }
 
     /// Read exactly `n` hex digits after `\x`, `\u` or `\U`.
-    fn hex(&mut self, esc: char, n: usize) -> Result<u32, String> {
+    pub(super) fn hex(&mut self, esc: char, n: usize) -> Result<u32, String> {
         let digits = self.get_while(n, |c| c.is_ascii_hexdigit());
         if digits.len() != n {
             return err(format!("incomplete escape \\{esc}{digits}"));
@@ -400,7 +219,7 @@ impl Translator {
         Ok(v)
     }
 
-    fn octal_rest(&mut self, first: char, max_more: usize) -> Result<u32, String> {
+    pub(super) fn octal_rest(&mut self, first: char, max_more: usize) -> Result<u32, String> {
         let rest = self.get_while(max_more, |c| ('0'..='7').contains(&c));
         let v = u32::from_str_radix(&format!("{first}{rest}"), 8).unwrap_or(u32::MAX);
         if v > 0o377 {
@@ -412,7 +231,7 @@ impl Translator {
     }
 
     /// `_escape`: an escape outside a character class.
-    fn escape(&mut self, e: char, flags: Flags) -> Result<Item, String> {
+    pub(super) fn escape(&mut self, e: char, flags: Flags) -> Result<Item, String> {
         let code = match e {
             'A' => return Ok(Item::new("\\A".into(), Kind::At, 0, 0)),
             'Z' => return Ok(Item::new("\\z".into(), Kind::At, 0, 0)),
@@ -435,7 +254,7 @@ impl Translator {
         Ok(self.literal(code, flags))
     }
 
-    fn backref_or_octal(&mut self, e: char, flags: Flags) -> Result<Item, String> {
+    pub(super) fn backref_or_octal(&mut self, e: char, flags: Flags) -> Result<Item, String> {
         let mut digits = e.to_string();
         if let Some(Tok::C(d)) = self.peek() {
             if d.is_ascii_digit() {
@@ -463,7 +282,7 @@ impl Translator {
         self.backref(gid, flags)
     }
 
-    fn backref(&mut self, gid: usize, flags: Flags) -> Result<Item, String> {
+    pub(super) fn backref(&mut self, gid: usize, flags: Flags) -> Result<Item, String> {
         let Some((lo, hi)) = self.groups[gid] else {
             return err("cannot refer to an open group");
         };
@@ -479,7 +298,7 @@ impl Translator {
     }
 
     /// `_class_escape`: an escape inside a character class.
-    fn class_escape(&mut self, e: char) -> Result<ClassItem, String> {
+    pub(super) fn class_escape(&mut self, e: char) -> Result<ClassItem, String> {
         let v = match e {
             'd' | 'D' => return Ok(ClassItem::Cat(Cat::Digit, e == 'D')),
             's' | 'S' => return Ok(ClassItem::Cat(Cat::Space, e == 'S')),
@@ -498,7 +317,7 @@ impl Translator {
         Ok(ClassItem::Range(v, v))
     }
 
-    fn class(&mut self, flags: Flags) -> Result<Item, String> {
+    pub(super) fn class(&mut self, flags: Flags) -> Result<Item, String> {
         let negate = self.eat('^');
         let mut set: Vec<ClassItem> = Vec::new();
         loop {
@@ -565,7 +384,7 @@ impl Translator {
         Ok(Item::one(s))
     }
 
-    fn repeat(&mut self, c: char, items: &mut Vec<Item>) -> Result<(), String> {
+    pub(super) fn repeat(&mut self, c: char, items: &mut Vec<Item>) -> Result<(), String> {
         let here = self.pos;
         let (min, max) = match c {
             '?' => (0, 1),
@@ -650,7 +469,7 @@ impl Translator {
     }
 
     /// `\N{NAME}`: a character by its Unicode name (case-insensitive, as Python allows).
-    fn named_char(&mut self) -> Result<u32, String> {
+    pub(super) fn named_char(&mut self) -> Result<u32, String> {
         if !self.eat('{') {
             return err("missing {");
         }
@@ -663,7 +482,7 @@ impl Translator {
 
     /// After `(?(`: a conditional on a group, `(?(id)yes|no)`. Python allows a forward
     /// reference by number (checked once the whole pattern is parsed), but not by name.
-    fn conditional(&mut self, flags: &mut Flags) -> Result<Item, String> {
+    pub(super) fn conditional(&mut self, flags: &mut Flags) -> Result<Item, String> {
         let id = self.get_until(')', "group name")?;
         let gid = if !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()) {
             let gid: usize = id
@@ -692,7 +511,7 @@ impl Translator {
     }
 
     /// After `(`: groups, lookarounds, comments and inline flags.
-    fn group(&mut self, flags: &mut Flags, at_start: bool) -> Result<Option<Item>, String> {
+    pub(super) fn group(&mut self, flags: &mut Flags, at_start: bool) -> Result<Option<Item>, String> {
         let mut name = None;
         let mut open = "(";
         let mut capture = true;
@@ -806,177 +625,3 @@ impl Translator {
     }
 }
 
-const F_I: u8 = 1;
-const F_M: u8 = 2;
-const F_S: u8 = 4;
-const F_X: u8 = 8;
-const F_A: u8 = 16;
-const F_U: u8 = 32;
-const F_T: u8 = 64;
-const F_L: u8 = 128;
-const TYPE_FLAGS: u8 = F_A | F_U | F_L;
-
-fn flag_bit(c: char) -> Option<u8> {
-    Some(match c {
-        'i' => F_I,
-        'm' => F_M,
-        's' => F_S,
-        'x' => F_X,
-        'a' => F_A,
-        'u' => F_U,
-        't' => F_T,
-        'L' => F_L,
-        _ => return None,
-    })
-}
-
-/// `_combine_flags`: a type flag replaces the current one.
-fn apply_flags(f: &mut Flags, add: u8, del: u8) {
-    if add & F_A != 0 {
-        f.a = true;
-    }
-    if add & F_U != 0 {
-        f.a = false;
-    }
-    let set = |cur: bool, bit: u8| (cur || add & bit != 0) && del & bit == 0;
-    f.i = set(f.i, F_I);
-    f.m = set(f.m, F_M);
-    f.s = set(f.s, F_S);
-    f.x = set(f.x, F_X);
-}
-
-impl Translator {
-    /// `_parse_flags`, after `(?` and its first flag char (or `-`).
-    /// Returns (added, None) for global flags `(?aiLmsux)`, else
-    /// (added, Some(removed)) for a scoped `(?flags-flags:...)` group.
-    fn inline_flags(&mut self, first: char) -> Result<(u8, Option<u8>), String> {
-        let mut add = 0u8;
-        let mut del = 0u8;
-        let mut c = Some(Tok::C(first));
-        if first != '-' {
-            loop {
-                let Some(Tok::C(ch)) = c else { unreachable!() };
-                let bit = flag_bit(ch).unwrap_or(0);
-                if bit == F_L {
-                    return err("bad inline flags: cannot use 'L' flag with a str pattern");
-                }
-                add |= bit;
-                if bit & TYPE_FLAGS != 0 && add & TYPE_FLAGS != bit {
-                    return err("bad inline flags: flags 'a', 'u' and 'L' are incompatible");
-                }
-                c = self.get();
-                match c {
-                    None => return err("missing -, : or )"),
-                    Some(Tok::C(')' | '-' | ':')) => break,
-                    Some(Tok::C(ch)) if flag_bit(ch).is_some() => {}
-                    Some(Tok::C(ch)) if ch.is_alphabetic() => return err("unknown flag"),
-                    Some(_) => return err("missing -, : or )"),
-                }
-            }
-        }
-        if c == Some(Tok::C(')')) {
-            return Ok((add, None));
-        }
-        if add & F_T != 0 {
-            return err("bad inline flags: cannot turn on global flag");
-        }
-        if c == Some(Tok::C('-')) {
-            c = self.get();
-            match c {
-                None => return err("missing flag"),
-                Some(Tok::C(ch)) if flag_bit(ch).is_some() => {}
-                Some(Tok::C(ch)) if ch.is_alphabetic() => return err("unknown flag"),
-                Some(_) => return err("missing flag"),
-            }
-            loop {
-                let Some(Tok::C(ch)) = c else { unreachable!() };
-                let bit = flag_bit(ch).unwrap_or(0);
-                if bit & TYPE_FLAGS != 0 {
-                    return err("bad inline flags: cannot turn off flags 'a', 'u' and 'L'");
-                }
-                del |= bit;
-                c = self.get();
-                match c {
-                    None => return err("missing :"),
-                    Some(Tok::C(':')) => break,
-                    Some(Tok::C(ch)) if flag_bit(ch).is_some() => {}
-                    Some(Tok::C(ch)) if ch.is_alphabetic() => return err("unknown flag"),
-                    Some(_) => return err("missing :"),
-                }
-            }
-        }
-        if del & F_T != 0 {
-            return err("bad inline flags: cannot turn off global flag");
-        }
-        if add & del != 0 {
-            return err("bad inline flags: flag turned on and off");
-        }
-        Ok((add, Some(del)))
-    }
-}
-
-fn simple_escape(e: char) -> Option<u32> {
-    Some(match e {
-        'a' => 7,
-        'b' => 8,
-        'f' => 12,
-        'n' => 10,
-        'r' => 13,
-        't' => 9,
-        'v' => 11,
-        '\\' => 92,
-        _ => return None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::python::regex_vectors::REGEX_VECTORS;
-
-    /// Valid Python patterns this module deliberately refuses.
-    const EXPECTED_UNSUPPORTED: &[&str] = &[
-        r"\N{EM DASH}",
-        r"[\N{EM DASH}]",
-        r"(?P<n>a)(?(n)b|c)",
-        r"\ud800",
-        r"(a)(?<=\1)",
-        // Exceeds the `regex` crate's compiled size limit.
-        r"x{4294967294}",
-    ];
-
-    #[test]
-    fn python_vectors() {
-        let mut failures = Vec::new();
-        for (pattern, subject, want) in REGEX_VECTORS {
-            let got = PyRegex::compile(pattern);
-            let ok = match (&got, want) {
-                (Err(_), None) => true,
-                (Err(e), Some(_)) => {
-                    e.starts_with(UNSUPPORTED) && EXPECTED_UNSUPPORTED.contains(pattern)
-                }
-                (Ok(re), Some(want)) => re.matches_at_start(subject) == *want,
-                (Ok(_), None) => false,
-            };
-            if !ok {
-                let got = got.map(|re| re.matches_at_start(subject));
-                failures.push(format!(
-                    "{pattern:?} on {subject:?}: want {want:?}, got {got:?}"
-                ));
-            }
-        }
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
-    }
-
-    #[test]
-    fn backtrack_limit_is_no_match() {
-        // Catastrophic in a backtracking engine; CPython eventually says no.
-        let re = PyRegex::compile(r"(?:(a+)+\1)+$").unwrap();
-        let subject = format!("{}b", "a".repeat(40));
-        assert!(
-            re.re.is_match(&subject).is_err(),
-            "expected the limit to trip"
-        );
-        assert!(!re.matches_at_start(&subject));
-    }
-}
