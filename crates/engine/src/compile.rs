@@ -347,7 +347,7 @@ impl Compiler<'_> {
                 let property = Property::compile(p, op_text == Some("PERCENTAGE_SPLIT"), self.root);
                 if let Property::Path { query, .. } = &property {
                     match query {
-                        Query::General(..) => {
+                        Query::General(_) => {
                             // The materialised context includes the resolved flags.
                             self.needs_root = true;
                             self.reads_flags = true;

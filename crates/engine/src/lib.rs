@@ -28,6 +28,7 @@ mod evaluate;
 pub mod explain;
 pub mod hashing;
 mod identity;
+mod jsonpath;
 mod model;
 mod priority;
 mod property;

@@ -10,9 +10,9 @@
 //!   materialised context (slow, rare in real documents).
 
 use serde_json::Value;
-use serde_json_path::JsonPath;
 
 use crate::error::EvalError;
+use crate::jsonpath::{JsonPathQuery, ParseError};
 use crate::value::{coerce_json, Scalar};
 
 #[derive(Debug)]
@@ -35,10 +35,8 @@ pub(crate) enum Query {
     Identity(Vec<Step>),
     /// `$.flags.<name>` then steps into the flag result.
     Flag(String, Vec<Step>),
-    /// Needs the whole context. Also the member names the query selects: the reference's
-    /// `flags` mapping answers *any* name lookup (resolving that flag), so the materialised
-    /// `flags` object gets an entry for each of them.
-    General(Box<JsonPath>, Vec<String>),
+    /// Needs the whole context (with `$.flags` resolved lazily, as in the reference).
+    General(Box<JsonPathQuery>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,75 +69,22 @@ impl Property {
         if !text.starts_with("$.") {
             return Property::Trait(text.to_owned());
         }
-        let Ok(path) = JsonPath::parse(text) else {
-            return Property::Trait(text.to_owned());
+        let path = match JsonPathQuery::parse(text) {
+            Ok(path) => path,
+            // Not JSONPath: the reference falls back to a trait of that name.
+            Err(ParseError::Syntax(_)) => return Property::Trait(text.to_owned()),
+            // Any other compile error aborts the evaluation when the condition is reached.
+            Err(ParseError::Raises(e)) => return Property::Invalid(e),
         };
         let query = match simple_steps(text) {
-            Some(steps) => classify(steps, root).unwrap_or_else(|| general(path, text)),
-            None => general(path, text),
+            Some(steps) => classify(steps, root).unwrap_or_else(|| Query::General(Box::new(path))),
+            None => Query::General(Box::new(path)),
         };
         Property::Path {
             literal: text.to_owned(),
             query,
         }
     }
-}
-
-fn general(path: JsonPath, text: &str) -> Query {
-    Query::General(Box::new(path), selector_names(text))
-}
-
-/// Member names used as name selectors (`.name`, `['name']`), outside filter expressions.
-fn selector_names(text: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    let mut depth = 0usize; // bracket depth inside a filter expression
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\'' || c == '"' {
-            let mut s = String::new();
-            i += 1;
-            while i < chars.len() && chars[i] != c {
-                if chars[i] == '\\' && i + 1 < chars.len() {
-                    i += 1;
-                }
-                s.push(chars[i]);
-                i += 1;
-            }
-            if depth == 0 {
-                names.push(s);
-            }
-        } else if c == '[' {
-            if depth > 0
-                || chars.get(i + 1).is_some_and(|&n| n == '?')
-                || next_non_space(&chars, i + 1) == Some('?')
-            {
-                depth += 1;
-            }
-        } else if c == ']' {
-            depth = depth.saturating_sub(1);
-        } else if c == '.' && depth == 0 {
-            let start = i + 1 + usize::from(chars.get(i + 1) == Some(&'.'));
-            let mut j = start;
-            while j < chars.len()
-                && (chars[j].is_alphanumeric() || chars[j] == '_' || chars[j] as u32 >= 0x80)
-            {
-                j += 1;
-            }
-            if j > start {
-                names.push(chars[start..j].iter().collect());
-            }
-            i = j.max(i + 1);
-            continue;
-        }
-        i += 1;
-    }
-    names
-}
-
-fn next_non_space(chars: &[char], from: usize) -> Option<char> {
-    chars[from..].iter().copied().find(|c| !c.is_whitespace())
 }
 
 fn classify(mut steps: Vec<Step>, root: &serde_json::Map<String, Value>) -> Option<Query> {

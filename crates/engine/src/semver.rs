@@ -173,7 +173,12 @@ mod tests {
             ("1.2.3--1", Some((Some("-1"), None))),
         ];
         for (s, want) in cases {
-            let got = parse(s).map(|v| (v.prerelease.map(Cow::into_owned), v.build.map(Cow::into_owned)));
+            let got = parse(s).map(|v| {
+                (
+                    v.prerelease.map(Cow::into_owned),
+                    v.build.map(Cow::into_owned),
+                )
+            });
             let want = want.map(|(p, b)| (p.map(String::from), b.map(String::from)));
             assert_eq!(got, want, "{s:?}");
         }

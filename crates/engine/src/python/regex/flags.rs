@@ -124,4 +124,3 @@ pub(super) fn simple_escape(e: char) -> Option<u32> {
         _ => return None,
     })
 }
-

@@ -102,7 +102,11 @@ impl Translator {
     }
 
     /// `_parse_sub`: alternation. Returns (pattern, min width, max width).
-    pub(super) fn parse_sub(&mut self, flags: &mut Flags, top: bool) -> Result<(String, u64, u64), String> {
+    pub(super) fn parse_sub(
+        &mut self,
+        flags: &mut Flags,
+        top: bool,
+    ) -> Result<(String, u64, u64), String> {
         let mut alts: Vec<String> = Vec::new();
         let (mut lo, mut hi) = (INF, 0u64);
         loop {
@@ -126,7 +130,11 @@ impl Translator {
     }
 
     /// `_parse`: a sequence up to `|`, `)` or the end.
-    pub(super) fn parse_seq(&mut self, flags: &mut Flags, first: bool) -> Result<Vec<Item>, String> {
+    pub(super) fn parse_seq(
+        &mut self,
+        flags: &mut Flags,
+        first: bool,
+    ) -> Result<Vec<Item>, String> {
         let mut items: Vec<Item> = Vec::new();
         loop {
             let tok = match self.peek() {
@@ -511,7 +519,11 @@ impl Translator {
     }
 
     /// After `(`: groups, lookarounds, comments and inline flags.
-    pub(super) fn group(&mut self, flags: &mut Flags, at_start: bool) -> Result<Option<Item>, String> {
+    pub(super) fn group(
+        &mut self,
+        flags: &mut Flags,
+        at_start: bool,
+    ) -> Result<Option<Item>, String> {
         let mut name = None;
         let mut open = "(";
         let mut capture = true;
@@ -624,4 +636,3 @@ impl Translator {
         }))
     }
 }
-

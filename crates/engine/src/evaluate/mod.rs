@@ -15,9 +15,14 @@ use crate::error::{EvalError, PyErrorKind};
 use crate::hashing::hashed_percentage;
 use crate::identity::Identity;
 use crate::model::*;
-use crate::property::{into_static, is_scalar, walk, Property, Query, Step};
+use crate::property::Property;
 use crate::result::{EvaluationResult, FlagResult, Reason, SegmentResult, VariantChoice};
-use crate::value::{coerce_json, coerce_str, Scalar, TraitValue};
+
+mod dependencies;
+mod query;
+
+use crate::value::{Scalar, TraitValue};
+use dependencies::Dependencies;
 
 /// Evaluates the environment for an identity (`None` = no identity, as for an absent, null or
 /// empty `identity` in a context).
@@ -49,17 +54,6 @@ enum IdentityKey<'a> {
     Given(&'a TraitValue<'a>),
     /// Derived; the text is in `key_text`.
     Derived,
-}
-
-/// State of the `$.flags` mapping (the reference's `_LazyFlags` and `_DependencyResolver`).
-#[derive(Default)]
-struct Dependencies<'a> {
-    used: bool,
-    resolved: Vec<(&'a str, FlagResult<'a>)>,
-    cyclic: Vec<&'a str>,
-    cycle_hits: u64,
-    resolving: Vec<&'a str>,
-    segment_matches: Vec<Option<bool>>,
 }
 
 /// The winning override per name id: (feature context, segment).
@@ -375,249 +369,6 @@ impl<'a> Evaluation<'a> {
             None => Ok(Scalar::Null),
         }
     }
-
-    fn query(&mut self, query: &'a Query) -> Result<Scalar<'a>, EvalError> {
-        match query {
-            Query::Static(value) => Ok(borrow_scalar(value.as_ref().map_err(Clone::clone)?)),
-            Query::Identity(steps) => self.identity_query(steps),
-            Query::Flag(name, steps) => {
-                let Some(flag) = self.read_flag(name)? else {
-                    return Ok(Scalar::Null);
-                };
-                flag_query(&flag, steps)
-            }
-            Query::General(path, names) => {
-                // Lookups of features through `$.flags` resolve them, as in the reference.
-                for name in names {
-                    if self.env.feature_by_key.contains_key(name.as_str()) {
-                        self.read_flag(name)?;
-                    }
-                }
-                let root = self.materialise_root(names);
-                match path.query(&root).first() {
-                    Some(v) if is_scalar(v) => coerce_json(v).map(into_static),
-                    _ => Ok(Scalar::Null),
-                }
-            }
-        }
-    }
-
-    fn identity_query(&self, steps: &'a [Step]) -> Result<Scalar<'a>, EvalError> {
-        let Some(identity) = self.identity else {
-            return Ok(Scalar::Null);
-        };
-        let (first, rest) = match steps.split_first() {
-            Some((Step::Name(first), rest)) => (first.as_str(), rest),
-            _ => return Ok(Scalar::Null),
-        };
-        match (first, rest) {
-            ("key", []) => match &self.key {
-                Some(IdentityKey::Given(v)) => v.coerce(),
-                Some(IdentityKey::Derived) => {
-                    coerce_str(self.key_text.as_deref().unwrap_or("")).map(into_static)
-                }
-                None => Ok(Scalar::Null),
-            },
-            ("identifier", []) if identity.raw.is_none() => match &identity.identifier {
-                Some(v) => v.coerce(),
-                None => Ok(Scalar::Null),
-            },
-            ("traits", [Step::Name(name), deeper @ ..]) if identity.raw.is_none() => {
-                match identity.trait_value(name) {
-                    None => Ok(Scalar::Null),
-                    Some(v) if deeper.is_empty() => v.coerce(),
-                    Some(TraitValue::Json(json)) => json_query(json_at(json, deeper)),
-                    Some(_) => Ok(Scalar::Null),
-                }
-            }
-            _ => match identity.raw {
-                Some(raw) => {
-                    let mut node = raw.get(first);
-                    for step in rest {
-                        node = node.and_then(|n| walk(n, step));
-                    }
-                    json_query(node)
-                }
-                None => Ok(Scalar::Null),
-            },
-        }
-    }
-
-    /// A read of `$.flags.<name>`: resolves the flag on first use (the reference's `__missing__`).
-    fn read_flag(&mut self, name: &'a str) -> Result<Option<FlagResult<'a>>, EvalError> {
-        let deps = self
-            .deps
-            .as_mut()
-            .expect("flag reads are compiled with dependency state");
-        if let Some((_, flag)) = deps.resolved.iter().find(|(k, _)| *k == name) {
-            return Ok(Some(flag.clone()));
-        }
-        deps.used = true;
-        match self.resolve_feature(name) {
-            Ok(()) => {}
-            // The JSONPath library swallows a KeyError from the lookup: the flag reads as missing.
-            Err(e) if e.kind == PyErrorKind::KeyError => return Ok(None),
-            Err(e) => return Err(e),
-        }
-        let deps = self.deps.as_ref().expect("dependency state");
-        Ok(deps
-            .resolved
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, f)| f.clone()))
-    }
-
-    fn deps(&mut self) -> &mut Dependencies<'a> {
-        self.deps.as_mut().expect("dependency state")
-    }
-
-    fn resolve_feature(&mut self, name: &'a str) -> Result<(), EvalError> {
-        if let Some(e) = &self.env.override_name_error {
-            return Err(e.clone());
-        }
-        let deps = self.deps();
-        if let Some(start) = deps.resolving.iter().position(|n| *n == name) {
-            let cycle: Vec<&'a str> = deps.resolving[start..].to_vec();
-            for n in cycle {
-                if !deps.cyclic.contains(&n) {
-                    deps.cyclic.push(n);
-                }
-            }
-            deps.cycle_hits += 1;
-            return Ok(());
-        }
-        let Some(&feature) = self.env.feature_by_key.get(name) else {
-            return Ok(());
-        };
-        self.deps().resolving.push(name);
-        let winner = self.segment_override(name);
-        self.deps().resolving.pop();
-        let winner = winner?;
-        if self.deps().cyclic.contains(&name) {
-            return Ok(());
-        }
-        let result = match winner {
-            Some((o, s)) => self.flag_result(
-                name,
-                o,
-                Reason::TargetingMatch(&self.env.segments[s].reason),
-                Some(s),
-            )?,
-            None => self.flag_result(name, feature, fallback_reason(self.env, name), None)?,
-        };
-        self.deps().resolved.push((name, result));
-        Ok(())
-    }
-
-    fn segment_override(&mut self, name: &str) -> Result<Option<(usize, usize)>, EvalError> {
-        let env = self.env;
-        let Some(&id) = env.name_ids.get(name) else {
-            return Ok(None);
-        };
-        let mut winner: Option<(usize, usize)> = None;
-        for &s in &env.segments_by_name[id as usize] {
-            if !self.matches_segment(s)? {
-                continue;
-            }
-            let segment = &env.segments[s];
-            for &o in &segment.overrides {
-                let ctx = &env.feature_ctxs[o];
-                if ctx.name.as_deref().ok() != Some(name) {
-                    continue;
-                }
-                let wins = match winner {
-                    None => true,
-                    Some((incumbent, _)) => {
-                        ctx.priority.py_lt(&env.feature_ctxs[incumbent].priority)?
-                    }
-                };
-                if wins {
-                    segment.name.as_ref().map_err(Clone::clone)?;
-                    winner = Some((o, s));
-                }
-            }
-        }
-        Ok(winner)
-    }
-
-    fn matches_segment(&mut self, index: usize) -> Result<bool, EvalError> {
-        if let Some(m) = self.deps().segment_matches[index] {
-            return Ok(m);
-        }
-        let hits = self.cycle_hits();
-        let matches = self.is_in_segment(index)?;
-        if self.cycle_hits() != hits {
-            return Ok(false);
-        }
-        self.deps().segment_matches[index] = Some(matches);
-        Ok(matches)
-    }
-
-    /// The whole context as the reference's JSONPath sees it, for queries that need it.
-    fn materialise_root(&self, selected: &[String]) -> Value {
-        let mut root = serde_json::Map::new();
-        for entry in &self.env.root_order {
-            match entry {
-                RootEntry::Static(k) => {
-                    if let Some(v) = self.env.root.get(k) {
-                        root.insert(k.clone(), v.clone());
-                    }
-                }
-                RootEntry::Identity => {
-                    if let Some(identity) = self.identity_json() {
-                        root.insert("identity".into(), identity);
-                    }
-                }
-                RootEntry::Flags => {
-                    let mut flags: serde_json::Map<String, Value> = self
-                        .deps
-                        .as_ref()
-                        .map(|d| {
-                            d.resolved
-                                .iter()
-                                .map(|(k, f)| (k.to_string(), flag_json(f)))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    // Any other name looked up in the reference's lazy mapping reads as null.
-                    for name in selected {
-                        flags.entry(name.clone()).or_insert(Value::Null);
-                    }
-                    root.insert("flags".into(), Value::Object(flags));
-                }
-            }
-        }
-        Value::Object(root)
-    }
-
-    fn identity_json(&self) -> Option<Value> {
-        let identity = self.identity?;
-        let key = match &self.key {
-            Some(IdentityKey::Given(v)) => trait_json(v),
-            Some(IdentityKey::Derived) => {
-                Value::String(self.key_text.as_deref().unwrap_or("").to_owned())
-            }
-            None => Value::Null,
-        };
-        let mut map = match identity.raw {
-            Some(raw) => raw.clone(),
-            None => {
-                let mut map = serde_json::Map::new();
-                if let Some(identifier) = &identity.identifier {
-                    map.insert("identifier".into(), trait_json(identifier));
-                }
-                let traits = identity
-                    .traits
-                    .iter()
-                    .map(|t| (t.key.to_string(), trait_json(&t.value)))
-                    .collect();
-                map.insert("traits".into(), Value::Object(traits));
-                map
-            }
-        };
-        map.insert("key".into(), key);
-        Some(Value::Object(map))
-    }
 }
 
 fn fallback_reason<'a>(env: &Environment, name: &str) -> Reason<'a> {
@@ -643,74 +394,6 @@ fn quantify<'t, T>(
         }
     }
     Ok(!matches!(q, Quantifier::Any))
-}
-
-fn borrow_scalar<'a>(s: &'a Scalar<'static>) -> Scalar<'a> {
-    match s {
-        Scalar::Str(text) => Scalar::Str(Cow::Borrowed(text.as_ref())),
-        other => other.clone(),
-    }
-}
-
-fn json_at<'v>(json: &'v Value, steps: &[Step]) -> Option<&'v Value> {
-    steps.iter().try_fold(json, |node, step| walk(node, step))
-}
-
-fn json_query(node: Option<&Value>) -> Result<Scalar<'_>, EvalError> {
-    match node {
-        Some(v) if is_scalar(v) => coerce_json(v),
-        _ => Ok(Scalar::Null),
-    }
-}
-
-/// Steps into a flag result (`enabled`, `name`, `reason`, `value`, `variant`, `metadata`).
-fn flag_query<'a>(flag: &FlagResult<'a>, steps: &[Step]) -> Result<Scalar<'a>, EvalError> {
-    let Some((Step::Name(field), rest)) = steps.split_first() else {
-        return Ok(Scalar::Null);
-    };
-    let text = |s: &'a str| {
-        if rest.is_empty() {
-            coerce_str(s)
-        } else {
-            Ok(Scalar::Null)
-        }
-    };
-    match field.as_str() {
-        "enabled" => json_query(json_at(flag.enabled, rest)),
-        "value" => json_query(json_at(flag.value, rest)),
-        "metadata" => json_query(flag.metadata.and_then(|m| json_at(m, rest))),
-        "name" => text(flag.name),
-        "reason" => match flag.reason {
-            Reason::TargetingMatch(s) | Reason::Split(s) => text(s),
-            Reason::Static => text("STATIC"),
-            Reason::Default => text("DEFAULT"),
-            Reason::CircularDependency => text("ERROR; code=CIRCULAR_DEPENDENCY"),
-        },
-        "variant" => match flag.variant {
-            VariantChoice::None => Ok(Scalar::Null),
-            VariantChoice::Control => text("control"),
-            VariantChoice::Key(v) => json_query(json_at(v, rest)),
-        },
-        _ => Ok(Scalar::Null),
-    }
-}
-
-fn flag_json(flag: &FlagResult<'_>) -> Value {
-    let mut bytes = Vec::new();
-    flag.write_json(&mut bytes)
-        .expect("writing to a Vec cannot fail");
-    serde_json::from_slice(&bytes).expect("flag JSON is valid")
-}
-
-fn trait_json(v: &TraitValue<'_>) -> Value {
-    match v {
-        TraitValue::Null => Value::Null,
-        TraitValue::Bool(b) => Value::Bool(*b),
-        TraitValue::Int(i) => serde_json::from_str(&i.to_string()).unwrap_or(Value::Null),
-        TraitValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
-        TraitValue::Str(s) => Value::String(s.to_string()),
-        TraitValue::Json(j) => j.clone().into_owned(),
-    }
 }
 
 /// Walks segments in context order: the unindexed ones (tested one by one) merged with the
