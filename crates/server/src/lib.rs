@@ -146,9 +146,12 @@ enum Plan {
     Upstream,
 }
 
+/// Each environment and how its first document arrives.
+type StartPlan = Vec<(Arc<EnvSlot>, Plan)>;
+
 /// Environments from the config: local files first (their client key is their `api_key`), then
 /// upstream pairs not covered by a file; the bundled example when nothing is configured.
-fn build_store(config: &Config) -> Result<(Store, Vec<(Arc<EnvSlot>, Plan)>), String> {
+fn build_store(config: &Config) -> Result<(Store, StartPlan), String> {
     let mut store = Store::default();
     let mut plan = Vec::new();
     let mut server_keys: BTreeMap<&str, Vec<String>> = BTreeMap::new();
