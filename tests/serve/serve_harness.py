@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, urlsplit
 
+from documents import make_document
+
 REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 
@@ -140,6 +142,7 @@ def http_request(
 # --------------------------------------------------------------------------------------------
 
 DOC_PATH = "/api/v1/environment-document/"
+MOVED_PREFIX = "/moved"  # mode "redirect": 307 from DOC_PATH to MOVED_PREFIX + DOC_PATH
 
 
 @dataclass
@@ -168,11 +171,12 @@ class Upstream:
     slow         waits `slow_seconds` (longer than flagpole's timeout), then sends the document
     endless      200, chunked, sends the start of the document then whitespace forever
                  (bounded by MAX_HANG_SECONDS and by the client going away)
+    redirect     307 to the same document under MOVED_PREFIX (same origin)
     """
 
     MAX_HANG_SECONDS = 20.0
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.lock = threading.Lock()
         self.docs: dict[str, list[bytes]] = {}  # server key -> pages (serialised)
         self.mode = "ok"
@@ -182,6 +186,7 @@ class Upstream:
         self.cross_origin_next: str | None = None  # absolute URL used as page 1's rel="next"
         self.requests: list[RecordedRequest] = []
         self._stop = threading.Event()
+        self._conns: set[socket.socket] = set()
         upstream = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -189,6 +194,19 @@ class Upstream:
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with upstream.lock:
+                    upstream._conns.add(self.connection)
+
+            def finish(self) -> None:
+                with upstream.lock:
+                    upstream._conns.discard(self.connection)
+                try:
+                    super().finish()
+                except OSError:
+                    pass
 
             def do_GET(self) -> None:  # noqa: N802
                 upstream._handle(self)
@@ -198,7 +216,7 @@ class Upstream:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-        self.server = ThreadingHTTPServer((HOST, 0), Handler)
+        self.server = ThreadingHTTPServer((HOST, port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
@@ -219,9 +237,17 @@ class Upstream:
         return self
 
     def stop(self) -> None:
+        """Stop listening AND cut every open (keep-alive) connection: the upstream is really gone."""
         self._stop.set()
         self.server.shutdown()
         self.server.server_close()
+        with self.lock:
+            conns = list(self._conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.thread.join(timeout=5)
 
     def set_document(self, server_key: str, document: dict) -> None:
@@ -273,7 +299,13 @@ class Upstream:
             failing_page = self.failing_page
             cross = self.cross_origin_next
 
-        if split.path != DOC_PATH:
+        path = split.path
+        if mode == "redirect" and path == DOC_PATH:
+            location = f"{MOVED_PREFIX}{DOC_PATH}" + (f"?{split.query}" if split.query else "")
+            return self._send(h, 307, b"", extra=[("Location", location)])
+        if path == f"{MOVED_PREFIX}{DOC_PATH}":
+            path, mode = DOC_PATH, "ok"
+        if path != DOC_PATH:
             return self._send(h, 404, b'{"detail":"Not found."}')
         if pages is None:
             return self._send(h, 401, b'{"detail":"Invalid or missing X-Environment-Key"}')
@@ -392,6 +424,8 @@ class FlagpoleProcess:
         self.port = port or free_port()
         self.use_config_flag = use_config_flag
         self.proc: subprocess.Popen | None = None
+        self.expect_clean_exit = True  # the `flagpole` fixture checks SIGTERM → exit 0 at teardown
+        self.signalled = False  # set once the harness sent a signal (an exit before that is a crash)
         self.stderr_path = self.workdir / f"flagpole-{self.n}.stderr"
         self.stdout_path = self.workdir / f"flagpole-{self.n}.stdout"
         self.config_path = self.workdir / f"config-{self.n}.json"
@@ -467,8 +501,9 @@ class FlagpoleProcess:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def signal(self, sig: int) -> None:
+    def send_signal(self, sig: int) -> None:
         assert self.proc is not None
+        self.signalled = True
         self.proc.send_signal(sig)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
@@ -477,6 +512,7 @@ class FlagpoleProcess:
             return None
         code: int | None
         if self.proc.poll() is None:
+            self.signalled = True
             self.proc.send_signal(sig)
             try:
                 code = self.proc.wait(timeout=timeout)
@@ -551,3 +587,60 @@ class Env:
     @property
     def pair(self) -> dict:
         return {"server_side_key": self.server_key, "client_side_key": self.client_key}
+
+
+# --------------------------------------------------------------------------------------------
+# Configurations used by the tests
+# --------------------------------------------------------------------------------------------
+
+# Short timings for upstream tests: poll every second, 1 s timeout per fetch, 2 s grace →
+# stale after 1 + 2 × n_envs seconds without a successful update.
+POLL_SECONDS = 1
+TIMEOUT_SECONDS = 1
+GRACE_SECONDS = 2
+
+
+def upstream_config(upstream: Upstream, envs: list[Env], **overrides) -> dict:
+    config = {
+        "environment_key_pairs": [e.pair for e in envs],
+        "api_url": upstream.api_url,
+        "api_poll_frequency_seconds": POLL_SECONDS,
+        "api_poll_timeout_seconds": TIMEOUT_SECONDS,
+        "health_check": {"environment_update_grace_period_seconds": GRACE_SECONDS},
+    }
+    config.update(overrides)
+    return config
+
+
+def write_documents(directory: Path, envs: list[Env]) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for e in envs:
+        p = directory / f"{e.client_key}.json"
+        p.write_text(json.dumps(e.document, indent=1))
+        paths.append(p)
+    return paths
+
+
+def local_config(paths: list[Path], envs: list[Env], **extra) -> dict:
+    """Config serving local document files (offline), server keys from environment_key_pairs."""
+    flagpole = {"documents": [{"path": str(p)} for p in paths]}
+    flagpole.update(extra.pop("flagpole", {}))
+    config = {
+        "environment_key_pairs": [e.pair for e in envs],
+        # Nothing listens on port 9: should flagpole try to poll these keys, it fails fast.
+        "api_url": "http://127.0.0.1:9/api/v1",
+        "flagpole": flagpole,
+    }
+    config.update(extra)
+    return config
+
+
+def standard_envs() -> list[Env]:
+    """Two environments: A shows disabled flags to client keys, B hides them."""
+    return [
+        Env("env_a_client_key", "ser.env_a_server_key",
+            make_document("env_a_client_key", name="Env A", env_id=1001, hide_disabled_flags=False)),
+        Env("env_b_client_key", "ser.env_b_server_key",
+            make_document("env_b_client_key", name="Env B", env_id=1002, hide_disabled_flags=True)),
+    ]

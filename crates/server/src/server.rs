@@ -1,5 +1,6 @@
-//! The listener: HTTP/1.1 and HTTP/2 on one port, TCP_NODELAY, a cap on request-header size
-//! (431 past it), a header read timeout against slow clients, and graceful shutdown: stop
+//! The listener: HTTP/1.1 and HTTP/2 on one port, TCP_NODELAY, a hard cap on request-header
+//! size (4× the configured limit; the router answers 431 with a JSON body above the limit
+//! itself), a header read timeout against slow clients, and graceful shutdown: stop
 //! accepting, let requests in flight finish (bounded), close idle connections at once.
 
 use std::future::Future;
@@ -26,7 +27,7 @@ pub async fn serve(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .max_buf_size(config.max_header_bytes.max(8192))
+        .max_buf_size((config.max_header_bytes * 4).max(64 * 1024))
         .header_read_timeout(
             config
                 .header_read_timeout

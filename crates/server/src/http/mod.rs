@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
@@ -67,6 +67,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .layer(body_limit)
         .layer(middleware::from_fn(json_error_bodies))
+        .layer(middleware::from_fn_with_state(state.clone(), header_limit))
         .layer(cors)
         .layer(middleware::map_response(merge_vary))
         .with_state(state)
@@ -74,6 +75,23 @@ pub fn router(state: AppState) -> Router {
 
 async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
     ApiError::not_found(format!("no such endpoint: {method} {}", uri.path()))
+}
+
+/// Request headers larger than `flagpole.limits.max_header_bytes` in all get a 431 with the JSON
+/// error body (the connection layer only stops headers far beyond the limit, and without a body).
+async fn header_limit(axum::extract::State(state): axum::extract::State<AppState>, request: Request, next: Next) -> Response {
+    let size: usize = request.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>()
+        + request.uri().to_string().len();
+    if size > state.config.max_header_bytes {
+        let mut response = ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            format!("request headers are larger than {} bytes", state.config.max_header_bytes),
+        )
+        .into_response();
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    next.run(request).await
 }
 
 /// Replaces the HTTP library's plain or empty error bodies (405, 413, …) with the JSON shape.

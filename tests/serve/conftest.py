@@ -1,0 +1,104 @@
+"""Fixtures of the `flagpole serve` integration suite (see README.md in this directory).
+
+- `serve_binary` (session, autouse): the flagpole binary ($FLAGPOLE_BIN, default
+  target/release/flagpole). Missing binary → every test fails with how to build it; a binary
+  without the `serve` command → the suite is skipped (the command is still being written).
+- `upstream`: a real HTTP server on 127.0.0.1 standing in for the Flagsmith API, switchable at
+  runtime between good and bad behaviours (serve_harness.Upstream).
+- `flagpole`: a factory starting `flagpole serve` processes (config written to a tmp dir, a free
+  port each); all of them are stopped at teardown.
+- `node_sdk_dir` (session): tests/serve/node with `npm ci` done once per session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from serve_harness import FlagpoleProcess, Upstream, binary_path
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_report_header(config):
+    return [f"flagpole serve suite: binary={binary_path()}"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def serve_binary() -> str:
+    path = binary_path()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail(
+            f"flagpole binary not found (or not executable) at {path}. Build it with "
+            "`cargo build --release -p flagpole` from the repository root, or point FLAGPOLE_BIN at it.",
+            pytrace=False,
+        )
+    probe = subprocess.run([str(path), "serve", "--help"], capture_output=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"{path} has no `serve` command yet (`serve --help` exited {probe.returncode})")
+    return str(path)
+
+
+@pytest.fixture
+def upstream():
+    up = Upstream().start()
+    try:
+        yield up
+    finally:
+        up.stop()
+
+
+@pytest.fixture
+def flagpole(tmp_path):
+    """Factory: flagpole(config=..., documents=[...], env={...}, start=True, wait=True)."""
+    started: list[FlagpoleProcess] = []
+
+    def make(config: dict | None = None, documents: list[Path] | None = None, env: dict | None = None,
+             extra_args: list[str] | None = None, start: bool = True, wait: bool = True,
+             workdir: Path | None = None, port: int | None = None) -> FlagpoleProcess:
+        fp = FlagpoleProcess(workdir or tmp_path / "fp", config=config, documents=documents, env=env,
+                             extra_args=extra_args, port=port)
+        started.append(fp)
+        if start:
+            fp.start(wait=wait)
+        return fp
+
+    yield make
+    problems = []
+    for fp in started:
+        if fp.proc is not None:
+            was_running, signalled = fp.running(), fp.signalled
+            code = fp.stop(timeout=15)
+            if not fp.expect_clean_exit:
+                continue
+            if was_running and code != 0:
+                problems.append(f"flagpole on port {fp.port} exited with {code} after SIGTERM; stderr:\n"
+                                f"{fp.stderr_tail()}")
+            elif not was_running and not signalled:
+                problems.append(f"flagpole on port {fp.port} died on its own during the test (exit code "
+                                f"{code}); stderr:\n{fp.stderr_tail()}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture(scope="session")
+def node_sdk_dir() -> Path:
+    """tests/serve/node with its locked dependencies installed (`npm ci`, once per session)."""
+    node_dir = HERE / "node"
+    npm = shutil.which("npm")
+    if not npm or not shutil.which("node"):
+        pytest.skip("node/npm not installed")
+    lock = (node_dir / "package-lock.json").read_bytes()
+    want = hashlib.sha256(lock).hexdigest()
+    stamp = node_dir / "node_modules" / ".flagpole-lock.sha"
+    if not stamp.is_file() or stamp.read_text().strip() != want:
+        proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=node_dir, capture_output=True,
+                              text=True, timeout=300)
+        if proc.returncode != 0:
+            pytest.fail(f"npm ci failed in {node_dir}:\n{proc.stdout}\n{proc.stderr}", pytrace=False)
+        stamp.write_text(want)
+    return node_dir

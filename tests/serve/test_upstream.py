@@ -1,0 +1,729 @@
+"""Upstream sync and process life cycle of `flagpole serve` (api spec §2.5, §2.8, §3, §4.1, §4.3,
+§5): a real upstream HTTP server that misbehaves on demand, readiness and staleness, pagination,
+warm start from a snapshot, local document reload, tiering, signals, configuration sources.
+
+Timings: flagpole polls every POLL_SECONDS (1 s) with a TIMEOUT_SECONDS (1 s) fetch timeout and a
+GRACE_SECONDS (2 s) staleness grace, so one environment is stale 3 s after its last success.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+import serve_expect as ex
+from documents import (
+    OVERRIDDEN_USER,
+    imf_fixdate,
+    make_document,
+    mixed_identities,
+    override_features,
+    paginate,
+    updated_at_for,
+)
+from serve_harness import (
+    DOC_PATH,
+    MOVED_PREFIX,
+    GRACE_SECONDS,
+    HOST,
+    IMF_FIXDATE,
+    POLL_SECONDS,
+    REPO,
+    Env,
+    Upstream,
+    local_config,
+    standard_envs,
+    upstream_config,
+    wait_until,
+    write_atomic,
+    write_documents,
+)
+
+CLIENT = "up_client_key"
+SERVER = "ser.up_server_key"
+ENV = Env(CLIENT, SERVER)
+STALE_AFTER_1_ENV = POLL_SECONDS + GRACE_SECONDS * 1
+
+
+def doc(rev: int, **kw) -> dict:
+    return make_document(CLIENT, revision=rev, name="Upstream Env", **kw)
+
+
+def rev_of(fp, key: str = SERVER) -> str:
+    """Which revision flagpole serves: plain_string is 'hello-r<rev>'."""
+    r = fp.get("/api/v1/flags/?feature=plain_string", key)
+    assert r.status == 200, r
+    return r.json()["feature_state_value"]
+
+
+def wait_rev(fp, rev: int, timeout: float = 8.0) -> None:
+    wait_until(lambda: rev_of(fp) == f"hello-r{rev}", timeout, f"flagpole never served revision {rev}")
+
+
+def lsu(fp) -> datetime | None:
+    """last_successful_update from readiness, parsed."""
+    body = fp.readiness().json()
+    v = body.get("last_successful_update")
+    if v is None:
+        return None
+    return datetime.fromisoformat(v.replace("Z", "+00:00"))
+
+
+def readiness(fp) -> tuple[int, dict]:
+    r = fp.readiness()
+    return r.status, r.json()
+
+
+def start_with(flagpole, upstream, document: dict | None = None, envs=None, wait_ready=True, **cfg):
+    if document is not None:
+        upstream.set_document(SERVER, document)
+    fp = flagpole(upstream_config(upstream, envs or [ENV], **cfg))
+    if wait_ready:
+        fp.wait_ready(10)
+    return fp
+
+
+def assert_serves(fp, document: dict, identities=("user-1", OVERRIDDEN_USER)) -> None:
+    for key, client in ((SERVER, False), (CLIENT, True)):
+        got = fp.flags(key)
+        assert ex.typed(got) == ex.typed(ex.env_flags(document, client)), (key, got)
+        for identifier in identities:
+            got = fp.identity(key, identifier, {"plan": "pro"})["flags"]
+            want = ex.identity_flags(document, identifier, {"plan": "pro"}, client)
+            assert ex.typed(got) == ex.typed(want), (key, identifier)
+
+
+# ----------------------------------------------------------------------------------------
+# Initial load, request headers, polling cadence
+# ----------------------------------------------------------------------------------------
+
+
+def test_initial_load_and_poll_request_headers(flagpole, upstream):
+    upstream.etag = '"upstream-etag-7"'
+    d0 = doc(0)
+    fp = start_with(flagpole, upstream, d0)
+    assert re.search(rf"listening on http://{re.escape(HOST)}:{fp.port}\b", fp.stderr_text()), fp.stderr_tail()
+    assert_serves(fp, d0)
+    upstream.wait_for_requests(2, SERVER)
+
+    reqs = upstream.requests_for(SERVER)
+    first, later = reqs[0], reqs[1:]
+    assert first.path.startswith(DOC_PATH), first.path
+    assert first.headers.get("x-environment-key") == SERVER
+    assert (first.headers.get("user-agent") or "").startswith("flagpole/"), first.headers
+    assert "if-modified-since" not in first.headers, "If-Modified-Since sent before a document is held"
+    for r in later:
+        ims = r.headers.get("if-modified-since")
+        assert ims == "Sat, 01 Jun 2024 12:00:00 GMT", f"If-Modified-Since {ims!r}"
+        assert IMF_FIXDATE.match(ims)
+        assert r.headers.get("if-none-match") == '"upstream-etag-7"', r.headers
+        assert r.headers.get("x-environment-key") == SERVER
+
+
+def test_if_modified_since_follows_updated_at(flagpole, upstream):
+    fp = start_with(flagpole, upstream, doc(0))
+    upstream.set_document(SERVER, doc(61))  # updated_at + 61 minutes
+    wait_rev(fp, 61)
+    upstream.wait_for_requests(2, SERVER)
+    ims = upstream.requests_for(SERVER)[-1].headers.get("if-modified-since")
+    assert ims == imf_fixdate(updated_at_for(61)) == "Sat, 01 Jun 2024 13:01:00 GMT", ims
+    assert "if-none-match" not in upstream.requests_for(SERVER)[-1].headers  # upstream sent no ETag
+
+
+def test_poll_cadence_no_tight_loop(flagpole, upstream):
+    upstream.set_mode("500")
+    upstream.set_document(SERVER, doc(0))
+    fp = start_with(flagpole, upstream, wait_ready=False)
+    time.sleep(0.5)
+    n0 = upstream.count(SERVER)
+    time.sleep(4.0)
+    n = upstream.count(SERVER) - n0
+    # one request a second (with jitter); failures must not turn into a tight retry loop
+    assert 2 <= n <= 8, f"{n} upstream requests in 4 s with a 1 s poll frequency"
+    assert fp.running()
+
+
+def test_environments_are_fetched_concurrently(flagpole, upstream):
+    """Three environments behind a slow upstream: sequential fetching would take 3 × timeout per
+    round; concurrent fetching requests all three within the same second."""
+    envs = [Env(f"conc_{i}", f"ser.conc_{i}") for i in range(3)]
+    for e in envs:
+        upstream.set_document(e.server_key, make_document(e.client_key))
+    upstream.set_mode("slow")
+    fp = flagpole(upstream_config(upstream, envs))
+    wait_until(lambda: all(upstream.count(e.server_key) >= 1 for e in envs), 5,
+               "not every environment was requested")
+    firsts = [upstream.requests_for(e.server_key)[0].at for e in envs]
+    assert max(firsts) - min(firsts) < 0.8, f"environment fetches were serialised: {firsts}"
+    upstream.set_mode("ok")
+    fp.wait_ready(10)
+
+
+# ----------------------------------------------------------------------------------------
+# Readiness and staleness
+# ----------------------------------------------------------------------------------------
+
+
+def test_not_loaded_then_recovery(flagpole, upstream):
+    upstream.set_document(SERVER, doc(0))
+    upstream.set_mode("500")
+    fp = start_with(flagpole, upstream, wait_ready=False)  # the port is bound at once
+    upstream.wait_for_requests(1, SERVER)
+    status, body = readiness(fp)
+    assert status == 503, body
+    assert body["status"] != "ok" and body["reason"] == "environment document(s) not updated.", body
+    for path in ("/proxy/health", "/health"):
+        assert fp.get(path).status == 503
+    assert fp.get("/proxy/health/liveness").status == 200
+    for key in (CLIENT, SERVER):
+        r = fp.get("/api/v1/flags/", key)
+        assert r.status == 503, r
+        assert r.json()["message"] == "environment not loaded", r.json()
+        r = fp.post("/api/v1/identities/", {"identifier": "u", "traits": []}, key)
+        assert r.status == 503, r
+    assert fp.get("/api/v1/flags/", "nobody-knows-me").status == 401
+    upstream.set_mode("ok")
+    fp.wait_ready(5)
+    assert_serves(fp, doc(0))
+    assert readiness(fp)[1]["reason"] is None
+
+
+def test_304_keeps_document_and_counts_as_success(flagpole, upstream):
+    fp = start_with(flagpole, upstream, doc(0))
+    t0 = lsu(fp)
+    upstream.set_document(SERVER, doc(1))  # would be visible if 304 were mistaken for 200
+    upstream.set_mode("304")
+    deadline = time.monotonic() + STALE_AFTER_1_ENV + 2.0
+    while time.monotonic() < deadline:
+        status, body = readiness(fp)
+        assert status == 200, f"304 answers must count as successful updates: {body}"
+        assert rev_of(fp) == "hello-r0"
+        time.sleep(0.25)
+    assert lsu(fp) > t0, "last_successful_update did not advance on 304"
+    assert_serves(fp, doc(0))
+
+
+def test_upstream_redirect_is_followed(flagpole, upstream):
+    upstream.set_mode("redirect")
+    fp = start_with(flagpole, upstream, doc(0))
+    assert_serves(fp, doc(0))
+    moved = [r for r in upstream.requests_for(SERVER) if r.path.startswith(MOVED_PREFIX)]
+    assert moved, "the 307 target was never requested (with the key)"
+
+
+def test_failures_are_logged_once_per_state_change(flagpole, upstream):
+    fp = start_with(flagpole, upstream, doc(0))
+    upstream.set_mode("500")
+    upstream.wait_for_requests(1, SERVER)
+    time.sleep(0.5)
+    before = len(fp.stderr_text().splitlines())
+    upstream.wait_for_requests(4, SERVER)
+    new_lines = fp.stderr_text().splitlines()[before:]
+    assert len(new_lines) <= 1, f"{len(new_lines)} log lines for 4 identical failures:\n" + "\n".join(new_lines)
+
+
+def test_conditional_upstream_304_via_etag(flagpole, upstream):
+    upstream.etag = '"v0"'
+    upstream.set_mode("conditional")
+    fp = start_with(flagpole, upstream, doc(0))
+    upstream.wait_for_requests(3, SERVER)
+    assert readiness(fp)[0] == 200
+    assert rev_of(fp) == "hello-r0"
+
+
+FAULTS = ["500", "401", "garbage", "not_document", "truncated", "slow", "endless", "down"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_broken_upstream_keeps_last_good_document(flagpole, upstream, fault):
+    d0, d1 = doc(0), doc(1)
+    fp = start_with(flagpole, upstream, d0)
+    etag_doc = fp.get("/api/v1/environment-document/", SERVER).header("etag")
+    etag_flags = fp.get("/api/v1/flags/", CLIENT).header("etag")
+    replacement = None
+    if fault == "down":
+        port = upstream.port
+        upstream.stop()
+        t_fault = time.monotonic()
+    else:
+        upstream.set_mode(fault)
+        t_fault = time.monotonic()
+        upstream.set_document(SERVER, d1)  # what a broken fetch must never leak through
+        upstream.wait_for_requests(1, SERVER, timeout=5)
+    time.sleep(0.3)
+    last_ok = lsu(fp)
+
+    # Two or more failed polls: flags never change, never error, last_successful_update frozen.
+    deadline = time.monotonic() + 2.6
+    while time.monotonic() < deadline:
+        assert rev_of(fp) == "hello-r0"
+        assert rev_of(fp, CLIENT) == "hello-r0"
+        time.sleep(0.1)
+    if fault != "down":
+        assert upstream.count(SERVER) >= 2
+    assert lsu(fp) == last_ok, "last_successful_update advanced on a failed fetch"
+    assert_serves(fp, d0)
+    assert fp.get("/api/v1/environment-document/", SERVER).header("etag") == etag_doc
+    assert fp.get("/api/v1/flags/", CLIENT).header("etag") == etag_flags
+
+    if fault in ("500", "down"):
+        # ...and readiness turns stale 1 + 2 × 1 s after the last success, while flags are still served.
+        def stale():
+            status, body = readiness(fp)
+            return status == 503 and body["reason"] == "environment document(s) stale."
+
+        wait_until(stale, STALE_AFTER_1_ENV + 2.5 - (time.monotonic() - t_fault), "readiness never went stale")
+        assert rev_of(fp) == "hello-r0"
+
+    # Recovery.
+    if fault == "down":
+        replacement = Upstream(port=port).start()
+        replacement.set_document(SERVER, d1)
+    else:
+        upstream.set_mode("ok")
+    try:
+        wait_rev(fp, 1, timeout=8)
+        fp.wait_ready(5)
+        assert_serves(fp, d1)
+        assert lsu(fp) > last_ok
+    finally:
+        if replacement is not None:
+            replacement.stop()
+
+
+def test_staleness_scales_with_number_of_environments(flagpole, upstream):
+    """stale = now − last_successful_update > poll + grace × n_envs: with 2 environments, 5 s."""
+    envs = [Env("stale_a", "ser.stale_a"), Env("stale_b", "ser.stale_b")]
+    for e in envs:
+        upstream.set_document(e.server_key, make_document(e.client_key))
+    fp = flagpole(upstream_config(upstream, envs))
+    fp.wait_ready(10)
+    upstream.wait_for_requests(2, "ser.stale_a")
+    upstream.set_mode("500")
+    t_switch = time.monotonic()  # the last success was less than ~1 s before this
+    # With 2 environments the limit is 1 + 2 × 2 = 5 s; at 3.5 s it must still be ready (the
+    # single-environment formula would already say stale).
+    while time.monotonic() < t_switch + 3.5:
+        status, body = readiness(fp)
+        assert status == 200, f"stale too early ({time.monotonic() - t_switch:.1f}s after the fault): {body}"
+        time.sleep(0.2)
+    wait_until(lambda: readiness(fp)[0] == 503, t_switch + 6.5 - time.monotonic(),
+               "never stale with 2 environments")
+    assert readiness(fp)[1]["reason"] == "environment document(s) stale."
+
+
+def test_null_grace_period_never_stale(flagpole, upstream):
+    fp = start_with(flagpole, upstream, doc(0),
+                    health_check={"environment_update_grace_period_seconds": None})
+    upstream.set_mode("500")
+    t_end = time.monotonic() + STALE_AFTER_1_ENV + 1.5
+    while time.monotonic() < t_end:
+        assert readiness(fp)[0] == 200
+        time.sleep(0.25)
+
+
+# ----------------------------------------------------------------------------------------
+# Pagination (§4.3)
+# ----------------------------------------------------------------------------------------
+
+PAGE_USERS = [f"page-user-{i}" for i in range(1, 7)]
+
+
+def paginated_doc(rev: int) -> dict:
+    # 2 built-in overrides + 6 → pages of 3, 3, 2: page-user-5 and -6 live on page 3.
+    return doc(rev, extra_identity_overrides=[(u, override_features(f"from-{u}")) for u in PAGE_USERS])
+
+
+def identity_target(fp, identifier: str, key: str = SERVER) -> str:
+    return ex.by_name(fp.identity(key, identifier)["flags"])["identity_target"]["feature_state_value"]
+
+
+def test_pagination_merges_all_pages(flagpole, upstream):
+    full = paginated_doc(0)
+    pages = paginate(full, 3)
+    assert PAGE_USERS[-1] in [o["identifier"] for o in pages[2]["identity_overrides"]]
+    upstream.set_pages(SERVER, pages)
+    fp = start_with(flagpole, upstream)
+    for u in PAGE_USERS:
+        assert identity_target(fp, u) == f"from-{u}", u
+        assert identity_target(fp, u, CLIENT) == f"from-{u}", u
+    assert identity_target(fp, OVERRIDDEN_USER) == "for-you"
+    served = fp.get("/api/v1/environment-document/", SERVER).json()
+    assert [o["identifier"] for o in served["identity_overrides"]] == [o["identifier"] for o in full["identity_overrides"]]
+    assert served == full
+    # If-Modified-Since goes on the first page only; every page carries the key.
+    upstream.wait_for_requests(2, SERVER, page=1)
+    upstream.wait_for_requests(1, SERVER, page=3)
+    for r in upstream.requests_for(SERVER):
+        if r.page != 1:
+            assert "if-modified-since" not in r.headers, (r.page, r.headers)
+    assert any("if-modified-since" in r.headers for r in upstream.requests_for(SERVER, page=1))
+    assert upstream.count(SERVER, page=2) >= 1 and upstream.count(SERVER, page=3) >= 1
+
+
+def test_pagination_page2_failure_keeps_old_document(flagpole, upstream):
+    fp = start_with(flagpole, upstream, doc(0))
+    etag = fp.get("/api/v1/environment-document/", SERVER).header("etag")
+    upstream.failing_page = 2
+    upstream.set_pages(SERVER, paginate(paginated_doc(1), 3))
+    upstream.wait_for_requests(2, SERVER, page=2)
+    time.sleep(0.3)
+    assert rev_of(fp) == "hello-r0"  # page 1 of the new revision was not applied alone
+    assert identity_target(fp, "page-user-1") == "nobody"  # page-user-1 is on the new page 1
+    assert fp.get("/api/v1/environment-document/", SERVER).header("etag") == etag
+    upstream.failing_page = None
+    wait_rev(fp, 1)
+    for u in PAGE_USERS:
+        assert identity_target(fp, u) == f"from-{u}", u
+
+
+def test_pagination_cross_origin_link_is_rejected(flagpole, upstream):
+    other = Upstream().start()
+    try:
+        fp = start_with(flagpole, upstream, doc(0))
+        pages = paginate(paginated_doc(1), 3)
+        other.set_pages(SERVER, pages)
+        upstream.cross_origin_next = f"{other.base_url}{DOC_PATH}?page=2"
+        upstream.set_pages(SERVER, pages)
+        upstream.wait_for_requests(2, SERVER, page=1)
+        time.sleep(0.3)
+        assert other.count() == 0, "flagpole followed a cross-origin Link (and sent it the server key)"
+        assert rev_of(fp) == "hello-r0"
+        upstream.cross_origin_next = None
+        wait_rev(fp, 1)
+    finally:
+        other.stop()
+
+
+def test_deleted_identity_override_disappears_at_next_poll(flagpole, upstream):
+    fp = start_with(flagpole, upstream, doc(0))
+    assert identity_target(fp, OVERRIDDEN_USER) == "for-you"
+    upstream.set_document(SERVER, doc(1, identity_overrides=False))
+    wait_rev(fp, 1)
+    assert identity_target(fp, OVERRIDDEN_USER) == "nobody"
+    flags = ex.by_name(fp.identity(SERVER, OVERRIDDEN_USER)["flags"])
+    assert flags["server_only_secret"]["feature_state_value"] == "secret-r1"
+    assert fp.get("/api/v1/environment-document/", SERVER).json()["identity_overrides"] == []
+
+
+def test_equal_document_keeps_etag(flagpole, upstream):
+    fp = start_with(flagpole, upstream, doc(0))
+    paths = [("/api/v1/flags/", CLIENT), ("/api/v1/flags/", SERVER), ("/api/v1/environment-document/", SERVER),
+             ("/api/v1/flags/?feature=plain_string", CLIENT)]
+    etags = {p: fp.get(p[0], p[1]).header("etag") for p in paths}
+    assert all(etags.values()), etags
+    t0 = lsu(fp)
+    upstream.set_document(SERVER, doc(0))  # same content, sent again with 200 at every poll
+    upstream.wait_for_requests(3, SERVER)
+    for (path, key), etag in etags.items():
+        assert fp.get(path, key).header("etag") == etag, path
+        assert fp.get(path, key, {"If-None-Match": etag}).status == 304, path
+    assert lsu(fp) > t0
+    # A real change does change the ETags.
+    upstream.set_document(SERVER, doc(1))
+    wait_rev(fp, 1)
+    for (path, key), etag in etags.items():
+        if "feature=" not in path:
+            assert fp.get(path, key).header("etag") != etag, path
+
+
+# ----------------------------------------------------------------------------------------
+# Warm start, local files, tiering
+# ----------------------------------------------------------------------------------------
+
+
+def test_warm_start_from_snapshot(flagpole, upstream, tmp_path):
+    snap = tmp_path / "snapshots"
+    d3 = doc(3)
+    config = upstream_config(upstream, [ENV], flagpole={"snapshot_dir": str(snap)})
+    upstream.set_document(SERVER, d3)
+    fp1 = flagpole(config)
+    fp1.wait_ready(10)
+    wait_until(lambda: snap.is_dir() and any(p.is_file() for p in snap.rglob("*")), 5, "no snapshot written")
+    env_doc = fp1.get("/api/v1/environment-document/", SERVER).body
+    assert fp1.stop() == 0
+
+    upstream.stop()  # upstream unreachable from now on
+    fp2 = flagpole(config, wait=False)
+    fp2.wait_live(10)
+    # Served from disk at once, before any successful fetch.
+    r = fp2.get("/api/v1/flags/", CLIENT)
+    assert r.status == 200, r
+    assert ex.typed(r.json()) == ex.typed(ex.env_flags(d3, client=True))
+    assert_serves(fp2, d3)
+    assert json.loads(fp2.get("/api/v1/environment-document/", SERVER).body) == json.loads(env_doc)
+
+
+def test_warm_start_ignores_corrupt_snapshot(flagpole, upstream, tmp_path):
+    snap = tmp_path / "snapshots"
+    config = upstream_config(upstream, [ENV], flagpole={"snapshot_dir": str(snap)})
+    upstream.set_document(SERVER, doc(4))
+    fp1 = flagpole(config)
+    fp1.wait_ready(10)
+    wait_until(lambda: snap.is_dir() and any(p.is_file() for p in snap.rglob("*")), 5, "no snapshot written")
+    assert fp1.stop() == 0
+    for p in snap.rglob("*"):
+        if p.is_file():
+            p.write_bytes(p.read_bytes()[: max(1, p.stat().st_size // 3)])
+    upstream.set_document(SERVER, doc(5))
+    fp2 = flagpole(config)  # must start (not crash) and load from upstream
+    fp2.wait_ready(10)
+    assert rev_of(fp2) == "hello-r5"
+
+
+def test_document_file_reload(flagpole, tmp_path):
+    path = tmp_path / "env.json"
+    path.write_text(json.dumps(doc(0)))
+    fp = flagpole(documents=[path], env={
+        "ENVIRONMENT_KEY_PAIRS": json.dumps([ENV.pair]),
+        "API_URL": "http://127.0.0.1:9/api/v1",
+    })
+    fp.wait_ready(10)
+    assert_serves(fp, doc(0))
+    assert fp.get("/api/v1/environment-document/", SERVER).status == 200
+
+    # 1. An atomic replace is picked up within a few seconds.
+    write_atomic(path, json.dumps(doc(1)))
+    wait_rev(fp, 1, timeout=6)
+    assert_serves(fp, doc(1))
+
+    def holds(rev: int, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            assert rev_of(fp) == f"hello-r{rev}"
+            assert rev_of(fp, CLIENT) == f"hello-r{rev}"
+            time.sleep(0.1)
+
+    # 2. A half-written file (in place, not atomic) never replaces the good document...
+    data = json.dumps(doc(2)).encode()
+    with open(path, "r+b") as f:
+        f.truncate(0)
+        f.write(data[: len(data) // 2])
+        f.flush()
+        os.fsync(f.fileno())
+        holds(1, 2.5)
+        # ...and once completed, it is loaded.
+        f.write(data[len(data) // 2:])
+        f.flush()
+    wait_rev(fp, 2, timeout=6)
+
+    # 3. Valid JSON that is not a valid document, garbage, an empty file: all ignored.
+    bad = doc(3)
+    bad["feature_states"] = "oops"
+    for content in [json.dumps(bad), "\x00\xff garbage", "", "[]"]:
+        write_atomic(path, content)
+        holds(2, 1.5)
+    assert fp.running()
+
+    # 4. A good document again.
+    write_atomic(path, json.dumps(doc(4)))
+    wait_rev(fp, 4, timeout=6)
+    assert_serves(fp, doc(4))
+
+
+def test_tiering_second_flagpole_behind_the_first(flagpole, tmp_path):
+    envs = standard_envs()
+    paths = write_documents(tmp_path / "docs", envs)
+    front = flagpole(local_config(paths, envs))
+    front.wait_ready(10)
+    edge = flagpole({
+        "environment_key_pairs": [e.pair for e in envs],
+        "api_url": f"{front.base_url}/api/v1",
+        "api_poll_frequency_seconds": 1,
+        "api_poll_timeout_seconds": 2,
+    })
+    edge.wait_ready(10)
+    for e in envs:
+        for key in (e.client_key, e.server_key):
+            assert edge.flags(key) == front.flags(key), key
+            for path in ("/api/v1/flags/?feature=mv_feature", "/api/v1/flags/?feature=server_only_secret"):
+                a, b = edge.get(path, key), front.get(path, key)
+                assert (a.status, a.json()) == (b.status, b.json()), (path, key)
+            for identifier, traits in mixed_identities(10):
+                assert edge.identity(key, identifier, traits) == front.identity(key, identifier, traits)
+        a = edge.get("/api/v1/environment-document/", e.server_key)
+        b = front.get("/api/v1/environment-document/", e.server_key)
+        assert a.status == b.status == 200
+        pairs = lambda body: json.loads(body, object_pairs_hook=lambda p: p)  # noqa: E731
+        assert pairs(a.body) == pairs(b.body)
+        assert edge.get("/api/v1/environment-document/", e.client_key).status == 401
+    # The edge keeps polling the front (with conditional requests) and stays ready.
+    time.sleep(2.5)
+    assert readiness(edge)[0] == 200
+
+
+# ----------------------------------------------------------------------------------------
+# Signals
+# ----------------------------------------------------------------------------------------
+
+
+def _local_flagpole(flagpole, tmp_path):
+    envs = standard_envs()[:1]
+    paths = write_documents(tmp_path / "docs", envs)
+    fp = flagpole(local_config(paths, envs))
+    fp.wait_ready(10)
+    return fp, envs[0]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_exits_0_promptly_despite_idle_keepalive(flagpole, tmp_path, sig):
+    import http.client
+
+    fp, env = _local_flagpole(flagpole, tmp_path)
+    conn = http.client.HTTPConnection(HOST, fp.port, timeout=10)
+    try:
+        conn.request("GET", "/api/v1/flags/", headers={"X-Environment-Key": env.client_key})
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 200
+        t0 = time.monotonic()
+        fp.send_signal(sig)
+        code = fp.proc.wait(timeout=12)
+        elapsed = time.monotonic() - t0
+    finally:
+        conn.close()
+    assert code == 0, f"exit code {code}"
+    assert elapsed < 3.0, f"idle keep-alive connection delayed shutdown by {elapsed:.1f}s"
+
+
+def test_sigterm_lets_in_flight_request_finish(flagpole, tmp_path):
+    fp, env = _local_flagpole(flagpole, tmp_path)
+    body = json.dumps({"identifier": "late-user", "traits": [{"trait_key": "plan", "trait_value": "pro"}]}).encode()
+    s = socket.create_connection((HOST, fp.port), timeout=10)
+    try:
+        s.sendall((f"POST /api/v1/identities/ HTTP/1.1\r\nHost: {HOST}\r\nX-Environment-Key: {env.client_key}\r\n"
+                   f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+                  + body[:10])
+        time.sleep(0.3)
+        fp.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert fp.running(), "exited while a request was in flight"
+        # New connections are no longer accepted (or at least not served as ready).
+        try:
+            r = fp.get("/proxy/health/readiness", timeout=1.5)
+            assert r.status == 503, f"readiness after SIGTERM: {r}"
+        except OSError:
+            pass
+        s.sendall(body[10:])
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200"), data[:200]
+    finally:
+        s.close()
+    assert fp.proc.wait(timeout=12) == 0
+
+
+# ----------------------------------------------------------------------------------------
+# Configuration sources (§3) and the bundled example
+# ----------------------------------------------------------------------------------------
+
+
+def test_env_vars_override_config_file(flagpole, upstream):
+    upstream.set_document(SERVER, doc(0))
+    config = {
+        "environment_key_pairs": [{"server_side_key": "ser.wrong", "client_side_key": "wrong"}],
+        "api_url": "http://127.0.0.1:9/api/v1",
+        "api_poll_frequency_seconds": 60,
+        "api_poll_timeout_seconds": 1,
+    }
+    fp = flagpole(config, env={
+        "API_URL": upstream.api_url,
+        "environment_key_pairs": json.dumps([ENV.pair]),
+        "Api_Poll_Frequency_Seconds": "1",
+    })
+    fp.wait_ready(10)
+    assert rev_of(fp) == "hello-r0"
+    upstream.set_document(SERVER, doc(1))
+    wait_rev(fp, 1, timeout=5)  # polled every second, not every minute
+    assert fp.get("/api/v1/flags/", "wrong").status == 401
+
+
+def test_config_path_env_and_cwd_config(flagpole, tmp_path):
+    envs = standard_envs()[:1]
+    paths = write_documents(tmp_path / "docs", envs)
+    cfg = local_config(paths, envs)
+    # CONFIG_PATH
+    other = tmp_path / "elsewhere" / "my-config.json"
+    other.parent.mkdir()
+    other.write_text(json.dumps(cfg))
+    fp = flagpole(env={"CONFIG_PATH": str(other)}, workdir=tmp_path / "cwd1")
+    fp.wait_ready(10)
+    assert fp.get("/api/v1/flags/", envs[0].client_key).status == 200
+    # ./config.json in the working directory
+    cwd = tmp_path / "cwd2"
+    cwd.mkdir()
+    (cwd / "config.json").write_text(json.dumps(cfg))
+    fp2 = flagpole(workdir=cwd)
+    fp2.wait_ready(10)
+    assert fp2.get("/api/v1/flags/", envs[0].server_key).status == 200
+
+
+def test_unknown_config_keys_are_not_fatal(flagpole, tmp_path):
+    envs = standard_envs()[:1]
+    paths = write_documents(tmp_path / "docs", envs)
+    cfg = local_config(paths, envs)
+    cfg.update({
+        "some_future_key": {"x": 1},
+        "endpoint_caches": {"flags": {"use_cache": True}},
+        "logging": {"log_level": "DEBUG", "log_format": "json", "colours": False, "override": {}},
+        "server": {"proxy_headers": False, "reload": False, "timeout_keep_alive": 5},
+    })
+    fp = flagpole(cfg)
+    fp.wait_ready(10)
+    assert fp.get("/api/v1/flags/", envs[0].client_key).status == 200
+
+
+@pytest.mark.parametrize("bad", [
+    {"api_poll_frequency_seconds": "often"},
+    {"environment_key_pairs": [{"server_side_key": "not-ser-prefixed", "client_side_key": "a"}]},
+    {"environment_key_pairs": [{"server_side_key": "ser.x", "client_side_key": "  "}]},
+    {"api_url": 42},
+])
+def test_invalid_config_values_stop_startup(flagpole, tmp_path, bad):
+    cfg = {"api_url": "http://127.0.0.1:9/api/v1"}
+    cfg.update(bad)
+    fp = flagpole(cfg, start=False)
+    fp.expect_clean_exit = False
+    fp.start(wait=False)
+    try:
+        code = fp.proc.wait(timeout=10)
+    except Exception:
+        pytest.fail(f"flagpole started with invalid config {bad}")
+    assert code != 0
+    key = next(iter(bad))
+    assert key in fp.stderr_text(), f"error message does not name {key!r}:\n{fp.stderr_tail()}"
+
+
+def test_bundled_example_environment(flagpole, tmp_path):
+    example = json.loads((REPO / "examples" / "environment.json").read_text())
+    fp = flagpole(workdir=tmp_path / "empty")
+    fp.wait_ready(10)
+    assert ex.typed(fp.flags("example_client_key")) == ex.typed(ex.env_flags(example, client=True))
+    assert ex.typed(fp.flags("ser.example_server_key")) == ex.typed(ex.env_flags(example, client=False))
+    traits = {"email": "alice@example.com", "plan": "enterprise", "seats": 120, "app_version": "2.3.1"}
+    got = fp.identity("example_client_key", "alice", traits)["flags"]
+    assert ex.typed(got) == ex.typed(ex.identity_flags(example, "alice", traits, client=True))
+    r = fp.get("/api/v1/environment-document/", "ser.example_server_key")
+    assert r.status == 200 and r.json() == example
+    assert fp.get("/api/v1/environment-document/", "example_client_key").status == 401
+
+
+def test_updated_at_is_reported_as_rfc3339_utc(flagpole, upstream):
+    fp = start_with(flagpole, upstream, doc(0))
+    body = readiness(fp)[1]
+    v = body["last_successful_update"]
+    assert re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|\+00:00)$", v), v
+    age = (datetime.now(timezone.utc) - datetime.fromisoformat(v.replace("Z", "+00:00"))).total_seconds()
+    assert -1 < age < 3, f"last_successful_update {v} is not 'now' ({age:.1f}s)"
+
