@@ -79,16 +79,29 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
 
 /// Request headers larger than `flagpole.limits.max_header_bytes` in all get a 431 with the JSON
 /// error body (the connection layer only stops headers far beyond the limit, and without a body).
-async fn header_limit(axum::extract::State(state): axum::extract::State<AppState>, request: Request, next: Next) -> Response {
-    let size: usize = request.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>()
+async fn header_limit(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let size: usize = request
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum::<usize>()
         + request.uri().to_string().len();
     if size > state.config.max_header_bytes {
         let mut response = ApiError::new(
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            format!("request headers are larger than {} bytes", state.config.max_header_bytes),
+            format!(
+                "request headers are larger than {} bytes",
+                state.config.max_header_bytes
+            ),
         )
         .into_response();
-        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
         return response;
     }
     next.run(request).await
