@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# HTTP benchmark: Flagpole vs the physical limit (a minimal hyper server returning the very same
+# bytes per endpoint, no evaluation), side by side on loopback, driven by wrk. Prints Markdown
+# tables; writes bench/out/http.json. See bench/RESULTS.md ("HTTP: proxy vs the physical limit").
+#
+#   bench/http.sh            the full matrix: 3 documents x 6 endpoints x c=10,64,200,500,
+#                            median of 3 runs of 2 s per server (about 15 minutes)
+#   bench/http.sh --quick    1 run of 1 s per cell (about 4 minutes)
+#   bench/http.sh --docs small --endpoints identities_get,identities_post --conc 64 --no-memory
+#
+# Other options (passed to the driver, bench/http/src/bin/http-bench.rs): --runs N,
+# --duration S, --warmup S, --conc LIST, --docs LIST, --endpoints LIST, --source upstream|file
+# (where the load-phase Flagpole gets its documents), --no-pin, --no-load,
+# --no-memory, --out FILE. All traffic goes to 127.0.0.1; every run is bounded in time.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# The load generator: wrk 4.1.0 from Debian (installed if missing; the version is checked).
+WRK_VERSION="4.1.0"
+if ! command -v wrk >/dev/null 2>&1; then
+  echo "installing wrk (apt-get)…" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq >/dev/null
+  $SUDO apt-get install -y -qq wrk >/dev/null
+fi
+found="$( (wrk -v 2>&1 || true) | head -1 | awk '{print $2}')"
+case "$found" in
+  "$WRK_VERSION"*|debian/"$WRK_VERSION"*) ;;
+  *) echo "warning: wrk $found found, the results in bench/RESULTS.md were taken with $WRK_VERSION" >&2 ;;
+esac
+command -v taskset >/dev/null 2>&1 || { echo "taskset (util-linux) is needed" >&2; exit 1; }
+
+# c=500 needs 1,000+ descriptors across the two ends.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 2048 ]; then
+  echo "warning: ulimit -n is $(ulimit -n); c=500 may fail to connect" >&2
+fi
+
+cargo build --release --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
+  -p flagpole-http-bench --bin limit-server --bin http-bench --bin alloc-count
+target/release/gen-docs --out bench/out/docs >/dev/null
+exec target/release/http-bench "$@"

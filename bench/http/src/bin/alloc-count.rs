@@ -1,0 +1,122 @@
+//! `alloc-count DOC.json...`: heap allocations per `/identities` request outside the HTTP stack,
+//! counted by a global allocator. Prints one JSON object on standard output.
+//!
+//! Per document it builds the server's `Snapshot` (as `flagpole serve` does), then times
+//! nothing and counts everything the identities handlers do after the HTTP layer hands them the
+//! request: for POST, parsing the JSON body and validating it (`IdentityRequest::parse`); for
+//! both, `Identity::new`, `Environment::evaluate` and writing the response bytes
+//! (`write_identity_response` into a buffer sized as the handler sizes it). "Output" blocks are
+//! those still alive afterwards (the response buffer and the result's Vecs). `bytes/request` is
+//! the total allocated: a deep copy of environment data would show up here as a size in the
+//! order of the document, not of the response.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use flagpole_engine::Identity;
+use flagpole_server::http::identities::{write_identity_response, IdentityRequest};
+use flagpole_server::snapshot::{KeyKind, Snapshot};
+
+struct Counting;
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(l.size() as u64, Ordering::Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(l.size() as u64, Ordering::Relaxed);
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(n as u64, Ordering::Relaxed);
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const N: u64 = 200;
+const POST_BODY: &[u8] = br#"{"identifier":"load-1-000001","traits":[{"trait_key":"plan","trait_value":"enterprise"},{"trait_key":"age","trait_value":42},{"trait_key":"app_version","trait_value":"2.4.1"}]}"#;
+
+fn counted(mut f: impl FnMut()) -> (f64, f64) {
+    f(); // warm (lazy statics, first-use caches)
+    let (a0, b0) = (
+        ALLOCS.load(Ordering::Relaxed),
+        BYTES.load(Ordering::Relaxed),
+    );
+    for _ in 0..N {
+        f();
+    }
+    let (a1, b1) = (
+        ALLOCS.load(Ordering::Relaxed),
+        BYTES.load(Ordering::Relaxed),
+    );
+    ((a1 - a0) as f64 / N as f64, (b1 - b0) as f64 / N as f64)
+}
+
+fn main() {
+    let mut out = serde_json::Map::new();
+    for path in std::env::args().skip(1) {
+        let name = std::path::Path::new(&path)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("doc")
+            .to_owned();
+        let bytes = std::fs::read(&path).expect("read document");
+        let doc: serde_json::Value = serde_json::from_slice(&bytes).expect("parse document");
+        let snapshot = Snapshot::build(&doc, 1).expect("build snapshot");
+        let kind = KeyKind::Client;
+
+        let get = counted(|| {
+            let identity = Identity::new("bench-user", &[]);
+            let result = snapshot.env.evaluate(Some(&identity)).expect("evaluate");
+            let mut body = Vec::with_capacity(256 + 96 * result.flags.len());
+            write_identity_response(&mut body, &snapshot, kind, "bench-user", &[], &result);
+            std::hint::black_box(&body);
+        });
+        let post = counted(|| {
+            let value: serde_json::Value = serde_json::from_slice(POST_BODY).expect("json");
+            let request = IdentityRequest::parse(&value, 2000).expect("valid request");
+            let identity = Identity::new(request.identifier, &request.traits);
+            let result = snapshot.env.evaluate(Some(&identity)).expect("evaluate");
+            let mut body = Vec::with_capacity(256 + 96 * result.flags.len());
+            write_identity_response(
+                &mut body,
+                &snapshot,
+                kind,
+                request.identifier,
+                &request.traits,
+                &result,
+            );
+            std::hint::black_box(&body);
+        });
+        // The parts of POST: the request JSON alone.
+        let post_json = counted(|| {
+            let value: serde_json::Value = serde_json::from_slice(POST_BODY).expect("json");
+            std::hint::black_box(&value);
+        });
+        out.insert(
+            name,
+            serde_json::json!({
+                "document_bytes": bytes.len(),
+                "get_allocs_per_request": get.0,
+                "get_bytes_per_request": get.1,
+                "post_allocs_per_request": post.0,
+                "post_bytes_per_request": post.1,
+                "post_request_json_allocs": post_json.0,
+                "output_blocks": 3,
+            }),
+        );
+    }
+    println!("{}", serde_json::Value::Object(out));
+}
