@@ -33,6 +33,8 @@ pub struct PreparedBody {
     pub bytes: Bytes,
     /// Quoted strong ETag: a hash of the bytes, so equal across replicas and restarts.
     pub etag: String,
+    /// The same, ready to put in a response.
+    pub etag_header: http::HeaderValue,
     pub gzip: Option<Bytes>,
     pub brotli: Option<Bytes>,
     pub zstd: Option<Bytes>,
@@ -43,13 +45,29 @@ impl PreparedBody {
     pub fn new(bytes: Vec<u8>, compress: bool) -> PreparedBody {
         let etag = etag_of(&bytes);
         let large = compress && bytes.len() >= COMPRESS_MIN_BYTES;
+        // The three encoders run in parallel: a large document is compressed on every update.
+        let (gzip, brotli, zstd) = if large {
+            std::thread::scope(|s| {
+                let g = s.spawn(|| gzip(&bytes, 6));
+                let b = s.spawn(|| brotli(&bytes));
+                let z = zstd::encode_all(&bytes[..], 3).expect("in-memory zstd");
+                (
+                    Some(Bytes::from(g.join().expect("gzip thread"))),
+                    Some(Bytes::from(b.join().expect("brotli thread"))),
+                    Some(Bytes::from(z)),
+                )
+            })
+        } else {
+            (None, None, None)
+        };
         PreparedBody {
-            gzip: large.then(|| Bytes::from(gzip(&bytes, 6))),
-            brotli: large.then(|| Bytes::from(brotli(&bytes))),
-            zstd: large
-                .then(|| Bytes::from(zstd::encode_all(&bytes[..], 3).expect("in-memory zstd"))),
-            bytes: Bytes::from(bytes),
+            etag_header: http::HeaderValue::from_str(&etag)
+                .expect("a hex ETag is a valid header value"),
             etag,
+            gzip,
+            brotli,
+            zstd,
+            bytes: Bytes::from(bytes),
         }
     }
 

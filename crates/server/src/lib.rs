@@ -8,6 +8,7 @@ pub mod body;
 pub mod config;
 pub mod http;
 pub mod logging;
+pub mod memory;
 pub mod server;
 pub mod snapshot;
 pub mod sources;

@@ -71,27 +71,40 @@ impl EnvSlot {
     /// on a blocking thread; a document the engine rejects leaves the current snapshot in place.
     pub async fn publish(self: &Arc<Self>, document: Value) -> Result<Published, String> {
         let _guard = self.publish.lock().await;
-        let bytes = serde_json::to_vec(&document).expect("a JSON value serialises");
-        let current = self.snapshot();
-        if let Some(current) = &current {
-            if current.document.bytes.as_ref() == bytes.as_slice() {
-                return Ok(Published::Unchanged(current.revision));
-            }
-        }
         if document.get("api_key").and_then(Value::as_str) != Some(self.client_key.as_str()) {
             return Err(format!(
                 "the document's api_key is not this environment's client key ({})",
                 crate::logging::fingerprint(&self.client_key)
             ));
         }
-        let revision = current.map_or(1, |c| c.revision + 1);
-        let snapshot = tokio::task::spawn_blocking(move || {
-            Snapshot::build_with_bytes(&document, bytes, revision, true)
+        let current = self.snapshot();
+        // Serialising, comparing and building are CPU work on megabytes: keep them off the
+        // async workers that serve requests.
+        let built = tokio::task::spawn_blocking(move || {
+            let bytes = serde_json::to_vec(&document).expect("a JSON value serialises");
+            if let Some(current) = &current {
+                if current.document.bytes.as_ref() == bytes.as_slice() {
+                    return Ok(None);
+                }
+            }
+            let revision = current.as_ref().map_or(1, |c| c.revision + 1);
+            Snapshot::build_with_bytes(&document, bytes, revision, true).map(Some)
         })
         .await
         .map_err(|e| format!("snapshot build failed: {e}"))?
         .map_err(|e| format!("the engine rejects the document: {e}"))?;
-        self.snapshot.store(Some(Arc::new(snapshot)));
+        let Some(snapshot) = built else {
+            return Ok(Published::Unchanged(
+                self.snapshot().map_or(0, |s| s.revision),
+            ));
+        };
+        let revision = snapshot.revision;
+        let previous = self.snapshot.swap(Some(Arc::new(snapshot)));
+        // Free the old snapshot (once the last reader lets go) and hand the memory back.
+        tokio::task::spawn_blocking(move || {
+            drop(previous);
+            crate::memory::release_free_memory();
+        });
         Ok(Published::NewRevision(revision))
     }
 

@@ -1,8 +1,8 @@
 //! `GET /api/v1/environment-document/`: the document for local-evaluation SDKs and downstream
 //! Flagpoles (tiering). Server keys only: it holds server-only features and identity overrides.
 
-use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
@@ -11,9 +11,10 @@ use crate::snapshot::KeyKind;
 
 pub async fn environment_document(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    request: Request,
 ) -> Result<Response, ApiError> {
-    let (kind, snapshot) = authorise(&state, &headers)?;
+    let headers = request.headers();
+    let (kind, snapshot) = authorise(&state, headers)?;
     if kind != KeyKind::Server {
         return Err(ApiError::unauthorized(
             "the environment document needs a server-side key",
@@ -45,8 +46,12 @@ pub async fn environment_document(
         }
     }
     Ok(respond::prepared(
-        &headers,
+        headers,
         &snapshot.document,
-        snapshot.last_modified.as_deref(),
+        snapshot
+            .last_modified
+            .as_deref()
+            .and_then(|v| axum::http::HeaderValue::from_str(v).ok())
+            .as_ref(),
     ))
 }

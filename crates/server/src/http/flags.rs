@@ -1,27 +1,24 @@
 //! `GET /api/v1/flags/`: environment flags, served as bytes prepared per revision.
 
-use axum::extract::{RawQuery, State};
-use axum::http::HeaderMap;
+use axum::extract::{Request, State};
 use axum::response::Response;
 
 use super::error::ApiError;
 use super::{authorise, respond, AppState};
 
-pub async fn flags(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Result<Response, ApiError> {
-    let (kind, snapshot) = authorise(&state, &headers)?;
-    let feature = query.as_deref().and_then(|q| {
+pub async fn flags(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
+    let headers = request.headers();
+    let query = request.uri().query();
+    let (kind, snapshot) = authorise(&state, headers)?;
+    let feature = query.and_then(|q| {
         url::form_urlencoded::parse(q.as_bytes())
             .find(|(k, _)| k == "feature")
             .map(|(_, v)| v.into_owned())
     });
     match feature {
-        None => Ok(respond::prepared(&headers, snapshot.flags(kind), None)),
+        None => Ok(respond::prepared(headers, snapshot.flags(kind), None)),
         Some(name) => match snapshot.feature_flag(kind, &name) {
-            Some(body) => Ok(respond::prepared(&headers, body, None)),
+            Some(body) => Ok(respond::prepared(headers, body, None)),
             None => Err(ApiError::not_found(format!("feature '{name}' not found"))),
         },
     }

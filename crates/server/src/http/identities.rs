@@ -4,13 +4,12 @@
 
 use std::borrow::Cow;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
 use axum::response::Response;
 use flagpole_engine::{EvaluationResult, Identity, Trait, TraitValue};
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::error::ApiError;
 use super::{authorise, respond, AppState};
@@ -18,12 +17,13 @@ use crate::snapshot::{KeyKind, Snapshot};
 
 pub async fn get_identity(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
+    request: Request,
 ) -> Result<Response, ApiError> {
-    let (kind, snapshot) = authorise(&state, &headers)?;
-    let identifier = query
-        .as_deref()
+    let headers = request.headers();
+    let (kind, snapshot) = authorise(&state, headers)?;
+    let identifier = request
+        .uri()
+        .query()
         .and_then(|q| {
             url::form_urlencoded::parse(q.as_bytes())
                 .find(|(k, _)| k == "identifier")
@@ -34,107 +34,128 @@ pub async fn get_identity(
             ApiError::bad_request("identifier: a non-empty query parameter is required")
         })?;
     let body = identity_response(&snapshot, kind, &identifier, &[])?;
-    Ok(respond::dynamic(&headers, body))
+    Ok(respond::dynamic(headers, body))
 }
 
 pub async fn post_identity(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Result<Response, ApiError> {
-    let (kind, snapshot) = authorise(&state, &headers)?;
-    let body = body.map_err(|e| ApiError::new(e.status(), e.body_text()))?;
-    let request: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::unprocessable(format!("malformed JSON body: {e}")))?;
-    let request = IdentityRequest::parse(&request, state.config.max_trait_value_length)?;
-    let response = identity_response(&snapshot, kind, request.identifier, &request.traits)?;
-    Ok(respond::dynamic(&headers, response))
+    let (parts, body) = request.into_parts();
+    let (kind, snapshot) = authorise(&state, &parts.headers)?;
+    let body = axum::body::to_bytes(body, state.config.max_body_bytes)
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request body is larger than the configured limit",
+            )
+        })?;
+    let request = IdentityRequest::parse(&body, state.config.max_trait_value_length)?;
+    let response = identity_response(&snapshot, kind, &request.identifier, &request.traits)?;
+    Ok(respond::dynamic(&parts.headers, response))
 }
 
-/// A validated `POST /identities/` body, borrowing from the parsed JSON.
+/// The wire form of a `POST /identities/` body, borrowed from the request bytes. Unknown fields
+/// are ignored (SDKs add some); `trait_value` stays raw JSON and is typed in one pass below, so no
+/// JSON tree is built.
+#[derive(Deserialize)]
+struct WireRequest<'a> {
+    #[serde(borrow)]
+    identifier: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    traits: Option<Vec<WireTrait<'a>>>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    transient: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct WireTrait<'a> {
+    #[serde(borrow)]
+    trait_key: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    trait_value: Option<&'a RawValue>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    transient: Option<bool>,
+}
+
+/// A validated `POST /identities/` body, borrowing from the request bytes.
 pub struct IdentityRequest<'a> {
-    pub identifier: &'a str,
+    pub identifier: Cow<'a, str>,
     /// Accepted traits in request order (null values dropped, the last duplicate wins).
     pub traits: Vec<Trait<'a>>,
 }
 
 impl<'a> IdentityRequest<'a> {
-    pub fn parse(
-        body: &'a Value,
-        max_trait_length: usize,
-    ) -> Result<IdentityRequest<'a>, ApiError> {
-        let body = body
-            .as_object()
-            .ok_or_else(|| ApiError::unprocessable("body must be a JSON object"))?;
-        let identifier = match body.get("identifier") {
-            Some(Value::String(s)) if !s.is_empty() => s.as_str(),
-            Some(Value::String(_)) => {
-                return Err(ApiError::unprocessable("identifier: must not be empty"))
+    pub fn parse(body: &'a [u8], max_trait_length: usize) -> Result<IdentityRequest<'a>, ApiError> {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let wire: WireRequest<'a> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.is_syntax() || inner.is_eof() || path == "." {
+                ApiError::unprocessable(format!("malformed JSON body: {inner}"))
+            } else {
+                ApiError::unprocessable(format!("{path}: {inner}"))
             }
-            None | Some(Value::Null) => {
-                return Err(ApiError::unprocessable("identifier: field required"))
-            }
-            Some(_) => return Err(ApiError::unprocessable("identifier: must be a string")),
+        })?;
+        de.end()
+            .map_err(|e| ApiError::unprocessable(format!("malformed JSON body: {e}")))?;
+        let identifier = match wire.identifier {
+            Some(id) if !id.is_empty() => id,
+            Some(_) => return Err(ApiError::unprocessable("identifier: must not be empty")),
+            None => return Err(ApiError::unprocessable("identifier: field required")),
         };
-        match body.get("transient") {
-            None | Some(Value::Null) | Some(Value::Bool(_)) => {}
-            Some(_) => return Err(ApiError::unprocessable("transient: must be a boolean")),
-        }
-        let items = match body.get("traits") {
-            None | Some(Value::Null) => &[][..],
-            Some(Value::Array(items)) => items.as_slice(),
-            Some(_) => {
-                return Err(ApiError::unprocessable(
-                    "traits: must be a list of {trait_key, trait_value}",
-                ))
-            }
-        };
+        let items = wire.traits.unwrap_or_default();
         let mut traits: Vec<Trait<'a>> = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let item = item.as_object().ok_or_else(|| {
-                ApiError::unprocessable(format!("traits[{i}]: must be an object"))
-            })?;
-            let key = match item.get("trait_key") {
-                Some(Value::String(k)) if !k.is_empty() => k.as_str(),
+        for (i, item) in items.into_iter().enumerate() {
+            let key = match item.trait_key {
+                Some(k) if !k.is_empty() => k,
                 _ => {
                     return Err(ApiError::unprocessable(format!(
                         "traits[{i}].trait_key: must be a non-empty string"
                     )))
                 }
             };
-            match item.get("transient") {
-                None | Some(Value::Null) | Some(Value::Bool(_)) => {}
-                Some(_) => {
-                    return Err(ApiError::unprocessable(format!(
-                        "traits[{i}].transient: must be a boolean"
-                    )))
-                }
-            }
-            let value = item.get("trait_value").unwrap_or(&Value::Null);
-            match value {
-                Value::Array(_) | Value::Object(_) => {
-                    return Err(ApiError::unprocessable(format!(
-                        "traits[{i}].trait_value: must be a string, number, boolean or null"
-                    )))
-                }
-                Value::String(s) if s.chars().count() > max_trait_length => {
-                    return Err(ApiError::unprocessable(format!(
-                        "traits[{i}].trait_value: longer than {max_trait_length} characters"
-                    )))
-                }
-                _ => {}
-            }
-            let value = TraitValue::from_json(value);
+            let value = match item.trait_value {
+                None => TraitValue::Null,
+                Some(raw) => trait_value(raw.get(), max_trait_length).map_err(|m| {
+                    ApiError::unprocessable(format!("traits[{i}].trait_value: {m}"))
+                })?,
+            };
             match traits.iter_mut().find(|t| t.key == key) {
                 Some(existing) => existing.value = value,
-                None => traits.push(Trait {
-                    key: Cow::Borrowed(key),
-                    value,
-                }),
+                None => traits.push(Trait { key, value }),
             }
         }
         traits.retain(|t| !t.value.is_null());
         Ok(IdentityRequest { identifier, traits })
+    }
+}
+
+/// Types a raw JSON trait value: string (borrowed when it has no escapes), number (int of any
+/// size or float, by its spelling), bool, null. Arrays and objects are rejected.
+fn trait_value(raw: &str, max_length: usize) -> Result<TraitValue<'_>, String> {
+    match raw.as_bytes().first() {
+        Some(b'"') => {
+            let s: Cow<'_, str> = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+            if s.chars().count() > max_length {
+                return Err(format!("longer than {max_length} characters"));
+            }
+            Ok(TraitValue::Str(s))
+        }
+        Some(b't') => Ok(TraitValue::Bool(true)),
+        Some(b'f') => Ok(TraitValue::Bool(false)),
+        Some(b'n') => Ok(TraitValue::Null),
+        Some(b'[' | b'{') => Err("must be a string, number, boolean or null".into()),
+        _ => {
+            let n: serde_json::Number = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+            Ok(match flagpole_engine::value::classify_number(&n) {
+                flagpole_engine::value::JsonNumber::Int(i) => TraitValue::Int(i),
+                flagpole_engine::value::JsonNumber::Float(f) => TraitValue::Float(f),
+            })
+        }
     }
 }
 

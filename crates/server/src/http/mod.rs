@@ -10,7 +10,7 @@ mod respond;
 
 use std::sync::Arc;
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -66,10 +66,11 @@ pub fn router(state: AppState) -> Router {
     router
         .fallback(not_found)
         .layer(body_limit)
-        .layer(middleware::from_fn(json_error_bodies))
-        .layer(middleware::from_fn_with_state(state.clone(), header_limit))
         .layer(cors)
-        .layer(middleware::map_response(merge_vary))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard_and_finish,
+        ))
         .with_state(state)
 }
 
@@ -77,19 +78,20 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
     ApiError::not_found(format!("no such endpoint: {method} {}", uri.path()))
 }
 
-/// Request headers larger than `flagpole.limits.max_header_bytes` in all get a 431 with the JSON
-/// error body (the connection layer only stops headers far beyond the limit, and without a body).
-async fn header_limit(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let size: usize = request
+/// The one middleware around every request (kept to one because it runs per request):
+/// headers larger than `flagpole.limits.max_header_bytes` in all get a 431 with the JSON error
+/// body (the connection layer only stops headers far beyond the limit, and without a body);
+/// the HTTP library's plain or empty error bodies (405, 413, …) become the JSON shape; the
+/// `Vary` headers CORS and content negotiation each add are merged into one.
+async fn guard_and_finish(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let uri = request.uri();
+    let size = request
         .headers()
         .iter()
         .map(|(name, value)| name.as_str().len() + value.len() + 4)
         .sum::<usize>()
-        + request.uri().to_string().len();
+        + uri.path().len()
+        + uri.query().map_or(0, str::len);
     if size > state.config.max_header_bytes {
         let mut response = ApiError::new(
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -104,18 +106,20 @@ async fn header_limit(
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
         return response;
     }
-    next.run(request).await
+    let response = next.run(request).await;
+    merge_vary(json_error_body(response))
 }
 
-/// Replaces the HTTP library's plain or empty error bodies (405, 413, …) with the JSON shape.
-async fn json_error_bodies(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
+fn json_error_body(response: Response) -> Response {
     let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    if is_json {
         return response;
     }
     let message = match status {
@@ -134,22 +138,23 @@ async fn json_error_bodies(request: Request, next: Next) -> Response {
     Response::from_parts(parts, axum::body::Body::from(error_body(status, &message)))
 }
 
-/// CORS and content negotiation each add a `Vary`; caches want one merged header.
-async fn merge_vary(mut response: Response) -> Response {
+fn merge_vary(mut response: Response) -> Response {
     let headers = response.headers_mut();
-    if headers.get_all(header::VARY).iter().count() > 1 {
-        let mut names: Vec<String> = Vec::new();
-        for value in headers.get_all(header::VARY) {
-            for name in value.to_str().unwrap_or("").split(',') {
-                let name = name.trim().to_ascii_lowercase();
-                if !name.is_empty() && !names.contains(&name) {
-                    names.push(name);
-                }
+    let mut values = headers.get_all(header::VARY).iter();
+    if values.next().is_none() || values.next().is_none() {
+        return response;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for value in headers.get_all(header::VARY) {
+        for name in value.to_str().unwrap_or("").split(',') {
+            let name = name.trim().to_ascii_lowercase();
+            if !name.is_empty() && !names.contains(&name) {
+                names.push(name);
             }
         }
-        if let Ok(merged) = HeaderValue::from_str(&names.join(", ")) {
-            headers.insert(header::VARY, merged);
-        }
+    }
+    if let Ok(merged) = HeaderValue::from_str(&names.join(", ")) {
+        headers.insert(header::VARY, merged);
     }
     response
 }

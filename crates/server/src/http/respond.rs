@@ -9,6 +9,7 @@ use bytes::Bytes;
 use crate::body::{accepted_encodings, gzip, Encoding, PreparedBody, COMPRESS_MIN_BYTES};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("Accept-Encoding");
 
 /// Whether `If-None-Match` matches `etag` (a list, weak forms, or `*`).
 pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
@@ -23,31 +24,38 @@ pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
         })
 }
 
-/// A prepared body: 304 when the client has it, else the best encoding it accepts.
-pub fn prepared(headers: &HeaderMap, body: &PreparedBody, last_modified: Option<&str>) -> Response {
-    let mut builder = Response::builder()
-        .header(header::ETAG, body.etag.as_str())
-        .header(header::VARY, "Accept-Encoding");
+/// A prepared body: 304 when the client has it, else the best encoding it accepts. Headers are
+/// prepared values: nothing is parsed or formatted per request.
+pub fn prepared(
+    headers: &HeaderMap,
+    body: &PreparedBody,
+    last_modified: Option<&HeaderValue>,
+) -> Response {
+    let not_modified = not_modified(headers, &body.etag);
+    let mut response = if not_modified {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        let accept = headers
+            .get(header::ACCEPT_ENCODING)
+            .and_then(|v| v.to_str().ok());
+        let (bytes, encoding) = body.negotiate(accept);
+        let mut r = Response::new(Body::from(bytes));
+        r.headers_mut().insert(header::CONTENT_TYPE, JSON);
+        if let Some(e) = encoding.header_value() {
+            r.headers_mut()
+                .insert(header::CONTENT_ENCODING, HeaderValue::from_static(e));
+        }
+        r
+    };
+    let h = response.headers_mut();
+    h.insert(header::ETAG, body.etag_header.clone());
+    h.insert(header::VARY, ACCEPT_ENCODING);
     if let Some(lm) = last_modified {
-        builder = builder.header(header::LAST_MODIFIED, lm);
+        h.insert(header::LAST_MODIFIED, lm.clone());
     }
-    if not_modified(headers, &body.etag) {
-        return builder
-            .status(StatusCode::NOT_MODIFIED)
-            .body(Body::empty())
-            .expect("valid response");
-    }
-    let accept = headers
-        .get(header::ACCEPT_ENCODING)
-        .and_then(|v| v.to_str().ok());
-    let (bytes, encoding) = body.negotiate(accept);
-    if let Some(e) = encoding.header_value() {
-        builder = builder.header(header::CONTENT_ENCODING, e);
-    }
-    builder
-        .header(header::CONTENT_TYPE, JSON)
-        .body(Body::from(bytes))
-        .expect("valid response")
+    response
 }
 
 /// A body computed for this request, gzip-compressed when large and accepted.

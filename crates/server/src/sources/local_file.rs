@@ -25,9 +25,13 @@ pub fn read(path: &Path) -> Result<Value, String> {
     Ok(document)
 }
 
-/// Loads the file into the slot now.
+/// Loads the file into the slot now (reading and parsing on a blocking thread).
 pub async fn load(slot: &Arc<EnvSlot>, path: &Path) {
-    match read(path) {
+    let owned = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || read(&owned))
+        .await
+        .unwrap_or_else(|e| Err(format!("reading the document failed: {e}")));
+    match read {
         Ok(document) => match slot.publish(document).await {
             Ok(published) => {
                 slot.mark_success(SystemTime::now());
