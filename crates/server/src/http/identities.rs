@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use flagpole_engine::python::number::PyInt;
 use flagpole_engine::{EvaluationResult, Identity, Trait, TraitValue};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -90,18 +91,11 @@ pub struct IdentityRequest<'a> {
 
 impl<'a> IdentityRequest<'a> {
     pub fn parse(body: &'a [u8], max_trait_length: usize) -> Result<IdentityRequest<'a>, ApiError> {
-        let mut de = serde_json::Deserializer::from_slice(body);
-        let wire: WireRequest<'a> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if inner.is_syntax() || inner.is_eof() || path == "." {
-                ApiError::unprocessable(format!("malformed JSON body: {inner}"))
-            } else {
-                ApiError::unprocessable(format!("{path}: {inner}"))
-            }
-        })?;
-        de.end()
-            .map_err(|e| ApiError::unprocessable(format!("malformed JSON body: {e}")))?;
+        // The fast parse tracks no path; only a failing body is parsed again to name the field.
+        let wire: WireRequest<'a> = match serde_json::from_slice(body) {
+            Ok(wire) => wire,
+            Err(_) => return Err(describe_invalid_body(body)),
+        };
         let identifier = match wire.identifier {
             Some(id) if !id.is_empty() => id,
             Some(_) => return Err(ApiError::unprocessable("identifier: must not be empty")),
@@ -134,6 +128,25 @@ impl<'a> IdentityRequest<'a> {
     }
 }
 
+/// The 422 for a body that does not parse, naming the field that was wrong.
+fn describe_invalid_body(body: &[u8]) -> ApiError {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let parsed: Result<WireRequest<'_>, _> = serde_path_to_error::deserialize(&mut de);
+    match parsed.map(|_| de.end()) {
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.is_syntax() || inner.is_eof() || path == "." {
+                ApiError::unprocessable(format!("malformed JSON body: {inner}"))
+            } else {
+                ApiError::unprocessable(format!("{path}: {inner}"))
+            }
+        }
+        Ok(Err(e)) => ApiError::unprocessable(format!("malformed JSON body: {e}")),
+        Ok(Ok(())) => ApiError::unprocessable("malformed JSON body"),
+    }
+}
+
 /// Types a raw JSON trait value: string (borrowed when it has no escapes), number (int of any
 /// size or float, by its spelling), bool, null. Arrays and objects are rejected.
 fn trait_value(raw: &str, max_length: usize) -> Result<TraitValue<'_>, String> {
@@ -149,13 +162,18 @@ fn trait_value(raw: &str, max_length: usize) -> Result<TraitValue<'_>, String> {
         Some(b'f') => Ok(TraitValue::Bool(false)),
         Some(b'n') => Ok(TraitValue::Null),
         Some(b'[' | b'{') => Err("must be a string, number, boolean or null".into()),
-        _ => {
-            let n: serde_json::Number = serde_json::from_str(raw).map_err(|e| e.to_string())?;
-            Ok(match flagpole_engine::value::classify_number(&n) {
-                flagpole_engine::value::JsonNumber::Int(i) => TraitValue::Int(i),
-                flagpole_engine::value::JsonNumber::Float(f) => TraitValue::Float(f),
-            })
-        }
+        // A number, already validated by the JSON parser: an int unless spelled with `.`/`e`.
+        _ if raw.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => raw
+            .parse::<f64>()
+            .map(TraitValue::Float)
+            .map_err(|e| e.to_string()),
+        _ => match raw.parse::<i64>() {
+            Ok(i) => Ok(TraitValue::Int(PyInt::Small(i))),
+            Err(_) => raw
+                .parse::<num_bigint::BigInt>()
+                .map(|b| TraitValue::Int(PyInt::from_bigint(b)))
+                .map_err(|e| e.to_string()),
+        },
     }
 }
 
