@@ -16,7 +16,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
 
 use crate::config::Config;
 use crate::snapshot::{KeyKind, Snapshot};
@@ -32,7 +31,6 @@ pub struct AppState {
 
 /// Builds the router: every SDK path with and without its trailing slash (no redirects).
 pub fn router(state: AppState) -> Router {
-    let cors = cors_layer(&state.config);
     let body_limit = axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes);
     let mut router = Router::new();
     for path in ["/api/v1/flags", "/api/v1/flags/"] {
@@ -66,7 +64,6 @@ pub fn router(state: AppState) -> Router {
     router
         .fallback(not_found)
         .layer(body_limit)
-        .layer(cors)
         .layer(middleware::from_fn_with_state(
             state.clone(),
             guard_and_finish,
@@ -81,8 +78,8 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
 /// The one middleware around every request (kept to one because it runs per request):
 /// headers larger than `flagpole.limits.max_header_bytes` in all get a 431 with the JSON error
 /// body (the connection layer only stops headers far beyond the limit, and without a body);
-/// the HTTP library's plain or empty error bodies (405, 413, …) become the JSON shape; the
-/// `Vary` headers CORS and content negotiation each add are merged into one.
+/// the HTTP library's plain or empty error bodies (405, 413, …) become the JSON shape; CORS is
+/// answered or added (one merged `Vary` header).
 async fn guard_and_finish(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let uri = request.uri();
     let size = request
@@ -106,8 +103,13 @@ async fn guard_and_finish(State(state): State<AppState>, request: Request, next:
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
         return response;
     }
-    let response = next.run(request).await;
-    merge_vary(json_error_body(response))
+    if let Some(preflight) = cors_preflight(&state.config, &request) {
+        return preflight;
+    }
+    let origin = request.headers().get(header::ORIGIN).cloned();
+    let mut response = json_error_body(next.run(request).await);
+    cors_simple(&state.config, origin, &mut response);
+    response
 }
 
 fn json_error_body(response: Response) -> Response {
@@ -138,44 +140,70 @@ fn json_error_body(response: Response) -> Response {
     Response::from_parts(parts, axum::body::Body::from(error_body(status, &message)))
 }
 
-fn merge_vary(mut response: Response) -> Response {
-    let headers = response.headers_mut();
-    let mut values = headers.get_all(header::VARY).iter();
-    if values.next().is_none() || values.next().is_none() {
-        return response;
+/// CORS (spec §2.6): an allowed `Origin` is echoed with credentials allowed; a preflight is
+/// answered here with the requested method and headers and a 10-minute max age. Requests
+/// without an `Origin` header (SDKs on servers) pay one header lookup.
+fn cors_preflight(config: &Config, request: &Request) -> Option<Response> {
+    let headers = request.headers();
+    let origin = headers.get(header::ORIGIN)?;
+    let method = headers.get(header::ACCESS_CONTROL_REQUEST_METHOD)?;
+    if request.method() != Method::OPTIONS {
+        return None;
     }
-    let mut names: Vec<String> = Vec::new();
-    for value in headers.get_all(header::VARY) {
-        for name in value.to_str().unwrap_or("").split(',') {
-            let name = name.trim().to_ascii_lowercase();
-            if !name.is_empty() && !names.contains(&name) {
-                names.push(name);
-            }
+    let mut response = Response::new(axum::body::Body::empty());
+    let h = response.headers_mut();
+    if origin_allowed(config, origin) {
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            HeaderValue::from_static("true"),
+        );
+        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, method.clone());
+        if let Some(requested) = headers.get(header::ACCESS_CONTROL_REQUEST_HEADERS) {
+            h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, requested.clone());
         }
+        h.insert(
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("600"),
+        );
     }
-    if let Ok(merged) = HeaderValue::from_str(&names.join(", ")) {
-        headers.insert(header::VARY, merged);
-    }
-    response
+    h.insert(
+        header::VARY,
+        HeaderValue::from_static(
+            "origin, access-control-request-method, access-control-request-headers",
+        ),
+    );
+    Some(response)
 }
 
-fn cors_layer(config: &Config) -> CorsLayer {
-    let origin = match &config.allow_origins {
-        None => AllowOrigin::mirror_request(),
-        Some(list) => {
-            let list: Vec<HeaderValue> = list
-                .iter()
-                .filter_map(|o| HeaderValue::from_str(o).ok())
-                .collect();
-            AllowOrigin::list(list)
+fn origin_allowed(config: &Config, origin: &HeaderValue) -> bool {
+    match &config.allow_origins {
+        None => true,
+        Some(list) => list.iter().any(|o| o.as_bytes() == origin.as_bytes()),
+    }
+}
+
+/// Adds the CORS headers of a simple request and `origin` to `Vary`.
+fn cors_simple(config: &Config, origin: Option<HeaderValue>, response: &mut Response) {
+    let h = response.headers_mut();
+    if let Some(origin) = origin.filter(|o| origin_allowed(config, o)) {
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            HeaderValue::from_static("true"),
+        );
+    }
+    let vary = match h.get(header::VARY) {
+        None => HeaderValue::from_static("origin"),
+        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"accept-encoding") => {
+            HeaderValue::from_static("accept-encoding, origin")
         }
+        Some(v) => match HeaderValue::from_str(&format!("{}, origin", v.to_str().unwrap_or(""))) {
+            Ok(merged) => merged,
+            Err(_) => return,
+        },
     };
-    CorsLayer::new()
-        .allow_origin(origin)
-        .allow_credentials(true)
-        .allow_methods(AllowMethods::mirror_request())
-        .allow_headers(AllowHeaders::mirror_request())
-        .max_age(std::time::Duration::from_secs(600))
+    h.insert(header::VARY, vary);
 }
 
 /// Authenticates `X-Environment-Key` and loads the environment's current snapshot.
