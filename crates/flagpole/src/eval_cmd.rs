@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use flagpole_engine::{document, Diagnostic, Environment, Identity, InputError, Trait, TraitValue};
 use serde_json::{json, Value};
 
-use crate::{explain_table, ContextArgs, EvalCommand, IdentityArgs};
+use crate::{ContextArgs, EvalCommand, IdentityArgs};
 use flagpole_server::http::identities::write_identity_response;
 use flagpole_server::snapshot::{KeyKind, Snapshot};
 
@@ -117,7 +117,10 @@ fn evaluate_context(
     if explain {
         let explanation =
             flagpole_engine::explain::explain(&env, identity.as_ref()).map_err(raises)?;
-        explain_table::render(&env, identity.as_ref(), &explanation, out);
+        out.extend_from_slice(
+            flagpole_engine::explain::render_table(&env, identity.as_ref(), &explanation)
+                .as_bytes(),
+        );
         return Ok(());
     }
     let result = env.evaluate(identity.as_ref()).map_err(raises)?;
@@ -185,7 +188,10 @@ fn identity_body(
     if explain {
         let explanation =
             flagpole_engine::explain::explain(&snapshot.env, Some(&identity)).map_err(raises)?;
-        explain_table::render(&snapshot.env, Some(&identity), &explanation, out);
+        out.extend_from_slice(
+            flagpole_engine::explain::render_table(&snapshot.env, Some(&identity), &explanation)
+                .as_bytes(),
+        );
         return Ok(());
     }
     let result = snapshot.env.evaluate(Some(&identity)).map_err(raises)?;

@@ -2,7 +2,6 @@
 //! hands the work to the engine (and, for `serve`, to the server).
 
 mod eval_cmd;
-mod explain_table;
 
 use std::process::ExitCode;
 
