@@ -1,0 +1,404 @@
+//! The load matrix: wrk runs per endpoint × concurrency × server, medians, and the table rows.
+
+#[allow(unused_imports)]
+use super::*;
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Sample {
+    pub(crate) rps: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) p999_ms: f64,
+    pub(crate) non2xx: u64,
+    pub(crate) socket_errors: u64,
+    pub(crate) requests: u64,
+    pub(crate) cpu_us_per_req: f64,
+    /// Busy fraction (not idle, not iowait, not stolen) of the servers' CPU and of wrk's CPU
+    /// during the run (from /proc/stat; only meaningful when pinned).
+    pub(crate) server_cpu_busy: f64,
+    pub(crate) wrk_cpu_busy: f64,
+}
+
+impl Sample {
+    pub(crate) fn json(&self) -> Value {
+        json!({
+            "rps": round(self.rps, 1), "p50_ms": round(self.p50_ms, 3), "p99_ms": round(self.p99_ms, 3),
+            "p999_ms": round(self.p999_ms, 3), "errors_non2xx": self.non2xx,
+            "errors_socket": self.socket_errors, "requests": self.requests,
+            "server_cpu_us_per_request": round(self.cpu_us_per_req, 2),
+            "server_cpu_busy": round(self.server_cpu_busy, 3),
+            "wrk_cpu_busy": round(self.wrk_cpu_busy, 3),
+        })
+    }
+}
+
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
+    let m = 10f64.powi(digits);
+    (x * m).round() / m
+}
+
+pub(crate) struct Wrk {
+    pub(crate) cpu: Option<usize>,
+    pub(crate) threads: usize,
+    pub(crate) report: PathBuf,
+    pub(crate) post: PathBuf,
+}
+
+impl Wrk {
+    pub(crate) fn new(o: &Opts) -> Wrk {
+        let report = o.lua_dir.join("report.lua");
+        let post = o.work.join("post_identities_report.lua");
+        let mut script = std::fs::read_to_string(o.lua_dir.join("post_identities.lua")).unwrap();
+        script.push('\n');
+        script.push_str(&std::fs::read_to_string(&report).unwrap());
+        std::fs::write(&post, script).unwrap();
+        Wrk {
+            cpu: o.pin.then_some(0),
+            threads: if o.pin { 1 } else { 2 },
+            report,
+            post,
+        }
+    }
+
+    /// One bounded wrk run against `port`, with the server's CPU time measured around it.
+    pub(crate) fn run(
+        &self,
+        port: u16,
+        server_pid: u32,
+        doc: &Doc,
+        ep: &Endpoint,
+        conc: usize,
+        secs: u64,
+    ) -> Sample {
+        let key = if ep.server_key {
+            &doc.server_key
+        } else {
+            &doc.client_key
+        };
+        let url = format!("http://127.0.0.1:{port}{}", ep.path);
+        let script = if ep.method == "POST" {
+            &self.post
+        } else {
+            &self.report
+        };
+        let mut args: Vec<String> = vec![
+            "-t".into(),
+            self.threads.min(conc).to_string(),
+            "-c".into(),
+            conc.to_string(),
+            "-d".into(),
+            format!("{secs}s"),
+            "--timeout".into(),
+            "20s".into(),
+            "-s".into(),
+            script.to_string_lossy().into_owned(),
+            "-H".into(),
+            format!("X-Environment-Key: {key}"),
+        ];
+        if let Some(e) = ep.accept_encoding {
+            args.push("-H".into());
+            args.push(format!("Accept-Encoding: {e}"));
+        }
+        args.push(url);
+        let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let cpu0 = cpu_seconds(server_pid);
+        let stat0 = cpu_times();
+        let output = command(self.cpu, Path::new("wrk"), &arg_refs)
+            .output()
+            .expect("run wrk");
+        let cpu1 = cpu_seconds(server_pid);
+        let stat1 = cpu_times();
+        let busy = |cpu: usize| -> f64 {
+            match (stat0.get(cpu), stat1.get(cpu)) {
+                (Some(a), Some(b)) => {
+                    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
+                    let total: f64 = d.iter().sum();
+                    // user nice system idle iowait irq softirq steal
+                    let busy = total - d[3] - d[4] - d.get(7).copied().unwrap_or(0.0);
+                    if total > 0.0 {
+                        busy / total
+                    } else {
+                        0.0
+                    }
+                }
+                _ => 0.0,
+            }
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("FLAGPOLE_WRK "))
+            .unwrap_or_else(|| {
+                panic!(
+                    "wrk printed no report: {stdout}\n{}",
+                    String::from_utf8_lossy(&output.stderr)
+                )
+            });
+        let v: Value = serde_json::from_str(line).expect("wrk report JSON");
+        let n = |k: &str| v[k].as_f64().unwrap_or(0.0);
+        let e = |k: &str| v["errors"][k].as_u64().unwrap_or(0);
+        let requests = n("requests");
+        Sample {
+            rps: requests / (n("duration_us") / 1e6).max(1e-9),
+            p50_ms: n("p50_us") / 1000.0,
+            p99_ms: n("p99_us") / 1000.0,
+            p999_ms: n("p999_us") / 1000.0,
+            non2xx: e("status"),
+            socket_errors: e("connect") + e("read") + e("write") + e("timeout"),
+            requests: requests as u64,
+            cpu_us_per_req: if requests > 0.0 {
+                (cpu1 - cpu0) * 1e6 / requests
+            } else {
+                0.0
+            },
+            server_cpu_busy: busy(1),
+            wrk_cpu_busy: busy(0),
+        }
+    }
+}
+
+/// Per-CPU jiffies from /proc/stat: `cpuN` lines, first 8 fields.
+pub(crate) fn cpu_times() -> Vec<Vec<f64>> {
+    let mut out = Vec::new();
+    for line in std::fs::read_to_string("/proc/stat")
+        .unwrap_or_default()
+        .lines()
+    {
+        let mut parts = line.split_whitespace();
+        let Some(name) = parts.next() else { continue };
+        if name.len() > 3 && name.starts_with("cpu") {
+            out.push(parts.take(8).filter_map(|v| v.parse().ok()).collect());
+        }
+    }
+    out
+}
+
+pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+pub(crate) fn summarise(samples: &[Sample]) -> Sample {
+    let m = |f: fn(&Sample) -> f64| median(samples.iter().map(f).collect());
+    Sample {
+        rps: m(|s| s.rps),
+        p50_ms: m(|s| s.p50_ms),
+        p99_ms: m(|s| s.p99_ms),
+        p999_ms: m(|s| s.p999_ms),
+        cpu_us_per_req: m(|s| s.cpu_us_per_req),
+        server_cpu_busy: m(|s| s.server_cpu_busy),
+        wrk_cpu_busy: m(|s| s.wrk_cpu_busy),
+        non2xx: samples.iter().map(|s| s.non2xx).sum(),
+        socket_errors: samples.iter().map(|s| s.socket_errors).sum(),
+        requests: samples.iter().map(|s| s.requests).sum(),
+    }
+}
+
+pub(crate) struct Cell {
+    pub(crate) doc: String,
+    pub(crate) endpoint: &'static str,
+    pub(crate) conc: usize,
+    pub(crate) flagpole: Sample,
+    pub(crate) limit: Sample,
+    pub(crate) flagpole_runs: Vec<Sample>,
+    pub(crate) limit_runs: Vec<Sample>,
+}
+
+impl Cell {
+    pub(crate) fn ratio(&self) -> f64 {
+        if self.limit.rps > 0.0 {
+            self.flagpole.rps / self.limit.rps
+        } else {
+            0.0
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The load matrix
+
+pub(crate) fn load_matrix(o: &Opts, docs: &[Doc]) -> Vec<Cell> {
+    let server_cpu = o.pin.then_some(1);
+    let all: Vec<&Doc> = docs.iter().collect();
+    // The local upstream: the limit-server binary serving the document files as they are.
+    let upstream = (o.source == "upstream").then(|| {
+        let dir = o.work.join("upstream");
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest: Vec<Value> = docs
+            .iter()
+            .map(|d| {
+                let f = json!(d.path);
+                json!({"client_key": d.client_key, "server_key": d.server_key, "flags": f,
+                       "identity_get": f, "identity_post": f, "document": f,
+                       "document_gzip": f, "document_zstd": f})
+            })
+            .collect();
+        let path = dir.join("manifest.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+        let port = free_port();
+        let (port_s, path_s) = (port.to_string(), path.to_string_lossy().into_owned());
+        let p = spawn(
+            "upstream",
+            command(
+                None,
+                &o.bin_dir.join("limit-server"),
+                &["--port", &port_s, "--manifest", &path_s],
+            ),
+            &o.work.join("upstream.log"),
+        );
+        wait_until("the upstream", Duration::from_secs(30), || {
+            http(port, "GET", "/", &[], b"").is_ok()
+        });
+        (p, port)
+    });
+    let (flagpole, fp_port) =
+        start_flagpole(o, "load", &all, server_cpu, upstream.as_ref().map(|u| u.1));
+    let manifest = prepare_limit_bodies(o, fp_port, docs);
+    let limit_port = free_port();
+    let manifest_s = manifest.to_string_lossy().into_owned();
+    let port_s = limit_port.to_string();
+    let limit = spawn(
+        "limit-server",
+        command(
+            server_cpu,
+            &o.bin_dir.join("limit-server"),
+            &["--port", &port_s, "--manifest", &manifest_s],
+        ),
+        &o.work.join("limit-server.log"),
+    );
+    wait_until("the limit server", Duration::from_secs(30), || {
+        http(limit_port, "GET", "/", &[], b"").is_ok()
+    });
+    // The limit server must answer with Flagpole's bytes.
+    for d in docs {
+        for name in ALL_ENDPOINTS {
+            let ep = endpoint(name);
+            let a = fetch(fp_port, d, &ep);
+            let b = fetch(limit_port, d, &ep);
+            assert!(
+                a.body == b.body,
+                "limit server bytes differ: {} {name}",
+                d.name
+            );
+        }
+        // Varied identifiers are served too.
+        let r = http(
+            fp_port,
+            "POST",
+            "/api/v1/identities/",
+            &[
+                ("X-Environment-Key", &d.client_key),
+                ("Content-Type", "application/json"),
+            ],
+            POST_BODY.replace("bench-user", "load-1-000001").as_bytes(),
+        )
+        .expect("POST");
+        assert_eq!(r.status, 200);
+    }
+    let wrk = Wrk::new(o);
+    let servers = [
+        ("flagpole", fp_port, flagpole.pid()),
+        ("limit", limit_port, limit.pid()),
+    ];
+    let mut cells = Vec::new();
+    let mut order_flip = 0usize;
+    print_header();
+    for d in docs {
+        for name in &o.endpoints {
+            let ep = endpoint(name);
+            if o.warmup > 0 {
+                for (_, port, pid) in servers {
+                    wrk.run(port, pid, d, &ep, 64, o.warmup);
+                }
+            }
+            for &conc in &o.concs {
+                let mut runs: [Vec<Sample>; 2] = [Vec::new(), Vec::new()];
+                for _ in 0..o.runs {
+                    order_flip += 1;
+                    let order = if order_flip % 2 == 1 { [0, 1] } else { [1, 0] };
+                    for i in order {
+                        let (_, port, pid) = servers[i];
+                        // A whole uncompressed medium document takes ~5 ms to send: at high
+                        // concurrency a short run would end before one round completes.
+                        let secs = if ep.name == "document" && d.bytes > 4_000_000 && conc >= 200 {
+                            o.duration.max(8)
+                        } else {
+                            o.duration
+                        };
+                        runs[i].push(wrk.run(port, pid, d, &ep, conc, secs));
+                    }
+                }
+                let cell = Cell {
+                    doc: d.name.clone(),
+                    endpoint: ep.name,
+                    conc,
+                    flagpole: summarise(&runs[0]),
+                    limit: summarise(&runs[1]),
+                    flagpole_runs: std::mem::take(&mut runs[0]),
+                    limit_runs: std::mem::take(&mut runs[1]),
+                };
+                print_row(&cell);
+                cells.push(cell);
+            }
+        }
+    }
+    drop(flagpole);
+    drop(limit);
+    drop(upstream);
+    cells
+}
+
+pub(crate) fn print_header() {
+    println!();
+    println!("| doc | endpoint | c | Flagpole RPS | limit RPS | ratio | Flagpole p50 / p99 / p99.9 ms | limit p50 / p99 / p99.9 ms | errors F/L (non-2xx+socket) | server CPU µs/req F/L | server CPU busy F/L | wrk CPU busy F/L |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+}
+
+pub(crate) fn ms(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+pub(crate) fn print_row(c: &Cell) {
+    let f = &c.flagpole;
+    let l = &c.limit;
+    println!(
+        "| {} | {} | {} | {:.0} | {:.0} | {:.0} % | {} / {} / {} | {} / {} / {} | {}/{} | {:.1} / {:.1} | {:.0} / {:.0} % | {:.0} / {:.0} % |",
+        c.doc,
+        c.endpoint,
+        c.conc,
+        f.rps,
+        l.rps,
+        c.ratio() * 100.0,
+        ms(f.p50_ms),
+        ms(f.p99_ms),
+        ms(f.p999_ms),
+        ms(l.p50_ms),
+        ms(l.p99_ms),
+        ms(l.p999_ms),
+        f.non2xx + f.socket_errors,
+        l.non2xx + l.socket_errors,
+        f.cpu_us_per_req,
+        l.cpu_us_per_req,
+        f.server_cpu_busy * 100.0,
+        l.server_cpu_busy * 100.0,
+        f.wrk_cpu_busy * 100.0,
+        l.wrk_cpu_busy * 100.0,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory and updates

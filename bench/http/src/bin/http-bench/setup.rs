@@ -1,0 +1,187 @@
+//! Documents, Flagpole configuration and start-up, the endpoints under test, and the bodies
+//! the limit server replays.
+
+#[allow(unused_imports)]
+use super::*;
+
+pub(crate) struct Doc {
+    pub(crate) name: String,
+    pub(crate) path: PathBuf,
+    pub(crate) bytes: usize,
+    pub(crate) client_key: String,
+    pub(crate) server_key: String,
+}
+
+pub(crate) fn load_doc(dir: &Path, name: &str) -> Doc {
+    let path = std::fs::canonicalize(dir.join(format!("{name}.json"))).expect("document");
+    let bytes = std::fs::read(&path).expect("read document");
+    let v: Value = serde_json::from_slice(&bytes).expect("document JSON");
+    let api_key = v["api_key"].as_str().expect("api_key").to_owned();
+    Doc {
+        name: name.to_owned(),
+        path,
+        bytes: bytes.len(),
+        client_key: api_key,
+        server_key: format!("ser.bench-{name}"),
+    }
+}
+
+pub(crate) fn write_config(path: &Path, port: u16, docs: &[&Doc], upstream: Option<u16>) {
+    let mut config = json!({
+        "environment_key_pairs": docs.iter().map(|d| json!({
+            "server_side_key": d.server_key, "client_side_key": d.client_key
+        })).collect::<Vec<_>>(),
+        "server": {"host": "127.0.0.1", "port": port},
+    });
+    match upstream {
+        // Polled rarely: the load runs measure serving, not polling (see RESULTS.md).
+        Some(up) => {
+            config["api_url"] = json!(format!("http://127.0.0.1:{up}/api/v1"));
+            config["api_poll_frequency_seconds"] = json!(600);
+        }
+        None => {
+            config["flagpole"] = json!({"documents": docs.iter().map(|d| json!({"path": d.path})).collect::<Vec<_>>()});
+        }
+    }
+    std::fs::write(path, serde_json::to_vec_pretty(&config).unwrap()).expect("write config");
+}
+
+pub(crate) fn start_flagpole(
+    o: &Opts,
+    label: &str,
+    docs: &[&Doc],
+    cpu: Option<usize>,
+    upstream: Option<u16>,
+) -> (Proc, u16) {
+    let port = free_port();
+    let config = o.work.join(format!("config-{label}.json"));
+    write_config(&config, port, docs, upstream);
+    let bin = o.bin_dir.join("flagpole");
+    let config_s = config.to_string_lossy().into_owned();
+    let cmd = command(cpu, &bin, &["serve", "--config", &config_s]);
+    let p = spawn(
+        &format!("flagpole ({label})"),
+        cmd,
+        &o.work.join(format!("flagpole-{label}.log")),
+    );
+    for d in docs {
+        wait_until(
+            &format!("flagpole to serve {}", d.name),
+            Duration::from_secs(120),
+            || {
+                http(
+                    port,
+                    "GET",
+                    "/api/v1/flags/",
+                    &[("X-Environment-Key", &d.client_key)],
+                    b"",
+                )
+                .is_ok_and(|r| r.status == 200)
+            },
+        );
+    }
+    (p, port)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Endpoints
+
+pub(crate) const POST_BODY: &str = r#"{"identifier":"bench-user","traits":[{"trait_key":"plan","trait_value":"enterprise"},{"trait_key":"age","trait_value":42},{"trait_key":"app_version","trait_value":"2.4.1"}]}"#;
+
+pub(crate) struct Endpoint {
+    pub(crate) name: &'static str,
+    pub(crate) method: &'static str,
+    pub(crate) path: &'static str,
+    pub(crate) server_key: bool,
+    pub(crate) accept_encoding: Option<&'static str>,
+}
+
+pub(crate) fn endpoint(name: &str) -> Endpoint {
+    let (method, path, server_key, accept_encoding) = match name {
+        "flags" => ("GET", "/api/v1/flags/", false, None),
+        "identities_get" => (
+            "GET",
+            "/api/v1/identities/?identifier=bench-user",
+            false,
+            None,
+        ),
+        "identities_post" => ("POST", "/api/v1/identities/", false, None),
+        "document" => ("GET", "/api/v1/environment-document/", true, None),
+        "document_gzip" => ("GET", "/api/v1/environment-document/", true, Some("gzip")),
+        "document_zstd" => ("GET", "/api/v1/environment-document/", true, Some("zstd")),
+        _ => unreachable!(),
+    };
+    Endpoint {
+        name: ALL_ENDPOINTS.iter().find(|e| **e == name).unwrap(),
+        method,
+        path,
+        server_key,
+        accept_encoding,
+    }
+}
+
+pub(crate) fn fetch(port: u16, doc: &Doc, ep: &Endpoint) -> Reply {
+    let key = if ep.server_key {
+        &doc.server_key
+    } else {
+        &doc.client_key
+    };
+    let mut headers = vec![("X-Environment-Key", key.as_str())];
+    if let Some(e) = ep.accept_encoding {
+        headers.push(("Accept-Encoding", e));
+    }
+    let body = if ep.method == "POST" {
+        headers.push(("Content-Type", "application/json"));
+        POST_BODY.as_bytes()
+    } else {
+        b""
+    };
+    let r = http(port, ep.method, ep.path, &headers, body).expect("request");
+    assert_eq!(
+        r.status, 200,
+        "{} {} on {}: status {}",
+        ep.method, ep.path, doc.name, r.status
+    );
+    r
+}
+
+/// Fetches every endpoint's bytes from Flagpole and writes the limit server's manifest.
+pub(crate) fn prepare_limit_bodies(o: &Opts, port: u16, docs: &[Doc]) -> PathBuf {
+    let dir = o.work.join("limit-bodies");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut manifest = Vec::new();
+    for d in docs {
+        let mut entry = json!({"client_key": d.client_key, "server_key": d.server_key});
+        for (field, ep) in [
+            ("flags", "flags"),
+            ("identity_get", "identities_get"),
+            ("identity_post", "identities_post"),
+            ("document", "document"),
+            ("document_gzip", "document_gzip"),
+            ("document_zstd", "document_zstd"),
+        ] {
+            let ep = endpoint(ep);
+            let r = fetch(port, d, &ep);
+            if let Some(want) = ep.accept_encoding {
+                assert_eq!(
+                    r.header("content-encoding"),
+                    Some(want),
+                    "{} encoding",
+                    d.name
+                );
+            }
+            let file = std::fs::canonicalize(&dir)
+                .unwrap()
+                .join(format!("{}-{field}.body", d.name));
+            std::fs::write(&file, &r.body).unwrap();
+            entry[field] = json!(file);
+        }
+        manifest.push(entry);
+    }
+    let path = dir.join("manifest.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+    path
+}
+
+// ---------------------------------------------------------------------------------------------
+// wrk
