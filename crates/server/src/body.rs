@@ -1,8 +1,14 @@
 //! Response bodies prepared once per document revision: the bytes, their ETag, and compressed
 //! variants (gzip, Brotli, zstd) for bodies large enough to gain from it. Serving one is a
 //! reference-count increment: `Bytes` clones share the buffer.
+//!
+//! Compressing a multi-megabyte document takes longer than compiling it, so such a body can be
+//! prepared *deferred*: it is served uncompressed from the moment its snapshot is swapped in, and
+//! its variants appear (once, atomically) when a background thread has made them. A new revision
+//! is never held back by its compression.
 
 use std::io::Write;
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 
@@ -28,62 +34,90 @@ impl Encoding {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct PreparedBody {
     pub bytes: Bytes,
     /// Quoted strong ETag: a hash of the bytes, so equal across replicas and restarts.
     pub etag: String,
     /// The same, ready to put in a response.
     pub etag_header: http::HeaderValue,
-    pub gzip: Option<Bytes>,
-    pub brotli: Option<Bytes>,
-    pub zstd: Option<Bytes>,
+    /// Whether this body gets compressed variants at all.
+    compressible: bool,
+    /// The variants, once made (immediately, or later for a deferred body).
+    compressed: OnceLock<Compressed>,
+}
+
+/// The compressed variants of one body.
+#[derive(Debug)]
+pub struct Compressed {
+    pub gzip: Bytes,
+    pub brotli: Bytes,
+    pub zstd: Bytes,
 }
 
 impl PreparedBody {
-    /// Prepares `bytes`, compressing when `compress` and the body is large enough.
-    pub fn new(bytes: Vec<u8>, compress: bool) -> PreparedBody {
+    /// Prepares `bytes`, compressing now when `compress` and the body is large enough.
+    pub fn new(bytes: impl Into<Bytes>, compress: bool) -> PreparedBody {
+        let body = Self::deferred(bytes, compress);
+        body.compress();
+        body
+    }
+
+    /// Prepares `bytes` without compressing yet: [`compress`](Self::compress) makes the variants
+    /// later, and until then the body is served uncompressed.
+    pub fn deferred(bytes: impl Into<Bytes>, compress: bool) -> PreparedBody {
+        let bytes: Bytes = bytes.into();
         let etag = etag_of(&bytes);
-        let large = compress && bytes.len() >= COMPRESS_MIN_BYTES;
-        // The three encoders run in parallel: a large document is compressed on every update.
-        let (gzip, brotli, zstd) = if large {
-            std::thread::scope(|s| {
-                let g = s.spawn(|| gzip(&bytes, 6));
-                let b = s.spawn(|| brotli(&bytes));
-                let z = zstd::encode_all(&bytes[..], 3).expect("in-memory zstd");
-                (
-                    Some(Bytes::from(g.join().expect("gzip thread"))),
-                    Some(Bytes::from(b.join().expect("brotli thread"))),
-                    Some(Bytes::from(z)),
-                )
-            })
-        } else {
-            (None, None, None)
-        };
         PreparedBody {
             etag_header: http::HeaderValue::from_str(&etag)
                 .expect("a hex ETag is a valid header value"),
             etag,
-            gzip,
-            brotli,
-            zstd,
-            bytes: Bytes::from(bytes),
+            compressible: compress && bytes.len() >= COMPRESS_MIN_BYTES,
+            compressed: OnceLock::new(),
+            bytes,
         }
+    }
+
+    /// Makes the compressed variants if this body gets them and they are not there yet.
+    pub fn compress(&self) {
+        if !self.compressible {
+            return;
+        }
+        self.compressed.get_or_init(|| {
+            let bytes = &self.bytes[..];
+            // The three encoders run in parallel: a large document is compressed on every update.
+            std::thread::scope(|s| {
+                let g = s.spawn(|| gzip(bytes, 6));
+                let b = s.spawn(|| brotli(bytes));
+                let z = zstd::encode_all(bytes, 3).expect("in-memory zstd");
+                Compressed {
+                    gzip: Bytes::from(g.join().expect("gzip thread")),
+                    brotli: Bytes::from(b.join().expect("brotli thread")),
+                    zstd: Bytes::from(z),
+                }
+            })
+        });
+    }
+
+    /// The compressed variants, if made.
+    pub fn compressed(&self) -> Option<&Compressed> {
+        self.compressed.get()
     }
 
     /// The variant for an `Accept-Encoding` header, and its encoding.
     pub fn negotiate(&self, accept_encoding: Option<&str>) -> (Bytes, Encoding) {
+        let Some(variants) = self.compressed.get() else {
+            return (self.bytes.clone(), Encoding::Identity);
+        };
         let accepted = accepted_encodings(accept_encoding);
         let candidates = [
-            (Encoding::Zstd, &self.zstd),
-            (Encoding::Brotli, &self.brotli),
-            (Encoding::Gzip, &self.gzip),
+            (Encoding::Zstd, &variants.zstd),
+            (Encoding::Brotli, &variants.brotli),
+            (Encoding::Gzip, &variants.gzip),
         ];
-        for (encoding, variant) in candidates {
-            if let Some(bytes) = variant {
-                if accepted.contains(&encoding) {
-                    return (bytes.clone(), encoding);
-                }
+        for (encoding, bytes) in candidates {
+            if accepted.contains(encoding) {
+                return (bytes.clone(), encoding);
             }
         }
         (self.bytes.clone(), Encoding::Identity)
@@ -95,13 +129,36 @@ pub fn etag_of(bytes: &[u8]) -> String {
     format!("\"{:032x}\"", xxhash_rust::xxh3::xxh3_128(bytes))
 }
 
-/// Encodings a client accepts (q=0 excluded), in our order of preference.
-pub fn accepted_encodings(header: Option<&str>) -> Vec<Encoding> {
-    let mut out = Vec::new();
+/// The encodings a client accepts (q=0 excluded): a set of [`Encoding`]s, without allocating.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Accepted(u8);
+
+impl Accepted {
+    fn bit(encoding: Encoding) -> u8 {
+        match encoding {
+            Encoding::Identity => 0,
+            Encoding::Gzip => 1,
+            Encoding::Brotli => 2,
+            Encoding::Zstd => 4,
+        }
+    }
+
+    pub fn contains(self, encoding: Encoding) -> bool {
+        self.0 & Self::bit(encoding) != 0
+    }
+
+    fn insert(&mut self, encoding: Encoding) {
+        self.0 |= Self::bit(encoding);
+    }
+}
+
+/// Parses `Accept-Encoding`.
+pub fn accepted_encodings(header: Option<&str>) -> Accepted {
+    let mut out = Accepted::default();
     let Some(header) = header else { return out };
     for part in header.split(',') {
         let mut pieces = part.split(';');
-        let name = pieces.next().unwrap_or("").trim().to_ascii_lowercase();
+        let name = pieces.next().unwrap_or("").trim();
         let refused = pieces.any(|p| {
             let p = p.trim();
             p.strip_prefix("q=")
@@ -111,12 +168,16 @@ pub fn accepted_encodings(header: Option<&str>) -> Vec<Encoding> {
         if refused {
             continue;
         }
-        match name.as_str() {
-            "gzip" | "x-gzip" => out.push(Encoding::Gzip),
-            "br" => out.push(Encoding::Brotli),
-            "zstd" => out.push(Encoding::Zstd),
-            "*" => out.extend([Encoding::Gzip, Encoding::Brotli, Encoding::Zstd]),
-            _ => {}
+        if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
+            out.insert(Encoding::Gzip);
+        } else if name.eq_ignore_ascii_case("br") {
+            out.insert(Encoding::Brotli);
+        } else if name.eq_ignore_ascii_case("zstd") {
+            out.insert(Encoding::Zstd);
+        } else if name == "*" {
+            out.insert(Encoding::Gzip);
+            out.insert(Encoding::Brotli);
+            out.insert(Encoding::Zstd);
         }
     }
     out
@@ -159,6 +220,15 @@ mod tests {
         assert_eq!(body.negotiate(None).1, Encoding::Identity);
         let small = PreparedBody::new(b"[]".to_vec(), true);
         assert_eq!(small.negotiate(Some("gzip")).1, Encoding::Identity);
+    }
+
+    #[test]
+    fn a_deferred_body_is_served_uncompressed_until_compressed() {
+        let body = PreparedBody::deferred(vec![b'a'; 5000], true);
+        assert_eq!(body.negotiate(Some("gzip")).1, Encoding::Identity);
+        body.compress();
+        assert_eq!(body.negotiate(Some("gzip")).1, Encoding::Gzip);
+        assert!(body.compressed().unwrap().gzip.len() < 5000);
     }
 
     #[test]

@@ -88,9 +88,12 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             Plan::Embedded => {
                 let doc = serde_json::from_str(EXAMPLE_DOCUMENT)
                     .expect("the bundled example is valid JSON");
-                slot.publish(doc)
-                    .await
-                    .map_err(|e| format!("the bundled example: {e}"))?;
+                slot.publish(
+                    doc,
+                    Some(bytes::Bytes::from_static(EXAMPLE_DOCUMENT.as_bytes())),
+                )
+                .await
+                .map_err(|e| format!("the bundled example: {e}"))?;
                 slot.mark_success(SystemTime::now());
             }
             Plan::File(path) => {
@@ -164,7 +167,7 @@ fn build_store(config: &Config) -> Result<(Store, StartPlan), String> {
     }
     let mut covered = Vec::new();
     for path in &config.documents {
-        let doc = local_file::read(path)?;
+        let (doc, _) = local_file::read(path)?;
         let client_key = doc["api_key"]
             .as_str()
             .expect("read checks api_key")

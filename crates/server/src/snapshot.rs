@@ -64,18 +64,25 @@ impl Snapshot {
     /// Builds a snapshot from a parsed document. Errors if the engine cannot compile it.
     pub fn build(doc: &Value, revision: u64) -> Result<Snapshot, InputError> {
         let document_bytes = serde_json::to_vec(doc).expect("a JSON value serialises");
-        Self::build_with_bytes(doc, document_bytes, revision, true)
+        let snapshot = Self::build_with_bytes(doc, document_bytes, revision, true)?;
+        snapshot.finish_compression();
+        Ok(snapshot)
     }
 
     /// Builds from a parsed document and its serialised bytes; `compress` prepares compressed
-    /// variants of the large bodies (a server wants them, a one-off command does not).
+    /// variants of the bodies (a server wants them, a one-off command does not). The document's
+    /// own variants are deferred: call [`finish_compression`](Self::finish_compression) once the
+    /// snapshot is being served.
     pub fn build_with_bytes(
         doc: &Value,
-        document_bytes: Vec<u8>,
+        document_bytes: impl Into<bytes::Bytes>,
         revision: u64,
         compress: bool,
     ) -> Result<Snapshot, InputError> {
-        let env = Environment::from_document(doc)?;
+        // The document is mapped to a context once; the environment flags below reuse its
+        // environment and features (mapping a large document costs more than compiling it).
+        let mut context = document_to_context(doc)?;
+        let (env, _) = Environment::from_context(&context)?;
         let project = doc.get("project");
         let server_only_ids: HashSet<String> = project
             .and_then(|p| p.get("server_key_only_feature_ids"))
@@ -115,11 +122,13 @@ impl Snapshot {
 
         // Environment flags: the environment's own states, no segments, no identity (what the
         // Flagsmith API and the SDKs' local evaluation return).
-        let mut context = document_to_context(doc)?;
-        if let Some(map) = context.as_object_mut() {
-            map.remove("segments");
+        let mut own_states = serde_json::Map::new();
+        for key in ["environment", "features"] {
+            own_states.insert(key.to_owned(), context[key].take());
         }
-        let (env_flags, _) = Environment::from_context(&context)?;
+        drop(context);
+        let own_states = Value::Object(own_states);
+        let (env_flags, _) = Environment::from_context(&own_states)?;
         let result = env_flags.evaluate(None).map_err(|e| {
             InputError::new(
                 "$",
@@ -134,7 +143,7 @@ impl Snapshot {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             last_modified: None,
-            document: PreparedBody::new(document_bytes, compress),
+            document: PreparedBody::deferred(document_bytes, compress),
             flags: [
                 PreparedBody::new(Vec::new(), false),
                 PreparedBody::new(Vec::new(), false),
@@ -164,6 +173,11 @@ impl Snapshot {
             snapshot.feature_flags[kind.index()] = per_feature;
         }
         Ok(snapshot)
+    }
+
+    /// Compresses what [`build_with_bytes`](Self::build_with_bytes) deferred (the document).
+    pub fn finish_compression(&self) {
+        self.document.compress();
     }
 
     pub fn flags(&self, kind: KeyKind) -> &PreparedBody {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwapOption;
+use bytes::Bytes;
 use serde_json::Value;
 
 use crate::snapshot::{KeyKind, Snapshot};
@@ -67,9 +68,15 @@ impl EnvSlot {
         self.snapshot.load_full()
     }
 
-    /// Parses, compiles and swaps in a document, unless it equals the current one. The build runs
-    /// on a blocking thread; a document the engine rejects leaves the current snapshot in place.
-    pub async fn publish(self: &Arc<Self>, document: Value) -> Result<Published, String> {
+    /// Compiles and swaps in a document, unless it equals the current one. `received` is the
+    /// document's bytes as they arrived when they are exactly the document (one page, one file):
+    /// they are served as they are instead of being serialised again. The build runs on a
+    /// blocking thread; a document the engine rejects leaves the current snapshot in place.
+    pub async fn publish(
+        self: &Arc<Self>,
+        document: Value,
+        received: Option<Bytes>,
+    ) -> Result<Published, String> {
         let _guard = self.publish.lock().await;
         if document.get("api_key").and_then(Value::as_str) != Some(self.client_key.as_str()) {
             return Err(format!(
@@ -80,29 +87,41 @@ impl EnvSlot {
         let current = self.snapshot();
         // Serialising, comparing and building are CPU work on megabytes: keep them off the
         // async workers that serve requests.
-        let built = tokio::task::spawn_blocking(move || {
-            let bytes = serde_json::to_vec(&document).expect("a JSON value serialises");
+        let (built, document) = tokio::task::spawn_blocking(move || {
+            let bytes = match received {
+                Some(bytes) => bytes,
+                None => {
+                    Bytes::from(serde_json::to_vec(&document).expect("a JSON value serialises"))
+                }
+            };
             if let Some(current) = &current {
-                if current.document.bytes.as_ref() == bytes.as_slice() {
-                    return Ok(None);
+                if current.document.bytes == bytes {
+                    return (Ok(None), document);
                 }
             }
             let revision = current.as_ref().map_or(1, |c| c.revision + 1);
-            Snapshot::build_with_bytes(&document, bytes, revision, true).map(Some)
+            let built = Snapshot::build_with_bytes(&document, bytes, revision, true).map(Some);
+            (built, document)
         })
         .await
-        .map_err(|e| format!("snapshot build failed: {e}"))?
-        .map_err(|e| format!("the engine rejects the document: {e}"))?;
+        .map_err(|e| format!("snapshot build failed: {e}"))?;
+        let built = built.map_err(|e| format!("the engine rejects the document: {e}"))?;
         let Some(snapshot) = built else {
             return Ok(Published::Unchanged(
                 self.snapshot().map_or(0, |s| s.revision),
             ));
         };
         let revision = snapshot.revision;
-        let previous = self.snapshot.swap(Some(Arc::new(snapshot)));
-        // Free the old snapshot (once the last reader lets go) and hand the memory back.
+        let snapshot = Arc::new(snapshot);
+        let previous = self.snapshot.swap(Some(snapshot.clone()));
+        // After the swap, off the request path: compress the new document (served uncompressed
+        // until then), free the parsed tree and the old snapshot (once its last reader lets go)
+        // and hand the memory back.
         tokio::task::spawn_blocking(move || {
+            drop(document);
             drop(previous);
+            snapshot.finish_compression();
+            drop(snapshot);
             crate::memory::release_free_memory();
         });
         Ok(Published::NewRevision(revision))

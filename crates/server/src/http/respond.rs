@@ -65,7 +65,7 @@ pub fn dynamic(headers: &HeaderMap, bytes: Vec<u8>) -> Response {
         let accept = headers
             .get(header::ACCEPT_ENCODING)
             .and_then(|v| v.to_str().ok());
-        if accepted_encodings(accept).contains(&Encoding::Gzip) {
+        if accepted_encodings(accept).contains(Encoding::Gzip) {
             return builder
                 .header(header::CONTENT_ENCODING, "gzip")
                 .header(header::VARY, "Accept-Encoding")

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::store::{EnvSlot, Published};
 
-/// Reads and parses a document file.
-pub fn read(path: &Path) -> Result<Value, String> {
+/// Reads and parses a document file; returns the document and the file's bytes.
+pub fn read(path: &Path) -> Result<(Value, Vec<u8>), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let document: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{}: invalid JSON: {e}", path.display()))?;
@@ -22,7 +22,7 @@ pub fn read(path: &Path) -> Result<Value, String> {
             path.display()
         ));
     }
-    Ok(document)
+    Ok((document, bytes))
 }
 
 /// Loads the file into the slot now (reading and parsing on a blocking thread).
@@ -32,7 +32,7 @@ pub async fn load(slot: &Arc<EnvSlot>, path: &Path) {
         .await
         .unwrap_or_else(|e| Err(format!("reading the document failed: {e}")));
     match read {
-        Ok(document) => match slot.publish(document).await {
+        Ok((document, bytes)) => match slot.publish(document, Some(bytes.into())).await {
             Ok(published) => {
                 slot.mark_success(SystemTime::now());
                 if let Published::NewRevision(revision) = published {
@@ -55,10 +55,21 @@ pub async fn watch(
     let file_name = path.file_name().map(|n| n.to_owned());
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(event) = event {
-            if event
-                .paths
-                .iter()
-                .any(|p| p.file_name() == file_name.as_deref())
+            // Reading the file ourselves raises access events (open, close): reacting to those
+            // would reload forever. Only a change of content or of which file the name means
+            // counts.
+            let changes = matches!(
+                event.kind,
+                notify::EventKind::Create(_)
+                    | notify::EventKind::Modify(_)
+                    | notify::EventKind::Remove(_)
+                    | notify::EventKind::Any
+            );
+            if changes
+                && event
+                    .paths
+                    .iter()
+                    .any(|p| p.file_name() == file_name.as_deref())
             {
                 let _ = tx.send(());
             }

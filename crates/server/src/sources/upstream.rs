@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderValue, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LINK};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -72,7 +73,11 @@ pub async fn poll_once(
     };
     match outcome {
         Ok(Fetched::NotModified) => slot.mark_success(SystemTime::now()),
-        Ok(Fetched::Document { document, etag }) => match slot.publish(document).await {
+        Ok(Fetched::Document {
+            document,
+            received,
+            etag,
+        }) => match slot.publish(document, received).await {
             Ok(published) => {
                 *slot.upstream_etag.lock().expect("lock") = etag;
                 let now = SystemTime::now();
@@ -94,6 +99,8 @@ enum Fetched {
     NotModified,
     Document {
         document: Value,
+        /// The body as received when it is the whole document (a single page).
+        received: Option<Bytes>,
         etag: Option<String>,
     },
 }
@@ -150,7 +157,7 @@ async fn fetch(
         .get(ETAG)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let (mut document, mut next) = read_page(response, &base).await?;
+    let (mut document, mut next, first_body) = read_page(response, &base).await?;
     let mut pages = 1;
     while let Some(url) = next {
         pages += 1;
@@ -163,13 +170,17 @@ async fn fetch(
             .send()
             .await
             .map_err(describe)?;
-        let (page, following) = read_page(response, &url)
+        let (page, following, _) = read_page(response, &url)
             .await
             .map_err(|e| format!("page {pages}: {e}"))?;
         merge_page(&mut document, page).map_err(|e| format!("page {pages}: {e}"))?;
         next = following;
     }
-    Ok(Fetched::Document { document, etag })
+    Ok(Fetched::Document {
+        document,
+        received: (pages == 1).then_some(first_body),
+        etag,
+    })
 }
 
 fn describe(e: reqwest::Error) -> String {
@@ -183,11 +194,12 @@ fn describe(e: reqwest::Error) -> String {
     text
 }
 
-/// Reads one page: a 200 with a JSON object body, and the `next` link if any (same origin only).
+/// Reads one page: a 200 with a JSON object body, the `next` link if any (same origin only), and
+/// the body's bytes.
 async fn read_page(
     response: reqwest::Response,
     base: &reqwest::Url,
-) -> Result<(Value, Option<reqwest::Url>), String> {
+) -> Result<(Value, Option<reqwest::Url>, Bytes), String> {
     let status = response.status();
     if !status.is_success() {
         return Err(format!("upstream answered {status}"));
@@ -202,7 +214,7 @@ async fn read_page(
     if !document.is_object() {
         return Err("upstream sent JSON that is not an environment document".into());
     }
-    Ok((document, next))
+    Ok((document, next, body))
 }
 
 /// The `rel="next"` target of a `Link` header, resolved against the page URL; cross-origin is an error.

@@ -67,7 +67,7 @@ impl WarmStart {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(Value::Null);
-        if slot.publish(document).await.is_err() {
+        if slot.publish(document, Some(bytes.into())).await.is_err() {
             return false;
         }
         let saved_at = meta

@@ -1,0 +1,66 @@
+//! Times the stages of publishing one environment document (parse, build, compress) and counts
+//! the heap a built snapshot keeps:
+//! `cargo run --release -p flagpole-server --example snapshot_timing -- FILE`.
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::Instant;
+
+use flagpole_server::snapshot::Snapshot;
+
+/// Counts live heap bytes.
+struct Counting;
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn mib(bytes: isize) -> f64 {
+    bytes as f64 / 1048576.0
+}
+
+fn main() {
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: snapshot_timing FILE");
+    let bytes = std::fs::read(&path).expect("readable file");
+    for _ in 0..3 {
+        let before = LIVE.load(Ordering::Relaxed);
+        let t = Instant::now();
+        let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let parse = t.elapsed();
+        let t = Instant::now();
+        let s = Snapshot::build_with_bytes(&doc, bytes.clone(), 1, true).unwrap();
+        let build = t.elapsed();
+        let t = Instant::now();
+        s.finish_compression();
+        let compress = t.elapsed();
+        drop(doc);
+        let kept = LIVE.load(Ordering::Relaxed) - before;
+        println!(
+            "parse {parse:?} build {build:?} compress (after the swap) {compress:?}; \
+             snapshot keeps {:.1} MiB for a {:.1} MiB document",
+            mib(kept),
+            mib(bytes.len() as isize)
+        );
+        if let Some(c) = s.document.compressed() {
+            println!(
+                "  gzip {:.2} MiB, br {:.2} MiB, zstd {:.2} MiB",
+                mib(c.gzip.len() as isize),
+                mib(c.brotli.len() as isize),
+                mib(c.zstd.len() as isize)
+            );
+        }
+        drop(s);
+    }
+}
