@@ -527,6 +527,24 @@ def test_document_file_reload(flagpole, tmp_path):
     wait_rev(fp, 4, timeout=6)
     assert_serves(fp, doc(4))
 
+    # 5. Once loaded, the proxy goes idle: reading the file must not count as a change (a
+    # reload loop would burn a core for as long as the process lives). The padding makes each
+    # (re)load cost tens of milliseconds, so a loop shows in the CPU time.
+    padded = doc(5)
+    padded["padding"] = [{"n": i} for i in range(300_000)]
+    write_atomic(path, json.dumps(padded))
+    wait_rev(fp, 5, timeout=10)
+    time.sleep(1.0)
+    before = cpu_seconds(fp.proc.pid)
+    time.sleep(2.0)
+    assert cpu_seconds(fp.proc.pid) - before < 0.2, "the proxy keeps working after the reload"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
 
 def test_tiering_second_flagpole_behind_the_first(flagpole, tmp_path):
     envs = standard_envs()
