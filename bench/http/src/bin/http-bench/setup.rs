@@ -161,8 +161,15 @@ pub(crate) fn prepare_limit_bodies(o: &Opts, port: u16, docs: &[Doc]) -> PathBuf
             ("document_zstd", "document_zstd"),
         ] {
             let ep = endpoint(ep);
-            let r = fetch(port, d, &ep);
+            let mut r = fetch(port, d, &ep);
             if let Some(want) = ep.accept_encoding {
+                // A new document is served uncompressed until its variants are made (a
+                // background step after the swap): wait for them.
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while r.header("content-encoding") != Some(want) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(50));
+                    r = fetch(port, d, &ep);
+                }
                 assert_eq!(
                     r.header("content-encoding"),
                     Some(want),
