@@ -101,6 +101,7 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
+    flagpole_server::memory::configure_allocator();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
