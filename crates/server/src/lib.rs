@@ -126,12 +126,12 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         }
     }
 
-    let app = http::router(http::AppState {
+    let api = http::Api::new(http::AppState {
         store: store.clone(),
         config: config.clone(),
     });
     let shutdown_store = store.clone();
-    server::serve(listener, app, &config, async move {
+    server::serve(listener, api, &config, async move {
         server::signal().await;
         tracing::info!("shutting down: draining requests in flight");
         shutdown_store.begin_shutdown();

@@ -1,25 +1,23 @@
 //! The listener: HTTP/1.1 and HTTP/2 on one port, TCP_NODELAY, a hard cap on request-header
-//! size (4× the configured limit; the router answers 431 with a JSON body above the limit
+//! size (4× the configured limit; the service answers 431 with a JSON body above the limit
 //! itself), a header read timeout against slow clients, and graceful shutdown: stop
 //! accepting, let requests in flight finish (bounded), close idle connections at once.
 
 use std::future::Future;
 use std::time::Duration;
 
-use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
 
-/// Serves `app` on `listener` until `shutdown` completes, then drains for at most
+/// Serves `api` on `listener` until `shutdown` completes, then drains for at most
 /// `config.shutdown_timeout`.
 pub async fn serve(
     listener: TcpListener,
-    app: Router,
+    api: crate::http::Api,
     config: &Config,
     shutdown: impl Future<Output = ()>,
 ) {
@@ -50,8 +48,7 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = TowerToHyperService::new(app.clone());
-                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), api.clone()).into_owned();
                 let connection = graceful.watch(connection);
                 tokio::spawn(async move {
                     let _ = connection.await;

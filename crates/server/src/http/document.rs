@@ -1,20 +1,16 @@
 //! `GET /api/v1/environment-document/`: the document for local-evaluation SDKs and downstream
 //! Flagpoles (tiering). Server keys only: it holds server-only features and identity overrides.
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use http::request::Parts;
+use http::{header, StatusCode};
 
 use super::error::ApiError;
-use super::{authorise, respond, AppState};
+use super::{authorise, empty, respond, AppState, Response};
 use crate::snapshot::KeyKind;
 
-pub async fn environment_document(
-    State(state): State<AppState>,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let headers = request.headers();
-    let (kind, snapshot) = authorise(&state, headers)?;
+pub fn environment_document(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
+    let headers = &request.headers;
+    let (kind, snapshot) = authorise(state, headers)?;
     if kind != KeyKind::Server {
         return Err(ApiError::unauthorized(
             "the environment document needs a server-side key",
@@ -32,7 +28,7 @@ pub async fn environment_document(
             .and_then(|v| httpdate::parse_http_date(v).ok());
         if let (Some(since), Some(modified)) = (since, modified) {
             if modified <= since {
-                let mut response = StatusCode::NOT_MODIFIED.into_response();
+                let mut response = empty(StatusCode::NOT_MODIFIED);
                 response.headers_mut().insert(
                     header::ETAG,
                     snapshot
@@ -51,7 +47,7 @@ pub async fn environment_document(
         snapshot
             .last_modified
             .as_deref()
-            .and_then(|v| axum::http::HeaderValue::from_str(v).ok())
+            .and_then(|v| http::HeaderValue::from_str(v).ok())
             .as_ref(),
     ))
 }

@@ -1,7 +1,8 @@
 //! The one error shape every endpoint uses: `{"status": "<snake_case>", "message": "…"}`.
 
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
+
+use super::{full, Response};
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -28,6 +29,15 @@ impl ApiError {
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
+
+    pub fn into_response(self) -> Response {
+        let mut response = full(self.status, error_body(self.status, &self.message));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
 }
 
 /// `Not Found` → `not_found`.
@@ -44,15 +54,4 @@ pub fn status_slug(status: StatusCode) -> String {
 pub fn error_body(status: StatusCode, message: &str) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({"status": status_slug(status), "message": message}))
         .expect("serialise")
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut response = (self.status, error_body(self.status, &self.message)).into_response();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        response
-    }
 }

@@ -1,19 +1,17 @@
 //! `GET /api/v1/flags/`: environment flags, served as bytes prepared per revision.
 
-use axum::extract::{Request, State};
-use axum::response::Response;
+use http::request::Parts;
 
 use super::error::ApiError;
-use super::{authorise, respond, AppState};
+use super::{authorise, respond, AppState, Response};
 
-pub async fn flags(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
-    let headers = request.headers();
-    let query = request.uri().query();
-    let (kind, snapshot) = authorise(&state, headers)?;
-    let feature = query.and_then(|q| {
+pub fn flags(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
+    let headers = &request.headers;
+    let (kind, snapshot) = authorise(state, headers)?;
+    let feature = request.uri.query().and_then(|q| {
         url::form_urlencoded::parse(q.as_bytes())
             .find(|(k, _)| k == "feature")
-            .map(|(_, v)| v.into_owned())
+            .map(|(_, v)| v)
     });
     match feature {
         None => Ok(respond::prepared(headers, snapshot.flags(kind), None)),

@@ -3,19 +3,17 @@
 
 use std::time::SystemTime;
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
 use serde_json::json;
 
-use super::AppState;
+use super::{full, AppState, Response};
 use crate::store::Source;
 
-pub async fn liveness() -> Response {
-    axum::Json(json!({"status": "ok"})).into_response()
+pub fn liveness() -> Response {
+    json_response(StatusCode::OK, &json!({"status": "ok"}))
 }
 
-pub async fn readiness(State(state): State<AppState>) -> Response {
+pub fn readiness(state: &AppState) -> Response {
     let envs = state.store.environments();
     let now = SystemTime::now();
     let mut reason = None;
@@ -49,5 +47,14 @@ pub async fn readiness(State(state): State<AppState>) -> Response {
         StatusCode::OK
     };
     let body = json!({"status": if reason.is_some() { "error" } else { "ok" }, "reason": reason, "last_successful_update": last});
-    (status, axum::Json(body)).into_response()
+    json_response(status, &body)
+}
+
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
+    let mut response = full(status, serde_json::to_vec(body).expect("serialise"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }

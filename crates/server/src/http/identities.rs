@@ -4,26 +4,24 @@
 
 use std::borrow::Cow;
 
-use axum::extract::{Request, State};
-use axum::http::StatusCode;
-use axum::response::Response;
 use flagpole_engine::python::number::PyInt;
 use flagpole_engine::{EvaluationResult, Identity, Trait, TraitValue};
+use http::request::Parts;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::error::ApiError;
-use super::{authorise, respond, AppState};
+use super::{authorise, respond, AppState, Response};
 use crate::snapshot::{KeyKind, Snapshot};
 
-pub async fn get_identity(
-    State(state): State<AppState>,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let headers = request.headers();
-    let (kind, snapshot) = authorise(&state, headers)?;
+pub fn get_identity(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
+    let headers = &request.headers;
+    let (kind, snapshot) = authorise(state, headers)?;
     let identifier = request
-        .uri()
+        .uri
         .query()
         .and_then(|q| {
             url::form_urlencoded::parse(q.as_bytes())
@@ -39,22 +37,34 @@ pub async fn get_identity(
 }
 
 pub async fn post_identity(
-    State(state): State<AppState>,
-    request: Request,
+    state: &AppState,
+    request: Request<Incoming>,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
-    let (kind, snapshot) = authorise(&state, &parts.headers)?;
-    let body = axum::body::to_bytes(body, state.config.max_body_bytes)
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "request body is larger than the configured limit",
-            )
-        })?;
+    let (kind, snapshot) = authorise(state, &parts.headers)?;
+    let body = read_body(body, state.config.max_body_bytes).await?;
     let request = IdentityRequest::parse(&body, state.config.max_trait_value_length)?;
     let response = identity_response(&snapshot, kind, &request.identifier, &request.traits)?;
     Ok(respond::dynamic(&parts.headers, response))
+}
+
+/// Reads a request body of at most `limit` bytes (413 beyond it). The body is read up to the
+/// limit even when `Content-Length` already says it is too large: a client still sending would
+/// otherwise see a broken connection instead of the 413.
+pub(crate) async fn read_body(body: Incoming, limit: usize) -> Result<bytes::Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body is larger than the configured limit",
+        )
+    };
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "the request body could not be read: {e}"
+        ))),
+    }
 }
 
 /// The wire form of a `POST /identities/` body, borrowed from the request bytes. Unknown fields

@@ -1,11 +1,10 @@
 //! Writing responses: prepared (per-revision) bodies with ETag, conditional requests and
 //! pre-compressed variants; dynamic bodies compressed on the fly when large.
 
-use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::Response;
 use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, StatusCode};
 
+use super::{empty, full, Response};
 use crate::body::{accepted_encodings, gzip, Encoding, PreparedBody, COMPRESS_MIN_BYTES};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
@@ -33,15 +32,13 @@ pub fn prepared(
 ) -> Response {
     let not_modified = not_modified(headers, &body.etag);
     let mut response = if not_modified {
-        let mut r = Response::new(Body::empty());
-        *r.status_mut() = StatusCode::NOT_MODIFIED;
-        r
+        empty(StatusCode::NOT_MODIFIED)
     } else {
         let accept = headers
             .get(header::ACCEPT_ENCODING)
             .and_then(|v| v.to_str().ok());
         let (bytes, encoding) = body.negotiate(accept);
-        let mut r = Response::new(Body::from(bytes));
+        let mut r = full(StatusCode::OK, bytes);
         r.headers_mut().insert(header::CONTENT_TYPE, JSON);
         if let Some(e) = encoding.header_value() {
             r.headers_mut()
@@ -60,24 +57,23 @@ pub fn prepared(
 
 /// A body computed for this request, gzip-compressed when large and accepted.
 pub fn dynamic(headers: &HeaderMap, bytes: Vec<u8>) -> Response {
-    let builder = Response::builder().header(header::CONTENT_TYPE, JSON);
-    if bytes.len() >= COMPRESS_MIN_BYTES {
+    let mut response = if bytes.len() >= COMPRESS_MIN_BYTES {
         let accept = headers
             .get(header::ACCEPT_ENCODING)
             .and_then(|v| v.to_str().ok());
-        if accepted_encodings(accept).contains(Encoding::Gzip) {
-            return builder
-                .header(header::CONTENT_ENCODING, "gzip")
-                .header(header::VARY, "Accept-Encoding")
-                .body(Body::from(gzip(&bytes, 1)))
-                .expect("valid response");
-        }
-        return builder
-            .header(header::VARY, "Accept-Encoding")
-            .body(Body::from(Bytes::from(bytes)))
-            .expect("valid response");
-    }
-    builder
-        .body(Body::from(Bytes::from(bytes)))
-        .expect("valid response")
+        let mut response = if accepted_encodings(accept).contains(Encoding::Gzip) {
+            let mut r = full(StatusCode::OK, gzip(&bytes, 1));
+            r.headers_mut()
+                .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            r
+        } else {
+            full(StatusCode::OK, Bytes::from(bytes))
+        };
+        response.headers_mut().insert(header::VARY, ACCEPT_ENCODING);
+        response
+    } else {
+        full(StatusCode::OK, Bytes::from(bytes))
+    };
+    response.headers_mut().insert(header::CONTENT_TYPE, JSON);
+    response
 }

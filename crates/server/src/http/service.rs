@@ -1,0 +1,183 @@
+//! The service hyper calls per request: the header-size guard, CORS, routing by path and
+//! method (every SDK path with and without its trailing slash, no redirects), and the JSON
+//! error shape for everything that is not found or not allowed. Requests that need no body
+//! are answered without allocating a future.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http::{header, HeaderValue, Method, Request, StatusCode};
+use hyper::body::Incoming;
+
+use super::error::ApiError;
+use super::{cors, document, flags, health, identities, AppState, Response};
+
+/// The Flagpole HTTP service (cheap to clone: one per connection).
+#[derive(Clone)]
+pub struct Api {
+    state: AppState,
+}
+
+impl Api {
+    pub fn new(state: AppState) -> Api {
+        Api { state }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Flags,
+    Identities,
+    EnvironmentDocument,
+    Liveness,
+    Readiness,
+}
+
+impl Route {
+    fn of(path: &str) -> Option<Route> {
+        let path = path.strip_suffix('/').unwrap_or(path);
+        Some(match path {
+            "/api/v1/flags" => Route::Flags,
+            "/api/v1/identities" => Route::Identities,
+            "/api/v1/environment-document" => Route::EnvironmentDocument,
+            "/proxy/health/liveness" => Route::Liveness,
+            "/proxy/health/readiness" | "/proxy/health" | "/health" => Route::Readiness,
+            _ => return None,
+        })
+    }
+
+    /// The `Allow` header of a route.
+    fn allow(self) -> &'static str {
+        match self {
+            Route::Identities => "GET, HEAD, POST",
+            _ => "GET, HEAD",
+        }
+    }
+}
+
+/// A response now, or one that waits for the request body.
+pub enum ApiFuture {
+    Ready(Option<Response>),
+    Body(Pin<Box<dyn Future<Output = Response> + Send>>),
+}
+
+impl Future for ApiFuture {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            ApiFuture::Ready(response) => {
+                Poll::Ready(Ok(response.take().expect("polled after completion")))
+            }
+            ApiFuture::Body(future) => future.as_mut().poll(cx).map(Ok),
+        }
+    }
+}
+
+impl hyper::service::Service<Request<Incoming>> for Api {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ApiFuture;
+
+    fn call(&self, request: Request<Incoming>) -> ApiFuture {
+        let config = &self.state.config;
+        if let Some(too_large) = header_guard(config.max_header_bytes, &request) {
+            return ApiFuture::Ready(Some(too_large));
+        }
+        if let Some(preflight) = cors::preflight(config, request.method(), request.headers()) {
+            return ApiFuture::Ready(Some(preflight));
+        }
+        let origin = request.headers().get(header::ORIGIN).cloned();
+        let route = Route::of(request.uri().path());
+        let method = request.method();
+        let is_get = method == Method::GET || method == Method::HEAD;
+        let answer = match route {
+            None => ApiError::not_found(format!(
+                "no such endpoint: {method} {}",
+                request.uri().path()
+            ))
+            .into_response(),
+            Some(Route::Identities) if method == Method::POST => {
+                let state = self.state.clone();
+                return ApiFuture::Body(Box::pin(async move {
+                    let mut response = match identities::post_identity(&state, request).await {
+                        Ok(response) => response,
+                        Err(e) => e.into_response(),
+                    };
+                    cors::finish(&state.config, origin, &mut response);
+                    response
+                }));
+            }
+            Some(route) if !is_get => {
+                let mut response = ApiError::new(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "method not allowed for this endpoint",
+                )
+                .into_response();
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static(route.allow()));
+                response
+            }
+            Some(route) => {
+                let (parts, _body) = request.into_parts();
+                let answered = match route {
+                    Route::Flags => flags::flags(&self.state, &parts),
+                    Route::Identities => identities::get_identity(&self.state, &parts),
+                    Route::EnvironmentDocument => {
+                        document::environment_document(&self.state, &parts)
+                    }
+                    Route::Liveness => Ok(health::liveness()),
+                    Route::Readiness => Ok(health::readiness(&self.state)),
+                };
+                answered.unwrap_or_else(ApiError::into_response)
+            }
+        };
+        let mut response = answer;
+        cors::finish(config, origin, &mut response);
+        ApiFuture::Ready(Some(response))
+    }
+}
+
+/// Headers larger than `flagpole.limits.max_header_bytes` in all get a 431 with the JSON error
+/// body (the connection layer only stops headers far beyond the limit, and without a body).
+fn header_guard(limit: usize, request: &Request<Incoming>) -> Option<Response> {
+    let uri = request.uri();
+    let size = request
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum::<usize>()
+        + uri.path().len()
+        + uri.query().map_or(0, str::len);
+    if size <= limit {
+        return None;
+    }
+    let mut response = ApiError::new(
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        format!("request headers are larger than {limit} bytes"),
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    Some(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_with_and_without_trailing_slash() {
+        assert_eq!(Route::of("/api/v1/flags/"), Some(Route::Flags));
+        assert_eq!(Route::of("/api/v1/flags"), Some(Route::Flags));
+        assert_eq!(Route::of("/api/v1/identities"), Some(Route::Identities));
+        assert_eq!(Route::of("/health/"), Some(Route::Readiness));
+        assert_eq!(Route::of("/api/v1/flags//"), None);
+        assert_eq!(Route::of("/"), None);
+        assert_eq!(Route::of("/api/v1/flagsx"), None);
+    }
+}
