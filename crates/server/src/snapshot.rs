@@ -3,7 +3,11 @@
 //! A snapshot is immutable; a new document builds a new snapshot off to the side, and the store
 //! swaps it in whole.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+// A fast hasher for the per-request lookups (feature names, keys): the tables are built from
+// the document and the config, never from what callers send, so flooding is not a concern.
+use foldhash::HashMap;
 
 use flagpole_engine::document::{document_to_context, feature_catalog};
 use flagpole_engine::{Environment, EvaluationResult, InputError};
@@ -97,7 +101,7 @@ impl Snapshot {
         // Feature metadata, in feature_states order (the engine's result order); a repeated name
         // keeps its first position and its last state, as the SDK's mapping does.
         let mut features: Vec<FeatureMeta> = Vec::new();
-        let mut feature_index = HashMap::new();
+        let mut feature_index = HashMap::default();
         for info in feature_catalog(doc) {
             let mut prefix = br#"{"feature":{"id":"#.to_vec();
             serde_json::to_writer(&mut prefix, &info.id).expect("serialise");
@@ -148,7 +152,7 @@ impl Snapshot {
                 PreparedBody::new(Vec::new(), false),
                 PreparedBody::new(Vec::new(), false),
             ],
-            feature_flags: [HashMap::new(), HashMap::new()],
+            feature_flags: [HashMap::default(), HashMap::default()],
             env,
             features,
             feature_index,
@@ -157,7 +161,7 @@ impl Snapshot {
         snapshot.last_modified = snapshot.updated_at.as_deref().and_then(http_date);
         for kind in [KeyKind::Server, KeyKind::Client] {
             let mut list = vec![b'['];
-            let mut per_feature = HashMap::new();
+            let mut per_feature = HashMap::default();
             for flag in &result.flags {
                 let mut one = Vec::new();
                 if snapshot.write_flag(&mut one, kind, flag.key, flag.enabled, flag.value) {

@@ -3,7 +3,8 @@
 //! and hold the snapshot by reference count for as long as the request needs it; a new
 //! snapshot is built off to the side and swapped in whole.
 
-use std::collections::HashMap;
+// A fast hasher: the key table is built from the config, callers only look up.
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
