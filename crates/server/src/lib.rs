@@ -4,6 +4,7 @@
 //! caller-independent response → the [`Store`](store::Store) swaps it in atomically → a request
 //! looks up its key, evaluates only what depends on the identity, and writes bytes.
 
+pub mod background;
 pub mod body;
 pub mod config;
 pub mod http;

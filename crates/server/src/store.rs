@@ -45,8 +45,9 @@ pub struct EnvSlot {
 /// What publishing a document did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Published {
-    /// A new revision is being served.
-    NewRevision(u64),
+    /// A new revision is being served; `took` is from receiving the document to the swap
+    /// (compile and prepare; compression of the document follows in the background).
+    NewRevision { revision: u64, took: Duration },
     /// The document equals the one served: nothing changed.
     Unchanged(u64),
 }
@@ -79,6 +80,7 @@ impl EnvSlot {
         received: Option<Bytes>,
     ) -> Result<Published, String> {
         let _guard = self.publish.lock().await;
+        let started = std::time::Instant::now();
         if document.get("api_key").and_then(Value::as_str) != Some(self.client_key.as_str()) {
             return Err(format!(
                 "the document's api_key is not this environment's client key ({})",
@@ -88,7 +90,7 @@ impl EnvSlot {
         let current = self.snapshot();
         // Serialising, comparing and building are CPU work on megabytes: keep them off the
         // async workers that serve requests.
-        let (built, document) = tokio::task::spawn_blocking(move || {
+        let (built, document) = crate::background::run(move || {
             let bytes = match received {
                 Some(bytes) => bytes,
                 None => {
@@ -118,14 +120,15 @@ impl EnvSlot {
         // After the swap, off the request path: compress the new document (served uncompressed
         // until then), free the parsed tree and the old snapshot (once its last reader lets go)
         // and hand the memory back.
-        tokio::task::spawn_blocking(move || {
+        let took = started.elapsed();
+        tokio::spawn(crate::background::run(move || {
             drop(document);
             drop(previous);
             snapshot.finish_compression();
             drop(snapshot);
             crate::memory::release_free_memory();
-        });
-        Ok(Published::NewRevision(revision))
+        }));
+        Ok(Published::NewRevision { revision, took })
     }
 
     pub fn mark_success(&self, at: SystemTime) {

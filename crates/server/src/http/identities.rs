@@ -73,7 +73,7 @@ pub(crate) async fn read_body(body: Incoming, limit: usize) -> Result<bytes::Byt
 #[derive(Deserialize)]
 struct WireRequest<'a> {
     #[serde(borrow)]
-    identifier: Option<Cow<'a, str>>,
+    identifier: Option<Text<'a>>,
     #[serde(borrow, default)]
     traits: Option<Vec<WireTrait<'a>>>,
     #[serde(default)]
@@ -84,12 +84,38 @@ struct WireRequest<'a> {
 #[derive(Deserialize)]
 struct WireTrait<'a> {
     #[serde(borrow)]
-    trait_key: Option<Cow<'a, str>>,
+    trait_key: Option<Text<'a>>,
     #[serde(borrow, default)]
     trait_value: Option<&'a RawValue>,
     #[serde(default)]
     #[allow(dead_code)]
     transient: Option<bool>,
+}
+
+/// A JSON string borrowed from the request bytes unless it has escapes. (serde borrows a bare
+/// `Cow<str>` field but not one inside an `Option`, which would allocate for every key.)
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
 }
 
 /// A validated `POST /identities/` body, borrowing from the request bytes.
@@ -107,7 +133,7 @@ impl<'a> IdentityRequest<'a> {
             Err(_) => return Err(describe_invalid_body(body)),
         };
         let identifier = match wire.identifier {
-            Some(id) if !id.is_empty() => id,
+            Some(Text(id)) if !id.is_empty() => id,
             Some(_) => return Err(ApiError::unprocessable("identifier: must not be empty")),
             None => return Err(ApiError::unprocessable("identifier: field required")),
         };
@@ -115,7 +141,7 @@ impl<'a> IdentityRequest<'a> {
         let mut traits: Vec<Trait<'a>> = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
             let key = match item.trait_key {
-                Some(k) if !k.is_empty() => k,
+                Some(Text(k)) if !k.is_empty() => k,
                 _ => {
                     return Err(ApiError::unprocessable(format!(
                         "traits[{i}].trait_key: must be a non-empty string"
@@ -162,7 +188,11 @@ fn describe_invalid_body(body: &[u8]) -> ApiError {
 fn trait_value(raw: &str, max_length: usize) -> Result<TraitValue<'_>, String> {
     match raw.as_bytes().first() {
         Some(b'"') => {
-            let s: Cow<'_, str> = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+            // Without escapes the text between the quotes is the string: borrow it.
+            let s: Cow<'_, str> = match raw.get(1..raw.len() - 1) {
+                Some(inner) if !inner.contains('\\') => Cow::Borrowed(inner),
+                _ => Cow::Owned(serde_json::from_str(raw).map_err(|e| e.to_string())?),
+            };
             if s.chars().count() > max_length {
                 return Err(format!("longer than {max_length} characters"));
             }
@@ -247,5 +277,39 @@ fn write_trait_value(out: &mut Vec<u8>, v: &TraitValue<'_>) {
         },
         TraitValue::Str(s) => serde_json::to_writer(&mut *out, s.as_ref()).expect("serialise"),
         TraitValue::Json(j) => serde_json::to_writer(&mut *out, j.as_ref()).expect("serialise"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_borrowed_unless_escaped_and_decoded_either_way() {
+        let body = br#"{"identifier":"a\"b","traits":[{"trait_key":"k\u00e9","trait_value":"x\ny"},{"trait_key":"plain","trait_value":"v"},{"trait_key":"n","trait_value":12345678901234567890123}]}"#;
+        let r = IdentityRequest::parse(body, 100).unwrap();
+        assert_eq!(r.identifier, "a\"b");
+        assert!(matches!(r.identifier, Cow::Owned(_)));
+        assert_eq!(r.traits[0].key, "ké");
+        assert!(matches!(&r.traits[0].value, TraitValue::Str(s) if s == "x\ny"));
+        assert!(matches!(r.traits[1].key, Cow::Borrowed("plain")));
+        assert!(matches!(
+            &r.traits[1].value,
+            TraitValue::Str(Cow::Borrowed("v"))
+        ));
+        assert!(matches!(&r.traits[2].value, TraitValue::Int(_)));
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let e = IdentityRequest::parse(br#"{"identifier":5}"#, 100)
+            .err()
+            .unwrap();
+        assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(e.message.starts_with("identifier"), "{}", e.message);
+        let e = IdentityRequest::parse(br#"{"identifier":"u","traits":[{"trait_key":1}]}"#, 100)
+            .err()
+            .unwrap();
+        assert!(e.message.contains("trait_key"), "{}", e.message);
     }
 }

@@ -28,15 +28,16 @@ pub fn read(path: &Path) -> Result<(Value, Vec<u8>), String> {
 /// Loads the file into the slot now (reading and parsing on a blocking thread).
 pub async fn load(slot: &Arc<EnvSlot>, path: &Path) {
     let owned = path.to_path_buf();
-    let read = tokio::task::spawn_blocking(move || read(&owned))
+    let read = crate::background::run(move || read(&owned))
         .await
         .unwrap_or_else(|e| Err(format!("reading the document failed: {e}")));
     match read {
         Ok((document, bytes)) => match slot.publish(document, Some(bytes.into())).await {
             Ok(published) => {
                 slot.mark_success(SystemTime::now());
-                if let Published::NewRevision(revision) = published {
-                    tracing::info!(file = %path.display(), revision, "environment document loaded");
+                if let Published::NewRevision { revision, took } = published {
+                    let build_ms = took.as_millis() as u64;
+                    tracing::info!(file = %path.display(), revision, build_ms, "environment document loaded");
                 }
             }
             Err(reason) => slot.mark_failure(format!("{}: {reason}", path.display())),

@@ -82,8 +82,9 @@ pub async fn poll_once(
                 *slot.upstream_etag.lock().expect("lock") = etag;
                 let now = SystemTime::now();
                 slot.mark_success(now);
-                if let Published::NewRevision(revision) = published {
-                    tracing::info!(environment = %crate::logging::fingerprint(&slot.client_key), revision, "environment document updated");
+                if let Published::NewRevision { revision, took } = published {
+                    let build_ms = took.as_millis() as u64;
+                    tracing::info!(environment = %crate::logging::fingerprint(&slot.client_key), revision, build_ms, "environment document updated");
                     if let (Some(warm), Some(snapshot)) = (warm, slot.snapshot()) {
                         warm.save(slot, &snapshot, now).await;
                     }
@@ -209,8 +210,14 @@ async fn read_page(
         None => None,
     };
     let body = response.bytes().await.map_err(describe)?;
-    let document: Value =
-        serde_json::from_slice(&body).map_err(|e| format!("invalid JSON from upstream: {e}"))?;
+    // Parsing megabytes is background work, not the async workers' (they serve requests).
+    let (document, body) = crate::background::run(move || {
+        let parsed = serde_json::from_slice::<Value>(&body);
+        (parsed, body)
+    })
+    .await
+    .map_err(|e| format!("parsing failed: {e}"))?;
+    let document = document.map_err(|e| format!("invalid JSON from upstream: {e}"))?;
     if !document.is_object() {
         return Err("upstream sent JSON that is not an environment document".into());
     }

@@ -38,7 +38,7 @@ impl WarmStart {
             "saved_at_ms": at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64,
             "upstream_etag": slot.upstream_etag.lock().expect("lock").clone(),
         });
-        let result = tokio::task::spawn_blocking(move || {
+        let result = crate::background::run(move || {
             write_atomic(&stem.with_extension("json"), &document)?;
             write_atomic(
                 &stem.with_extension("meta.json"),
