@@ -112,10 +112,16 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             }
         }
     }
-    let client = upstream::client();
+    // The HTTP client (TLS roots and all) only when something is polled: an offline proxy
+    // stays smaller without it.
+    let polled = store
+        .environments()
+        .iter()
+        .any(|slot| matches!(slot.source, Source::Upstream { .. }));
+    let client = polled.then(upstream::client);
     let limit = Arc::new(Semaphore::new(config.max_concurrent_fetches));
     for slot in store.environments() {
-        if matches!(slot.source, Source::Upstream { .. }) {
+        if let (Source::Upstream { .. }, Some(client)) = (&slot.source, &client) {
             tasks.push(tokio::spawn(upstream::poll(
                 slot.clone(),
                 client.clone(),
