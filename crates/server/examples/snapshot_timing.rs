@@ -57,7 +57,7 @@ fn main() {
             println!(
                 "  gzip {:.2} MiB, br {:.2} MiB, zstd {:.2} MiB",
                 mib(c.gzip.len() as isize),
-                mib(c.brotli.len() as isize),
+                c.brotli.as_ref().map_or(0.0, |b| mib(b.len() as isize)),
                 mib(c.zstd.len() as isize)
             );
         }

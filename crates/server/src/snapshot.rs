@@ -15,6 +15,9 @@ use serde_json::Value;
 
 use crate::body::PreparedBody;
 
+/// Documents at least this large are compressed after the swap rather than before it.
+const DEFER_COMPRESSION_BYTES: usize = 256 * 1024;
+
 /// Which kind of key a caller presented. Client keys see filtered results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyKind {
@@ -147,7 +150,15 @@ impl Snapshot {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             last_modified: None,
-            document: PreparedBody::deferred(document_bytes, compress),
+            document: {
+                // Only a large document's compression is worth deferring; a small one is
+                // served compressed from its first request.
+                let document = PreparedBody::deferred(document_bytes, compress);
+                if document.bytes.len() < DEFER_COMPRESSION_BYTES {
+                    document.compress();
+                }
+                document
+            },
             flags: [
                 PreparedBody::new(Vec::new(), false),
                 PreparedBody::new(Vec::new(), false),
