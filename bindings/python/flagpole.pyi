@@ -1,5 +1,5 @@
 """Type stubs for ``flagpole``: in-process Flagsmith-compatible flag evaluation on Flagpole's Rust
-engine. Evaluation releases the GIL; environments are immutable and shared between threads.
+engine. Whole evaluations release the GIL; environments are immutable and shared between threads.
 
 Shipped in the wheel with a ``py.typed`` marker (maturin adds both).
 """
@@ -7,7 +7,7 @@ Shipped in the wheel with a ``py.typed`` marker (maturin adds both).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union
 
 __version__: str
 
@@ -15,6 +15,8 @@ TraitValue = Union[str, int, float, bool, None]
 # A trait may also be the Flagsmith SDK's envelope {"value": v, "transient": bool}.
 Traits = Mapping[str, Union[TraitValue, Mapping[str, Any]]]
 FlagValue = Union[str, int, float, bool, None]
+# One identity of a batch: (identifier, traits or None), or just an identifier.
+BatchIdentity = Union[str, Tuple[str, Optional[Traits]], List[Any]]
 
 class FlagpoleError(Exception):
     """Base class of flagpole's errors."""
@@ -48,15 +50,21 @@ class Flag:
     def is_default(self) -> bool: ...
 
 class Flags:
-    """The flags of one evaluation, like the Flagsmith SDK's ``Flags``."""
+    """The flags of one evaluation, like the Flagsmith SDK's ``Flags``. An identity's flags are
+    lazy, as the SDK's are: reading one flag evaluates that feature only (once); ``all_flags()``
+    runs the whole evaluation (once). Evaluation errors are raised when a flag is read."""
 
-    def all_flags(self) -> List[Flag]: ...
+    def all_flags(self) -> List[Flag]:
+        """Every flag: those already read first, in read order (as the SDK lists them), then
+        the others in document order. Raises EvaluationError if the engine raises."""
     def get_flag(self, feature_name: str) -> Flag:
-        """Raises FeatureNotFoundError for an unknown feature unless a default_flag_handler
-        was given (then its result is returned)."""
+        """Evaluates only this feature. Raises FeatureNotFoundError for an unknown feature
+        unless a default_flag_handler was given (then its result is returned), and
+        EvaluationError if the engine raises."""
     def is_feature_enabled(self, feature_name: str) -> bool: ...
     def get_feature_value(self, feature_name: str) -> FlagValue: ...
-    def feature_names(self) -> List[str]: ...
+    def feature_names(self) -> List[str]:
+        """The document's feature names, in order (nothing is evaluated)."""
     def __len__(self) -> int: ...
     def __contains__(self, feature_name: str) -> bool: ...
 
@@ -72,11 +80,15 @@ class Environment:
     def get_environment_flags(self) -> Flags:
         """The document's own flags: no identity, no segments."""
     def get_identity_flags(self, identifier: str, traits: Optional[Traits] = None) -> Flags:
-        """Every flag for one identity; the GIL is released while the engine runs."""
+        """One identity's flags, evaluated lazily (traits are converted now, once)."""
     def _get_identity_flags_holding_gil(
         self, identifier: str, traits: Optional[Traits] = None
     ) -> Flags:
-        """Benchmark-only: the same without releasing the GIL."""
+        """Benchmark-only: the same, never releasing the GIL."""
+    def get_identity_flags_batch(self, identities: Iterable[BatchIdentity]) -> List[Flags]:
+        """Many identities' flags, each evaluated whole, all in one release of the GIL (so
+        threads scale even when one evaluation is short). Same order as ``identities``; each
+        ``Flags`` answers as ``get_identity_flags(...)`` after ``all_flags()``."""
     def explain(self, identifier: str, traits: Optional[Traits] = None) -> str:
         """Why this identity gets each value: a readable table."""
     @property
@@ -109,6 +121,7 @@ class Flagpole:
     def _get_identity_flags_holding_gil(
         self, identifier: str, traits: Optional[Traits] = None
     ) -> Flags: ...
+    def get_identity_flags_batch(self, identities: Iterable[BatchIdentity]) -> List[Flags]: ...
     def explain(self, identifier: str, traits: Optional[Traits] = None) -> str: ...
     def refresh(self) -> bool:
         """Fetch now. True if a new document is served; raises UpstreamError on failure."""

@@ -5,6 +5,10 @@ multivariate splits, identity overrides; see tests/differential/gen_document.py)
 
 Per identity and feature: `enabled`, the value *with its Python type*, and the feature id; the
 environment flags likewise. Where the SDK raises, flagpole must raise `EvaluationError`.
+Both evaluate lazily, so each way of reading is compared: `all_flags()`; every feature read on
+its own from a fresh `Flags` (`get_flag`, which evaluates that feature only); one feature read
+before `all_flags()` on the same `Flags` (the SDK then lists it first and keeps its value), and
+read again after; and `get_identity_flags_batch` against `all_flags()`.
 FLAGPOLE_PYBIND_DOCS documents (default 6) x FLAGPOLE_PYBIND_IDENTITIES identities (default
 100), seeded from FLAGPOLE_DIFF_SEED like the differential suite.
 """
@@ -29,9 +33,43 @@ N_DOCS = int(os.environ.get("FLAGPOLE_PYBIND_DOCS") or 6)
 N_IDENTITIES = int(os.environ.get("FLAGPOLE_PYBIND_IDENTITIES") or 100)
 
 
+def _flag(f: Any) -> dict:
+    return {"enabled": f.enabled, "value": f.value, "id": f.feature_id}
+
+
 def _flags_dict(flags: Any) -> dict:
-    return {f.feature_name: {"enabled": f.enabled, "value": f.value, "id": f.feature_id}
-            for f in flags.all_flags()}
+    return {f.feature_name: _flag(f) for f in flags.all_flags()}
+
+
+def _one_outcome(fn) -> dict:
+    """A single flag read: the flag, or the exception."""
+    try:
+        return {"ok": {"flag": _flag(fn())}}
+    except Exception as exc:  # noqa: BLE001
+        return {"error": exc}
+
+
+def _typed(f: Any) -> tuple:
+    """A flag's fields with their Python types (so that 1 and True differ)."""
+    return tuple((type(v).__name__, v) for v in (f.enabled, f.value, f.feature_id))
+
+
+def _read_then_all(flags: Any, name: str) -> dict:
+    """One feature read, then `all_flags()`, then the same feature again, on one `Flags`."""
+    out: dict = {}
+    for step, read in (("first", lambda: flags.get_flag(name)), ("all", flags.all_flags),
+                       ("again", lambda: flags.get_flag(name))):
+        try:
+            got = read()
+            out[step] = [(f.feature_name, _typed(f)) for f in got] if step == "all" else _typed(got)
+        except Exception as exc:  # noqa: BLE001
+            out[step] = type(exc).__name__ if isinstance(exc, flagpole.EvaluationError) else "raises"
+    return out
+
+
+def _normalise_errors(sequence: dict) -> dict:
+    """The SDK raises the engine's own exceptions where flagpole raises EvaluationError."""
+    return {k: ("EvaluationError" if v == "raises" else v) for k, v in sequence.items()}
 
 
 def _sdk_client(path: str):
@@ -72,7 +110,7 @@ def _no_network(monkeypatch):
 
 
 def test_identity_flags_agree_with_the_flagsmith_sdk(tmp_path: Path):
-    compared = 0
+    compared = single_reads = 0
     failures: list[str] = []
     for n in range(N_DOCS):
         rng = random.Random(f"flagpole-pybind:{common.SEED}:{n}")
@@ -89,16 +127,31 @@ def test_identity_flags_agree_with_the_flagsmith_sdk(tmp_path: Path):
         env = flagpole.Environment.from_path(path)
         failures += [f"doc #{n} environment flags: {d}" for d in _diff(
             _outcome(sdk.get_environment_flags), _outcome(env.get_environment_flags))]
-        for ident in identities:
+        names = env.feature_names()
+        batch = env.get_identity_flags_batch([(i["identifier"], i["traits"]) for i in identities])
+        for ident, batched in zip(identities, batch):
             identifier, traits = ident["identifier"], ident["traits"]
+            where = f"doc #{n} identity {identifier!r} traits {traits!r}"
             want = _outcome(lambda: sdk.get_identity_flags(identifier, traits))
             got = _outcome(lambda: env.get_identity_flags(identifier, traits))
             held = _outcome(lambda: env._get_identity_flags_holding_gil(identifier, traits))
             compared += 1
-            for d in _diff(want, got) + _diff(want, held):
-                failures.append(f"doc #{n} identity {identifier!r} traits {traits!r}: {d}")
-    common.REPORT.append(f"pybind: {compared} identities compared with the Flagsmith SDK, "
-                         f"{len(failures)} differences")
+            for d in _diff(want, got) + _diff(want, held) + _diff(want, _outcome(lambda: batched)):
+                failures.append(f"{where}: {d}")
+            for name in names:
+                one_want = _one_outcome(lambda: sdk.get_identity_flags(identifier, traits).get_flag(name))
+                one_got = _one_outcome(lambda: env.get_identity_flags(identifier, traits).get_flag(name))
+                single_reads += 1
+                failures += [f"{where}: get_flag({name!r}) alone: {d}" for d in _diff(one_want, one_got)]
+            if names:
+                name = rng.choice(names)
+                sdk_sequence = _normalise_errors(_read_then_all(sdk.get_identity_flags(identifier, traits), name))
+                our_sequence = _read_then_all(env.get_identity_flags(identifier, traits), name)
+                if sdk_sequence != our_sequence:
+                    failures.append(f"{where}: get_flag({name!r}), all_flags(), get_flag again: "
+                                    f"SDK {sdk_sequence} vs ours {our_sequence}")
+    common.REPORT.append(f"pybind: {compared} identities and {single_reads} single-flag reads "
+                         f"compared with the Flagsmith SDK, {len(failures)} differences")
     assert compared >= 500 or N_DOCS * N_IDENTITIES < 500
     assert not failures, (f"{len(failures)} differences (replay: FLAGPOLE_DIFF_SEED={common.SEED}); "
                           "first ones:\n" + "\n".join(failures[:10]))

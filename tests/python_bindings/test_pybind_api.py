@@ -1,6 +1,7 @@
-"""The `flagpole` package's API: the SDK-shaped `Flags`/`Flag`, trait conversion by type (bool
-before int, big ints, None, the SDK's envelopes), clear exceptions (bad document, bad trait type,
-unknown feature), `explain`, and the packaging (stubs and `py.typed` installed)."""
+"""The `flagpole` package's API: the SDK-shaped `Flags`/`Flag` (lazy, as the SDK's), the batch
+call, trait conversion by type (bool before int, big ints, None, the SDK's envelopes), clear
+exceptions (bad document, bad trait type, unknown feature), `explain`, and the packaging (stubs
+and `py.typed` installed)."""
 
 from __future__ import annotations
 
@@ -116,11 +117,62 @@ def test_bad_documents_are_document_errors(load, message):
         load()
 
 
-def test_engine_errors_are_evaluation_errors():
+def test_engine_errors_are_evaluation_errors_when_a_flag_is_read():
+    # As in the SDK 6.3.0, `get_identity_flags` evaluates nothing: reading raises.
     env = flagpole.Environment.from_dict(_doc([{"operator": "REGEX", "property_": "t", "value": "(["}]))
+    flags = env.get_identity_flags("u", {"t": "x"})
+    for read in (lambda: flags.get_flag("f"), flags.all_flags, lambda: flags.is_feature_enabled("f")):
+        with pytest.raises(flagpole.EvaluationError, match="raises"):
+            read()
+    with pytest.raises(flagpole.FeatureNotFoundError):
+        flags.get_flag("nope")
+    [batched] = env.get_identity_flags_batch([("u", {"t": "x"})])
     with pytest.raises(flagpole.EvaluationError, match="raises"):
-        env.get_identity_flags("u", {"t": "x"})
+        batched.all_flags()
     assert env.get_environment_flags().get_feature_value("f") == "default"
+
+
+def test_flags_are_lazy_and_memoised_like_the_sdks():
+    env = flagpole.Environment.from_path(EXAMPLE)
+    traits = {"plan": "enterprise", "seats": 120, "app_version": "2.3.1", "country": "US"}
+    whole = {f.feature_name: (f.enabled, f.value, f.reason)
+             for f in env.get_identity_flags("alice", traits).all_flags()}
+    names = env.feature_names()
+    # Each feature read on its own gives the whole evaluation's flag.
+    for name in names:
+        flag = env.get_identity_flags("alice", traits).get_flag(name)
+        assert (flag.enabled, flag.value, flag.reason) == whole[name]
+    # Flags read before all_flags() are listed first, in read order (as the SDK lists them).
+    flags = env.get_identity_flags("alice", traits)
+    first, second = names[-1], names[2]
+    assert flags.get_feature_value(first) == whole[first][1]
+    assert flags.is_feature_enabled(second) == whole[second][0]
+    listed = [f.feature_name for f in flags.all_flags()]
+    assert listed == [first, second] + [n for n in names if n not in (first, second)]
+    assert [f.feature_name for f in flags.all_flags()] == listed
+    assert flags.get_flag(names[0]).value == whole[names[0]][1]
+
+
+def test_batch_evaluates_many_identities():
+    env = flagpole.Environment.from_path(EXAMPLE)
+    identities = [("alice", {"plan": "enterprise", "seats": 120}), ["bob", None], "carol",
+                  ("vip-customer", {"country": "FR"})]
+    batch = env.get_identity_flags_batch(identities)
+    assert len(batch) == len(identities)
+    for item, flags in zip(identities, batch):
+        identifier, traits = (item, None) if isinstance(item, str) else item
+        want = [(f.feature_name, f.enabled, f.value) for f in env.get_identity_flags(identifier, traits).all_flags()]
+        assert [(f.feature_name, f.enabled, f.value) for f in flags.all_flags()] == want
+        assert flags.get_feature_value("max_projects") == env.get_identity_flags(identifier, traits).get_feature_value("max_projects")
+    assert env.get_identity_flags_batch([]) == []
+    assert len(env.get_identity_flags_batch(iter([("a", {}), ("b", {})]))) == 2
+    client = flagpole.Client(environment=env, default_flag_handler=lambda name: "fallback")
+    [flags] = client.get_identity_flags_batch([("alice", {})])
+    assert flags.get_flag("nope") == "fallback"
+    for bad, message in [([("a",)], "pair"), ([3], "pair"), ([(3, {})], "identifier must be a str"),
+                         ([("a", [1])], "traits must be a dict"), (5, "not iterable")]:
+        with pytest.raises(TypeError, match=message):
+            env.get_identity_flags_batch(bad)
 
 
 def test_explain_reads_well():
@@ -144,6 +196,7 @@ def test_stubs_and_py_typed_are_installed():
     assert (package / "py.typed").is_file()
     stub = (package / "__init__.pyi").read_text()
     for name in ("class Environment", "class Flagpole", "class Flags", "def get_identity_flags",
+                 "def get_identity_flags_batch",
                  "class DocumentError", "Client = Flagpole"):
         assert name in stub
     assert json.loads(json.dumps(flagpole.__version__))

@@ -12,8 +12,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::compiled::Compiled;
-use crate::environment::{environment_flags, explain_identity, identity_flags, Environment};
-use crate::flags::Flags;
+use crate::environment::Environment;
+use crate::evaluator::Evaluator;
+use crate::flags::{Flags, Gil};
 use crate::upstream::{Shared, Upstream};
 use crate::UpstreamError;
 
@@ -117,10 +118,10 @@ impl Flagpole {
 
     /// The environment's own flags (no identity, no segments), from the current document.
     fn get_environment_flags(&self, py: Python<'_>) -> Flags {
-        environment_flags(&self.shared.current.load_full(), self.handler(py))
+        self.evaluator(py).environment_flags()
     }
 
-    /// Every flag for one identity, evaluated with the GIL released.
+    /// One identity's flags from the current document, evaluated lazily (see `Environment`).
     #[pyo3(signature = (identifier, traits=None))]
     fn get_identity_flags(
         &self,
@@ -128,11 +129,11 @@ impl Flagpole {
         identifier: &str,
         traits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Flags> {
-        let current = self.shared.current.load_full();
-        identity_flags(py, &current, identifier, traits, self.handler(py), true)
+        self.evaluator(py)
+            .identity_flags(identifier, traits, Gil::Release)
     }
 
-    /// Benchmark-only: `get_identity_flags` without releasing the GIL.
+    /// Benchmark-only: `get_identity_flags`, never releasing the GIL.
     #[pyo3(signature = (identifier, traits=None))]
     fn _get_identity_flags_holding_gil(
         &self,
@@ -140,8 +141,18 @@ impl Flagpole {
         identifier: &str,
         traits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Flags> {
-        let current = self.shared.current.load_full();
-        identity_flags(py, &current, identifier, traits, self.handler(py), false)
+        self.evaluator(py)
+            .identity_flags(identifier, traits, Gil::Hold)
+    }
+
+    /// Many identities' flags from the current document, each evaluated whole, all in one
+    /// release of the GIL (see `Environment.get_identity_flags_batch`).
+    fn get_identity_flags_batch(
+        &self,
+        py: Python<'_>,
+        identities: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Flags>> {
+        self.evaluator(py).identity_flags_batch(py, identities)
     }
 
     /// Why this identity gets each flag value, as a readable table.
@@ -152,7 +163,7 @@ impl Flagpole {
         identifier: &str,
         traits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
-        explain_identity(py, &self.shared.current.load_full(), identifier, traits)
+        self.evaluator(py).explain(py, identifier, traits)
     }
 
     /// Fetches the document now (GIL released). True if a new document is now served, False if
@@ -222,8 +233,12 @@ impl Flagpole {
 }
 
 impl Flagpole {
-    fn handler(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.default_flag_handler.as_ref().map(|h| h.clone_ref(py))
+    /// The current document (one `Arc` load: a refresh is seen whole or not at all).
+    fn evaluator(&self, py: Python<'_>) -> Evaluator {
+        Evaluator {
+            compiled: self.shared.current.load_full(),
+            default_flag_handler: self.default_flag_handler.as_ref().map(|h| h.clone_ref(py)),
+        }
     }
 
     fn status(&self) -> std::sync::MutexGuard<'_, crate::upstream::Status> {

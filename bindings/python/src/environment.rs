@@ -1,62 +1,16 @@
-//! `Environment`: one loaded environment document (offline mode), and the evaluation entry points
-//! shared with the `Flagpole` client.
-//!
-//! Every evaluation converts the arguments with the GIL held (one pass over the trait dict), then
-//! runs the engine inside `Python::detach` (the GIL is released), then wraps the owned result. The
-//! `_holding_gil` variant skips the release; it exists only so the benchmark can show what the
-//! release is worth.
+//! `Environment`: one loaded environment document (offline mode). Its evaluation methods
+//! delegate to the `Evaluator` it shares with the `Flagpole` client.
 
 use std::sync::Arc;
 
-use flagpole_engine::{EvalError, Identity};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::compiled::Compiled;
-use crate::convert::{json_from_py, traits_from_py};
-use crate::flags::Flags;
-use crate::{explain, DocumentError, EvaluationError};
-
-pub fn eval_error(e: EvalError) -> PyErr {
-    EvaluationError::new_err(format!(
-        "the Flagsmith engine raises {:?} for this identity: {}",
-        e.kind, e.message
-    ))
-}
-
-pub fn environment_flags(compiled: &Arc<Compiled>, handler: Option<Py<PyAny>>) -> Flags {
-    Flags::environment(compiled.clone(), handler)
-}
-
-pub fn identity_flags(
-    py: Python<'_>,
-    compiled: &Arc<Compiled>,
-    identifier: &str,
-    traits: Option<&Bound<'_, PyAny>>,
-    handler: Option<Py<PyAny>>,
-    release_gil: bool,
-) -> PyResult<Flags> {
-    let traits = traits_from_py(traits)?;
-    let evaluate = || compiled.evaluate_identity(identifier, traits);
-    let evaluated = if release_gil {
-        py.detach(evaluate)
-    } else {
-        evaluate()
-    }
-    .map_err(eval_error)?;
-    Ok(Flags::identity(compiled.clone(), evaluated, handler))
-}
-
-pub fn explain_identity(
-    py: Python<'_>,
-    compiled: &Compiled,
-    identifier: &str,
-    traits: Option<&Bound<'_, PyAny>>,
-) -> PyResult<String> {
-    let traits = traits_from_py(traits)?;
-    py.detach(|| explain::render(compiled, &Identity::new(identifier, &traits)))
-        .map_err(eval_error)
-}
+use crate::convert::json_from_py;
+use crate::evaluator::Evaluator;
+use crate::flags::{Flags, Gil};
+use crate::DocumentError;
 
 pub fn compile_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Arc<Compiled>> {
     py.detach(|| Compiled::from_bytes(bytes))
@@ -68,6 +22,15 @@ pub fn compile_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Arc<Compiled>> {
 #[pyclass(frozen, module = "flagpole")]
 pub struct Environment {
     pub(crate) inner: Arc<Compiled>,
+}
+
+impl Environment {
+    fn evaluator(&self) -> Evaluator {
+        Evaluator {
+            compiled: self.inner.clone(),
+            default_flag_handler: None,
+        }
+    }
 }
 
 #[pymethods]
@@ -114,29 +77,42 @@ impl Environment {
 
     /// The environment's own flags: no identity, no segments (as the Flagsmith SDK returns them).
     fn get_environment_flags(&self) -> Flags {
-        environment_flags(&self.inner, None)
+        self.evaluator().environment_flags()
     }
 
-    /// Every flag for one identity. `traits` maps trait names to str/int/float/bool/None.
+    /// One identity's flags, evaluated lazily as the Flagsmith SDK does: a flag that is read is
+    /// evaluated on its own (once); `all_flags()` runs the whole evaluation (once, GIL
+    /// released). `traits` maps trait names to str/int/float/bool/None.
     #[pyo3(signature = (identifier, traits=None))]
     fn get_identity_flags(
         &self,
-        py: Python<'_>,
         identifier: &str,
         traits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Flags> {
-        identity_flags(py, &self.inner, identifier, traits, None, true)
+        self.evaluator()
+            .identity_flags(identifier, traits, Gil::Release)
     }
 
-    /// Benchmark-only: `get_identity_flags` without releasing the GIL.
+    /// Benchmark-only: `get_identity_flags`, never releasing the GIL.
     #[pyo3(signature = (identifier, traits=None))]
     fn _get_identity_flags_holding_gil(
         &self,
-        py: Python<'_>,
         identifier: &str,
         traits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Flags> {
-        identity_flags(py, &self.inner, identifier, traits, None, false)
+        self.evaluator()
+            .identity_flags(identifier, traits, Gil::Hold)
+    }
+
+    /// Many identities' flags, each evaluated whole, all in one release of the GIL. Items are
+    /// `(identifier, traits)` pairs (traits may be None) or identifiers; returns a list of
+    /// `Flags` in the same order.
+    fn get_identity_flags_batch(
+        &self,
+        py: Python<'_>,
+        identities: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Flags>> {
+        self.evaluator().identity_flags_batch(py, identities)
     }
 
     /// Why this identity gets each flag value, as a readable table.
@@ -147,7 +123,7 @@ impl Environment {
         identifier: &str,
         traits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<String> {
-        explain_identity(py, &self.inner, identifier, traits)
+        self.evaluator().explain(py, identifier, traits)
     }
 
     /// The document's `api_key` (the client-side environment key).

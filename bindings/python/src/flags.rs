@@ -2,68 +2,123 @@
 //! (`flags.is_feature_enabled(name)`, `get_feature_value(name)`, `get_flag(name)`, `all_flags()`;
 //! a `Flag` has `enabled`, `value`, `feature_id`, `feature_name`, `is_default`, `reason`).
 //!
-//! A `Flags` holds the engine's results as they are (borrowed from the environment it keeps
-//! alive, see `compiled`); a `Flag` is a view of one of them. Python objects are made only for
-//! the attributes that are read, so a caller that reads one flag pays for one.
+//! An identity's `Flags` is lazy, as the SDK 6.3.0's is: reading one flag evaluates that feature
+//! only (memoised), `all_flags()` runs the whole evaluation once and lists the flags read before
+//! it first, in read order, then the others, exactly as the SDK does. Results are the engine's,
+//! borrowed from the environment the `Flags` keeps alive (see `compiled`); a `Flag` is a copy of
+//! one of them (a few references). Python objects are made only for what is read.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use flagpole_engine::FlagResult;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
-use crate::compiled::{Compiled, Evaluated};
+use crate::compiled::{Compiled, IdentityFlags};
 use crate::convert::value_to_py;
+use crate::evaluator::eval_error;
 use crate::FeatureNotFoundError;
+
+/// Whether evaluations of a `Flags` release the GIL.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Gil {
+    /// Whole evaluations run with the GIL released; a single flag with it held (see
+    /// `RELEASE_FOR_ONE_FLAG`).
+    Release,
+    /// Never released: `_get_identity_flags_holding_gil`, which exists so that the benchmark
+    /// can show what releasing is worth.
+    Hold,
+}
+
+/// Whether a lazily read flag is evaluated with the GIL released. It is not: the engine takes
+/// 0.26-0.31 µs for one feature of the benchmark documents, and releasing cost more than it
+/// gave. Measured on `get_identity_flags` + one `is_feature_enabled` (2 vCPUs, best of 3 runs):
+/// 1 thread 0.89 → 0.92 µs per call (small), 0.82 → 0.87 µs (medium) when releasing; 2 threads
+/// 1.03M → 1.00M calls/s (small), 1.18M → 1.14M (medium): the call is Python-bound, so there is
+/// nothing for a second thread to run in parallel.
+const RELEASE_FOR_ONE_FLAG: bool = false;
 
 enum Source {
     /// The environment flags precomputed in `Compiled`.
     Environment,
-    Identity(Evaluated),
+    Identity(IdentityFlags),
 }
 
 /// The flags of one evaluation (an identity, or the environment).
 #[pyclass(frozen, module = "flagpole")]
 pub struct Flags {
-    compiled: Arc<Compiled>,
+    // Declared first: its results borrow from `compiled`.
     source: Source,
+    compiled: Arc<Compiled>,
     default_flag_handler: Option<Py<PyAny>>,
+    gil: Gil,
 }
 
 impl Flags {
     pub fn environment(compiled: Arc<Compiled>, handler: Option<Py<PyAny>>) -> Flags {
         Flags {
-            compiled,
             source: Source::Environment,
+            compiled,
             default_flag_handler: handler,
+            gil: Gil::Release,
         }
     }
 
     pub fn identity(
         compiled: Arc<Compiled>,
-        evaluated: Evaluated,
+        lazy: IdentityFlags,
         handler: Option<Py<PyAny>>,
+        gil: Gil,
     ) -> Flags {
         Flags {
+            source: Source::Identity(lazy),
             compiled,
-            source: Source::Identity(evaluated),
             default_flag_handler: handler,
+            gil,
         }
     }
 
-    fn results(&self) -> &[FlagResult<'_>] {
+    /// The flag of a feature, evaluated now if it has not been; `None` when the document has no
+    /// feature of that name.
+    fn flag(&self, py: Python<'_>, feature_name: &str) -> PyResult<Option<FlagResult<'_>>> {
+        let Some(slot) = self.compiled.slot(feature_name) else {
+            return Ok(None);
+        };
+        let lazy = match &self.source {
+            Source::Environment => {
+                return Ok(self.compiled.find(self.compiled.env_flags(), slot).cloned())
+            }
+            Source::Identity(lazy) => lazy,
+        };
+        if let Some(flag) = lazy.known(slot) {
+            return Ok(Some(flag));
+        }
+        let result = if RELEASE_FOR_ONE_FLAG && self.gil == Gil::Release {
+            py.detach(|| lazy.evaluate_one(slot))
+        } else {
+            lazy.evaluate_one(slot)
+        };
+        result.map_err(eval_error)
+    }
+
+    /// Every flag (the whole evaluation, run once), in the order `all_flags()` lists them.
+    fn every_flag(&self, py: Python<'_>) -> PyResult<Cow<'_, [FlagResult<'_>]>> {
         match &self.source {
-            Source::Environment => self.compiled.env_flags(),
-            Source::Identity(evaluated) => evaluated.flags(),
-        }
-    }
-
-    fn find(&self, name: &str) -> Option<usize> {
-        let results = self.results();
-        // Results are in feature order; the scan is only a fallback.
-        match self.compiled.slot(name) {
-            Some(i) if results.get(i).is_some_and(|f| f.key == name) => Some(i),
-            _ => results.iter().position(|f| f.key == name),
+            Source::Environment => Ok(Cow::Borrowed(self.compiled.env_flags())),
+            Source::Identity(lazy) => {
+                if !lazy.is_evaluated() {
+                    match self.gil {
+                        Gil::Release => py.detach(|| {
+                            lazy.evaluate_all();
+                        }),
+                        Gil::Hold => {
+                            lazy.evaluate_all();
+                        }
+                    }
+                }
+                lazy.listed().map_err(eval_error)
+            }
         }
     }
 
@@ -79,75 +134,82 @@ impl Flags {
 
 #[pymethods]
 impl Flags {
-    /// Every flag, in the document's feature order.
-    fn all_flags(slf: &Bound<'_, Self>) -> Vec<Flag> {
-        (0..slf.get().results().len())
-            .map(|index| Flag {
-                parent: slf.clone().unbind(),
-                index,
-            })
-            .collect()
+    /// Every flag (for an identity, the whole evaluation runs once, with the GIL released).
+    /// Flags already read come first, in read order, then the others in document order.
+    fn all_flags(slf: &Bound<'_, Self>) -> PyResult<Vec<Flag>> {
+        let flags = slf.get().every_flag(slf.py())?;
+        Ok(flags
+            .iter()
+            .map(|result| Flag::new(slf, result.clone()))
+            .collect())
     }
 
-    /// The flag of a feature. A feature the environment does not have goes to the
-    /// `default_flag_handler` if one was given, else raises `FeatureNotFoundError`.
+    /// The flag of a feature (for an identity, only that feature is evaluated, once). A feature
+    /// the environment does not have goes to the `default_flag_handler` if one was given, else
+    /// raises `FeatureNotFoundError`.
     fn get_flag(slf: &Bound<'_, Self>, feature_name: &str) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        match slf.get().find(feature_name) {
-            Some(index) => Ok(Py::new(
-                py,
-                Flag {
-                    parent: slf.clone().unbind(),
-                    index,
-                },
-            )?
-            .into_any()),
+        match slf.get().flag(py, feature_name)? {
+            Some(result) => Ok(Py::new(py, Flag::new(slf, result))?.into_any()),
             None => slf.get().missing(py, feature_name),
         }
     }
 
     fn is_feature_enabled(&self, py: Python<'_>, feature_name: &str) -> PyResult<Py<PyAny>> {
-        match self.find(feature_name) {
-            Some(i) => value_to_py(py, self.results()[i].enabled),
+        match self.flag(py, feature_name)? {
+            Some(flag) => value_to_py(py, flag.enabled),
             None => self.missing(py, feature_name)?.getattr(py, "enabled"),
         }
     }
 
     fn get_feature_value(&self, py: Python<'_>, feature_name: &str) -> PyResult<Py<PyAny>> {
-        match self.find(feature_name) {
-            Some(i) => value_to_py(py, self.results()[i].value),
+        match self.flag(py, feature_name)? {
+            Some(flag) => value_to_py(py, flag.value),
             None => self.missing(py, feature_name)?.getattr(py, "value"),
         }
     }
 
-    /// Feature names, in the document's feature order.
+    /// Feature names, in the document's feature order (nothing is evaluated).
     fn feature_names<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, self.results().iter().map(|f| f.key))
+        PyList::new(py, self.compiled.names.iter().map(|n| &**n))
     }
 
     fn __len__(&self) -> usize {
-        self.results().len()
+        self.compiled.names.len()
     }
 
     fn __contains__(&self, feature_name: &str) -> bool {
-        self.find(feature_name).is_some()
+        self.compiled.slot(feature_name).is_some()
     }
 
     fn __repr__(&self) -> String {
-        format!("<flagpole.Flags: {} flags>", self.results().len())
+        format!("<flagpole.Flags: {} flags>", self.compiled.names.len())
     }
 }
 
-/// One flag (a view of one result of a `Flags`). Immutable.
+/// One flag (a copy of one result of a `Flags`). Immutable.
 #[pyclass(frozen, module = "flagpole")]
 pub struct Flag {
-    parent: Py<Flags>,
-    index: usize,
+    // Declared first: borrows from what `_parent` keeps alive.
+    result: FlagResult<'static>,
+    _parent: Py<Flags>,
 }
 
 impl Flag {
+    fn new(parent: &Bound<'_, Flags>, result: FlagResult<'_>) -> Flag {
+        // SAFETY: a result borrows only from the `Compiled` (and the identity) its `Flags` keeps
+        // in heap allocations that never move or change while that `Flags` exists; `_parent`
+        // keeps it alive for as long as this `Flag`, and the result is only handed out at the
+        // lifetime of `&self`.
+        let result = unsafe { std::mem::transmute::<FlagResult<'_>, FlagResult<'static>>(result) };
+        Flag {
+            result,
+            _parent: parent.clone().unbind(),
+        }
+    }
+
     fn result(&self) -> &FlagResult<'_> {
-        &self.parent.get().results()[self.index]
+        &self.result
     }
 }
 

@@ -7,9 +7,10 @@
 //! compiled environment is shared by `Arc` and swapped atomically when a refresh brings a new
 //! document.
 //!
-//! Modules: `compiled` (a document compiled once: engine environment + environment flags),
-//! `convert` (Python ↔ engine values, by type), `environment` (`Environment`, and the evaluation
-//! entry points), `client` (`Flagpole`/`Client`), `upstream` (fetch + refresh thread), `flags`
+//! Modules: `compiled` (a document compiled once: engine environment + environment flags; one
+//! identity's lazily evaluated, memoised flags), `convert` (Python ↔ engine values, by type),
+//! `evaluator` (the evaluation entry points `Environment` and `Flagpole` share), `environment`
+//! (`Environment`), `client` (`Flagpole`/`Client`), `upstream` (fetch + refresh thread), `flags`
 //! (`Flags`/`Flag`), `explain` (the readable explanation).
 
 use pyo3::create_exception;
@@ -20,6 +21,7 @@ mod client;
 mod compiled;
 mod convert;
 mod environment;
+mod evaluator;
 mod explain;
 mod flags;
 mod upstream;

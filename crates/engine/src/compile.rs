@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::condition::{parse_operator, pystr, Condition, ConditionSource, Operator};
 use crate::error::{EvalError, InputError, PyErrorKind};
+use crate::jsonpath::JsonPathQuery;
 use crate::model::*;
 use crate::priority::{stable_sort_by_priority, PriorityKey};
 use crate::property::{Property, Query};
@@ -22,6 +23,10 @@ pub type Diagnostic = InputError;
 
 struct Compiler<'r> {
     root: &'r Map<String, Value>,
+    /// The root without `features` and `segments`: what a static JSONPath answer would be if a
+    /// trimmed context lacked the member it reads.
+    bare_root: Map<String, Value>,
+    trim_sensitive: HashMap<String, Box<JsonPathQuery>>,
     names: Vec<String>,
     name_ids: HashMap<String, NameId>,
     feature_ctxs: Vec<FeatureCtx>,
@@ -37,6 +42,12 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         .ok_or_else(|| InputError::new("$", "context must be a JSON object"))?;
     let mut c = Compiler {
         root,
+        bare_root: root
+            .iter()
+            .filter(|(k, _)| k.as_str() != "features" && k.as_str() != "segments")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        trim_sensitive: HashMap::new(),
         names: Vec::new(),
         name_ids: HashMap::new(),
         feature_ctxs: Vec::new(),
@@ -103,8 +114,10 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
 
     let mut targeted = vec![false; c.names.len()];
     let mut segments_by_name = vec![Vec::new(); c.names.len()];
+    let mut beside_unnamed_override = vec![false; c.names.len()];
     let mut override_name_error = None;
     for (s, segment) in segments.iter().enumerate() {
+        let mut unnamed = false;
         for &o in &segment.overrides {
             match (&c.feature_ctxs[o].name, c.feature_ctxs[o].name_id) {
                 (Ok(_), Some(id)) => {
@@ -115,9 +128,17 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
                     }
                 }
                 (Err(e), _) => {
+                    unnamed = true;
                     override_name_error = override_name_error.or_else(|| Some(e.clone()))
                 }
                 _ => {}
+            }
+        }
+        if unnamed {
+            for &o in &segment.overrides {
+                if let Some(id) = c.feature_ctxs[o].name_id {
+                    beside_unnamed_override[id as usize] = true;
+                }
             }
         }
     }
@@ -133,7 +154,7 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         }
         entry.targeted = ctx.name_id.is_some_and(|id| targeted[id as usize]);
     }
-    let identifier_index = index_identifier_segments(&segments);
+    let identifier_index = index_identifier_segments(&segments, &segments_by_name);
     let env = Environment {
         env_key,
         root: if c.needs_root {
@@ -150,6 +171,8 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         override_name_error,
         segments,
         segments_by_name,
+        beside_unnamed_override,
+        trim_sensitive: c.trim_sensitive,
         identifier_index,
         reads_flags: c.reads_flags,
         flag_slots: slot_by_name.len(),
@@ -344,7 +367,9 @@ impl Compiler<'_> {
         let property = match cond.get("property") {
             None => Err(EvalError::key("'property'")),
             Some(p) => {
-                let property = Property::compile(p, op_text == Some("PERCENTAGE_SPLIT"), self.root);
+                let percentage_split = op_text == Some("PERCENTAGE_SPLIT");
+                let property = Property::compile(p, percentage_split, self.root);
+                self.note_trim_sensitive(p, percentage_split, &property);
                 if let Property::Path { query, .. } = &property {
                     match query {
                         Query::General(_) => {
@@ -371,6 +396,31 @@ impl Compiler<'_> {
             operator,
             source,
         })
+    }
+
+    /// A static answer read from `features` or `segments` may be different in the context a
+    /// per-feature evaluation sees (those two trimmed to the feature): if the answer without
+    /// them differs, the query is also compiled to be asked of that trimmed context.
+    fn note_trim_sensitive(&mut self, p: &Value, percentage_split: bool, property: &Property) {
+        let Property::Path {
+            literal,
+            query: Query::Static(answer),
+        } = property
+        else {
+            return;
+        };
+        if self.trim_sensitive.contains_key(literal) {
+            return;
+        }
+        let bare = Property::compile(p, percentage_split, &self.bare_root);
+        let same = matches!(&bare, Property::Path { query: Query::Static(b), .. } if b == answer);
+        if same {
+            return;
+        }
+        if let Ok(query) = JsonPathQuery::parse(literal) {
+            self.trim_sensitive.insert(literal.clone(), Box::new(query));
+            self.needs_root = true;
+        }
     }
 }
 
@@ -404,12 +454,17 @@ fn variant(item: &Map<String, Value>) -> Variant {
 }
 
 /// Builds the [`IdentifierIndex`]: segments of exactly the identity-override shape are indexed.
-fn index_identifier_segments(segments: &[Segment]) -> IdentifierIndex {
+fn index_identifier_segments(
+    segments: &[Segment],
+    segments_by_name: &[Vec<usize>],
+) -> IdentifierIndex {
     let mut index = IdentifierIndex::default();
+    let mut indexed = vec![false; segments.len()];
     for (i, segment) in segments.iter().enumerate() {
         match identifier_in_set(segment) {
             Some(set) => {
                 index.active = true;
+                indexed[i] = true;
                 for identifier in set {
                     index
                         .by_identifier
@@ -420,6 +475,12 @@ fn index_identifier_segments(segments: &[Segment]) -> IdentifierIndex {
             }
             None => index.others.push(i),
         }
+    }
+    if index.active {
+        index.others_by_name = segments_by_name
+            .iter()
+            .map(|list| list.iter().copied().filter(|&s| !indexed[s]).collect())
+            .collect();
     }
     index
 }

@@ -75,6 +75,26 @@ impl Environment {
         evaluate::evaluate(self, identity)
     }
 
+    /// One flag for an identity (or none), by feature name, evaluating only what that feature
+    /// needs: the identity-override lookup and the segments that override it. This is the
+    /// reference's result for the context trimmed to the feature (`features` reduced to it,
+    /// `segments` to those that override it), which is what the Flagsmith SDKs evaluate when one
+    /// flag is read; it equals [`Environment::evaluate`]'s flag unless a condition reads
+    /// `$.flags`, `$.features` or `$.segments` (those see the trimmed context) or a segment that
+    /// does not override the feature raises. `Ok(None)` when there is no such feature.
+    pub fn evaluate_feature<'a>(
+        &'a self,
+        name: &str,
+        identity: Option<&'a Identity<'a>>,
+    ) -> Result<Option<FlagResult<'a>>, EvalError> {
+        evaluate::evaluate_feature(self, name, identity)
+    }
+
+    /// Whether the environment has a feature of this name (a key of the context's `features`).
+    pub fn has_feature(&self, name: &str) -> bool {
+        self.feature_by_key.contains_key(name)
+    }
+
     /// The environment key (`environment.key`) as text, if the context has one.
     pub fn key(&self) -> Option<&str> {
         self.env_key.as_deref().ok()

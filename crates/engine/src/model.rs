@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::condition::Condition;
 use crate::error::EvalError;
+use crate::jsonpath::JsonPathQuery;
 use crate::priority::PriorityKey;
 
 /// Index of a distinct feature name (interned at compile time).
@@ -39,8 +40,16 @@ pub struct Environment {
     /// An override without a `name` makes the reference raise when it lists targeted features.
     pub(crate) override_name_error: Option<EvalError>,
     pub(crate) segments: Vec<Segment>,
-    /// Per name id: the segments that override it (for `$.flags` dependency resolution).
+    /// Per name id: the segments that override it, in context order (for `$.flags` dependency
+    /// resolution and per-feature evaluation).
     pub(crate) segments_by_name: Vec<Vec<usize>>,
+    /// Per name id: a segment that overrides it also has an override without a `name`, so the
+    /// context trimmed to this feature raises `override_name_error` too.
+    pub(crate) beside_unnamed_override: Vec<bool>,
+    /// JSONPath properties answered at compile time from `features` or `segments` whose answer
+    /// is different in a context trimmed to one feature (by property text): a per-feature
+    /// evaluation asks them of its trimmed context instead.
+    pub(crate) trim_sensitive: HashMap<String, Box<JsonPathQuery>>,
     /// Identity-override segments, found by one lookup instead of one test per segment.
     pub(crate) identifier_index: IdentifierIndex,
     /// Whether any condition reads `$.flags` (only then is dependency state kept).
@@ -132,6 +141,9 @@ pub(crate) struct IdentifierIndex {
     pub by_identifier: HashMap<String, Vec<usize>>,
     /// Segments not in the index, in context order.
     pub others: Vec<usize>,
+    /// Per name id: the segments not in the index that override it, in context order (empty
+    /// when the index is not active).
+    pub others_by_name: Vec<Vec<usize>>,
     /// Whether any segment is indexed.
     pub active: bool,
 }

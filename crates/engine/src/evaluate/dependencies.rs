@@ -45,15 +45,19 @@ impl<'a> Evaluation<'a> {
             return Ok(FlagLookup::Node(Some(flag.clone())));
         }
         deps.used = true;
-        if let Some(e) = &env.override_name_error {
+        if let Some(e) = self.override_name_error() {
             return if e.kind == PyErrorKind::KeyError {
                 Ok(FlagLookup::NoNode)
             } else {
                 Err(e.clone())
             };
         }
-        // Only features can resolve; their names live as long as the environment.
-        let Some((name, _)) = env.feature_by_key.get_key_value(name) else {
+        // Only features (in scope) can resolve; their names live as long as the environment.
+        let Some((name, _)) = env
+            .feature_by_key
+            .get_key_value(name)
+            .filter(|(name, _)| self.scope.has_feature(name))
+        else {
             return Ok(FlagLookup::Node(None));
         };
         match self.resolve_feature(name) {
@@ -75,7 +79,7 @@ impl<'a> Evaluation<'a> {
     }
 
     pub(super) fn resolve_feature(&mut self, name: &'a str) -> Result<(), EvalError> {
-        if let Some(e) = &self.env.override_name_error {
+        if let Some(e) = self.override_name_error() {
             return Err(e.clone());
         }
         let deps = self.deps();

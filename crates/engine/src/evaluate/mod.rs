@@ -5,6 +5,9 @@
 //!
 //! Per call this allocates the segment list, the override table and the flag list; strings are
 //! only built for a derived identity key and for non-string values that must be hashed.
+//!
+//! [`evaluate_feature`] runs the same steps over the context trimmed to one feature (see
+//! `scope.rs`): only the segments that override it are tested.
 
 use std::borrow::Cow;
 
@@ -15,14 +18,16 @@ use crate::error::{EvalError, PyErrorKind};
 use crate::hashing::hashed_percentage;
 use crate::identity::Identity;
 use crate::model::*;
-use crate::property::Property;
+use crate::property::{Property, Query};
 use crate::result::{EvaluationResult, FlagResult, Reason, SegmentResult, VariantChoice};
 
 mod dependencies;
 mod query;
+mod scope;
 
 use crate::value::{Scalar, TraitValue};
 use dependencies::Dependencies;
+use scope::{FeatureScope, Overrides, Scope, SegmentOrder};
 
 /// Evaluates the environment for an identity (`None` = no identity, as for an absent, null or
 /// empty `identity` in a context).
@@ -32,21 +37,29 @@ pub fn evaluate<'a>(
 ) -> Result<EvaluationResult<'a>, EvalError> {
     let mut ev = Evaluation::new(env, identity)?;
     let (segments, overrides) = ev.evaluate_segments()?;
-    let mut flags = ev.evaluate_features(&overrides)?;
-    if let Some(deps) = ev.deps.as_ref().filter(|d| d.used) {
-        for (key, resolved) in &deps.resolved {
-            match flags.iter_mut().find(|f| f.key == *key) {
-                Some(slot) => *slot = resolved.clone(),
-                None => flags.push(resolved.clone()),
-            }
-        }
-        for name in &deps.cyclic {
-            if let Some(flag) = flags.iter_mut().find(|f| f.key == *name) {
-                flag.reason = Reason::CircularDependency;
-            }
-        }
-    }
+    let flags = ev.evaluate_features(&overrides)?;
+    let flags = ev.with_dependencies(flags);
     Ok(EvaluationResult { flags, segments })
+}
+
+/// Evaluates one feature (by its `features` key) as the reference evaluates the context trimmed
+/// to it: `features` reduced to that feature, `segments` to those that override it. `None` when
+/// the context has no such feature (or, in a context whose feature is named differently from its
+/// key, when the trimmed result holds no flag under `key`).
+pub fn evaluate_feature<'a>(
+    env: &'a Environment,
+    key: &str,
+    identity: Option<&'a Identity<'a>>,
+) -> Result<Option<FlagResult<'a>>, EvalError> {
+    let Some((key, &ctx)) = env.feature_by_key.get_key_value(key) else {
+        return Ok(None);
+    };
+    let scope = Scope::Feature(FeatureScope::new(env, key, ctx));
+    let mut ev = Evaluation::with_scope(env, identity, scope)?;
+    let (_, overrides) = ev.evaluate_segments()?;
+    let flags = ev.evaluate_features(&overrides)?;
+    let flags = ev.with_dependencies(flags);
+    Ok(flags.into_iter().find(|f| f.key == key.as_str()))
 }
 
 /// The identity key after enrichment: the caller's key when truthy, else `<env key>_<identifier>`.
@@ -56,11 +69,9 @@ enum IdentityKey<'a> {
     Derived,
 }
 
-/// The winning override per name id: (feature context, segment).
-type Overrides = Vec<Option<(usize, usize)>>;
-
 pub(crate) struct Evaluation<'a> {
     pub(crate) env: &'a Environment,
+    scope: Scope<'a>,
     identity: Option<&'a Identity<'a>>,
     key: Option<IdentityKey<'a>>,
     /// `str(identity key)`, the multivariate and percentage-split hashing id.
@@ -72,6 +83,14 @@ impl<'a> Evaluation<'a> {
     pub(crate) fn new(
         env: &'a Environment,
         identity: Option<&'a Identity<'a>>,
+    ) -> Result<Self, EvalError> {
+        Self::with_scope(env, identity, Scope::All)
+    }
+
+    pub(crate) fn with_scope(
+        env: &'a Environment,
+        identity: Option<&'a Identity<'a>>,
+        scope: Scope<'a>,
     ) -> Result<Self, EvalError> {
         let (key, key_text) = match identity {
             None => (None, None),
@@ -107,6 +126,7 @@ impl<'a> Evaluation<'a> {
         });
         Ok(Evaluation {
             env,
+            scope,
             identity,
             key,
             key_text,
@@ -118,18 +138,69 @@ impl<'a> Evaluation<'a> {
         self.deps.as_ref().map_or(0, |d| d.cycle_hits)
     }
 
+    /// The flags with what the `$.flags` mapping resolved on the way: those results win, and
+    /// the flags of a dependency cycle get its reason.
+    fn with_dependencies(&self, mut flags: Vec<FlagResult<'a>>) -> Vec<FlagResult<'a>> {
+        if let Some(deps) = self.deps.as_ref().filter(|d| d.used) {
+            for (key, resolved) in &deps.resolved {
+                match flags.iter_mut().find(|f| f.key == *key) {
+                    Some(slot) => *slot = resolved.clone(),
+                    None => flags.push(resolved.clone()),
+                }
+            }
+            for name in &deps.cyclic {
+                if let Some(flag) = flags.iter_mut().find(|f| f.key == *name) {
+                    flag.reason = Reason::CircularDependency;
+                }
+            }
+        }
+        flags
+    }
+
+    /// The error of an override without a `name` in the segments in scope (the reference
+    /// raises it when it lists the targeted features, and when it builds its `$.flags` index).
+    fn override_name_error(&self) -> Option<&'a EvalError> {
+        let error = self.env.override_name_error.as_ref()?;
+        match self.scope {
+            Scope::All => Some(error),
+            Scope::Feature(scope) => scope
+                .name_id
+                .filter(|&id| self.env.beside_unnamed_override[id as usize])
+                .map(|_| error),
+        }
+    }
+
     fn evaluate_segments(&mut self) -> Result<(Vec<SegmentResult<'a>>, Overrides), EvalError> {
         let env = self.env;
-        let mut overrides: Overrides = vec![None; env.names.len()];
+        let mut overrides = Overrides::new(env, self.scope);
         let mut results = Vec::new();
         let mut hits = self.cycle_hits();
-        let index = &env.identifier_index;
-        let indexed_hits = if index.active {
+        let indexed_hits = if env.identifier_index.active {
             self.indexed_identifier_hits()?
         } else {
             None
         };
-        for (i, known_match) in SegmentOrder::new(env, indexed_hits) {
+        let scoped_hits: Vec<usize>;
+        let order = match (self.scope, indexed_hits) {
+            (Scope::All, Some(hits)) => SegmentOrder::Merged {
+                others: &env.identifier_index.others,
+                hits,
+            },
+            (Scope::All, None) => SegmentOrder::Every(0..env.segments.len()),
+            (Scope::Feature(scope), Some(hits)) => {
+                scoped_hits = hits
+                    .iter()
+                    .copied()
+                    .filter(|&s| scope.has_segment(s))
+                    .collect();
+                SegmentOrder::Merged {
+                    others: scope.unindexed(env),
+                    hits: &scoped_hits,
+                }
+            }
+            (Scope::Feature(scope), None) => SegmentOrder::Listed(scope.segments.iter()),
+        };
+        for (i, known_match) in order {
             let segment = &env.segments[i];
             let matches = known_match || self.is_in_segment(i)?;
             let now = self.cycle_hits();
@@ -150,15 +221,15 @@ impl<'a> Evaluation<'a> {
             for &o in &segment.overrides {
                 let ctx = &env.feature_ctxs[o];
                 ctx.name.as_ref().map_err(Clone::clone)?;
-                let id = ctx.name_id.expect("named override has an id") as usize;
-                let wins = match overrides[id] {
+                let id = ctx.name_id.expect("named override has an id");
+                let wins = match overrides.get(id) {
                     None => true,
                     Some((incumbent, _)) => {
                         ctx.priority.py_lt(&env.feature_ctxs[incumbent].priority)?
                     }
                 };
                 if wins {
-                    overrides[id] = Some((o, i));
+                    overrides.set(id, (o, i));
                 }
             }
         }
@@ -197,25 +268,29 @@ impl<'a> Evaluation<'a> {
         overrides: &Overrides,
     ) -> Result<Vec<FlagResult<'a>>, EvalError> {
         let env = self.env;
-        if env.features.is_empty() {
+        let entries = match self.scope {
+            Scope::All => env.features.as_slice(),
+            Scope::Feature(scope) => std::slice::from_ref(&env.features[scope.ctx]),
+        };
+        if entries.is_empty() {
             return Ok(Vec::new());
         }
-        if let Some(e) = &env.override_name_error {
+        if let Some(e) = self.override_name_error() {
             return Err(e.clone());
         }
         // Distinct names (the normal case): one flag per entry, pushed in order.
-        let distinct = env.flag_slots == env.features.len();
-        let mut flags = Vec::with_capacity(if distinct { env.features.len() } else { 0 });
+        let distinct = entries.len() == 1 || env.flag_slots == env.features.len();
+        let mut flags = Vec::with_capacity(if distinct { entries.len() } else { 0 });
         let mut slots: Vec<Option<FlagResult<'a>>> = if distinct {
             Vec::new()
         } else {
             vec![None; env.flag_slots]
         };
-        for entry in &env.features {
+        for entry in entries {
             let ctx = &env.feature_ctxs[entry.ctx];
             let name = ctx.name.as_ref().map_err(Clone::clone)?;
-            let id = ctx.name_id.expect("named feature has an id") as usize;
-            let result = match overrides[id] {
+            let id = ctx.name_id.expect("named feature has an id");
+            let result = match overrides.get(id) {
                 Some((o, s)) => self.flag_result(
                     name,
                     o,
@@ -223,8 +298,8 @@ impl<'a> Evaluation<'a> {
                     Some(s),
                 )?,
                 None => {
-                    let fallback = *entry.fallback.as_ref().map_err(Clone::clone)?;
-                    let reason = if entry.targeted {
+                    let (fallback, targeted) = self.fallback(entry, name)?;
+                    let reason = if targeted {
                         Reason::Default
                     } else {
                         Reason::Static
@@ -242,6 +317,22 @@ impl<'a> Evaluation<'a> {
             flags.extend(slots.into_iter().flatten());
         }
         Ok(flags)
+    }
+
+    /// `features[name]` (the context used when no override wins) and whether any segment in
+    /// scope overrides `name`.
+    fn fallback(&self, entry: &FeatureEntry, name: &str) -> Result<(usize, bool), EvalError> {
+        match self.scope {
+            Scope::All => Ok((
+                *entry.fallback.as_ref().map_err(Clone::clone)?,
+                entry.targeted,
+            )),
+            // The trimmed `features` holds `key` only.
+            Scope::Feature(scope) if name == scope.key => {
+                Ok((scope.ctx, !scope.segments.is_empty()))
+            }
+            Scope::Feature(_) => Err(EvalError::key(format!("'{name}'"))),
+        }
     }
 
     /// `get_flag_result_from_context`: value, multivariate split, reason.
@@ -358,6 +449,14 @@ impl<'a> Evaluation<'a> {
                 if !literal_value.is_null() {
                     return Ok(literal_value);
                 }
+                let trimmed = &self.env.trim_sensitive;
+                if let (Scope::Feature(_), Query::Static(_)) = (self.scope, query) {
+                    if !trimmed.is_empty() {
+                        if let Some(path) = trimmed.get(literal) {
+                            return self.general_query(path);
+                        }
+                    }
+                }
                 self.query(query)
             }
         }
@@ -394,55 +493,4 @@ fn quantify<'t, T>(
         }
     }
     Ok(!matches!(q, Quantifier::Any))
-}
-
-/// Walks segments in context order: the unindexed ones (tested one by one) merged with the
-/// indexed ones this identity is known to match. Without a usable index, every segment in order.
-/// Yields `(segment, known_to_match)`.
-struct SegmentOrder<'a> {
-    others: &'a [usize],
-    hits: &'a [usize],
-    all: Option<std::ops::Range<usize>>,
-}
-
-impl<'a> SegmentOrder<'a> {
-    fn new(env: &'a Environment, hits: Option<&'a [usize]>) -> Self {
-        match hits {
-            Some(hits) => SegmentOrder {
-                others: &env.identifier_index.others,
-                hits,
-                all: None,
-            },
-            None => SegmentOrder {
-                others: &[],
-                hits: &[],
-                all: Some(0..env.segments.len()),
-            },
-        }
-    }
-}
-
-impl Iterator for SegmentOrder<'_> {
-    type Item = (usize, bool);
-
-    fn next(&mut self) -> Option<(usize, bool)> {
-        if let Some(all) = &mut self.all {
-            return all.next().map(|i| (i, false));
-        }
-        match (self.others.first(), self.hits.first()) {
-            (Some(&o), Some(&h)) if h < o => {
-                self.hits = &self.hits[1..];
-                Some((h, true))
-            }
-            (Some(&o), _) => {
-                self.others = &self.others[1..];
-                Some((o, false))
-            }
-            (None, Some(&h)) => {
-                self.hits = &self.hits[1..];
-                Some((h, true))
-            }
-            (None, None) => None,
-        }
-    }
 }

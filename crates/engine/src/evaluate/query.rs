@@ -2,11 +2,12 @@
 //! or, for queries that need it, from the whole context materialised as the reference sees it.
 
 use super::*;
-use crate::jsonpath::{Found, LazyFlags};
+use crate::jsonpath::{Found, JsonPathQuery, LazyFlags};
 use crate::property::{into_static, is_scalar, walk, Query, Step};
 use crate::value::{coerce_json, coerce_str};
 
 use super::dependencies::FlagLookup;
+use super::scope::{trimmed_features, trimmed_segments};
 
 impl<'a> Evaluation<'a> {
     pub(super) fn query(&mut self, query: &'a Query) -> Result<Scalar<'a>, EvalError> {
@@ -19,14 +20,17 @@ impl<'a> Evaluation<'a> {
                 };
                 flag_query(&flag, steps)
             }
-            Query::General(path) => {
-                let root = self.materialise_root();
-                let found = path.find_first(&root, &mut FlagsBridge { ev: self })?;
-                match found {
-                    Found::Value(v) if is_scalar(&v) => coerce_json(&v).map(into_static),
-                    _ => Ok(Scalar::Null),
-                }
-            }
+            Query::General(path) => self.general_query(path),
+        }
+    }
+
+    /// A query over the whole context (as this evaluation's scope sees it).
+    pub(super) fn general_query(&mut self, path: &JsonPathQuery) -> Result<Scalar<'a>, EvalError> {
+        let root = self.materialise_root();
+        let found = path.find_first(&root, &mut FlagsBridge { ev: self })?;
+        match found {
+            Found::Value(v) if is_scalar(&v) => coerce_json(&v).map(into_static),
+            _ => Ok(Scalar::Null),
         }
     }
 
@@ -79,7 +83,12 @@ impl<'a> Evaluation<'a> {
             match entry {
                 RootEntry::Static(k) => {
                     if let Some(v) = self.env.root.get(k) {
-                        root.insert(k.clone(), v.clone());
+                        let v = match (self.scope, k.as_str()) {
+                            (Scope::Feature(scope), "features") => trimmed_features(v, &scope),
+                            (Scope::Feature(scope), "segments") => trimmed_segments(v, &scope),
+                            _ => v.clone(),
+                        };
+                        root.insert(k.clone(), v);
                     }
                 }
                 RootEntry::Identity => {
