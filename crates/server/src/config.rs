@@ -44,6 +44,8 @@ pub struct Config {
     pub max_trait_value_length: usize,
     pub shutdown_timeout: Duration,
     pub max_concurrent_fetches: usize,
+    /// The `"ofrep"` section.
+    pub ofrep: crate::ofrep::config::OfrepConfig,
 }
 
 impl Default for Config {
@@ -70,6 +72,7 @@ impl Default for Config {
             max_trait_value_length: 2000,
             shutdown_timeout: Duration::from_secs(10),
             max_concurrent_fetches: 8,
+            ofrep: Default::default(),
         }
     }
 }
@@ -101,6 +104,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "health_check",
     "proxy_key",
     "flagpole",
+    "ofrep",
 ];
 
 /// What loading found besides the config: warnings to log once logging is up.
@@ -286,6 +290,9 @@ pub fn from_json(root: &Map<String, Value>) -> Result<Loaded, ConfigError> {
     }
     if let Some(v) = root.get("flagpole") {
         flagpole_keys(object(v, "flagpole")?, &mut c, &mut warnings)?;
+    }
+    if let Some(v) = root.get("ofrep").filter(|v| !v.is_null()) {
+        c.ofrep = crate::ofrep::config::parse(v, &mut warnings)?;
     }
     Ok(Loaded {
         config: c,

@@ -10,6 +10,7 @@ pub mod config;
 pub mod http;
 pub mod logging;
 pub mod memory;
+pub mod ofrep;
 pub mod server;
 pub mod snapshot;
 pub mod sources;

@@ -60,6 +60,14 @@ pub struct Snapshot {
     feature_flags: [HashMap<String, PreparedBody>; 2],
     /// The compiled environment, for identities.
     pub env: Environment,
+    /// The environment's own feature states without segments: the flags of a caller without
+    /// an identity (OFREP without a targeting key).
+    pub env_flags: Environment,
+    /// OFREP's revision: the first 16 bytes of SHA-256 over the document's canonical JSON, as
+    /// lowercase hex: equal on every replica and across restarts.
+    pub content_revision: String,
+    /// `updated_at` in Unix milliseconds (0 when missing or unreadable).
+    pub updated_at_ms: u64,
     /// Per feature, in result order.
     features: Vec<FeatureMeta>,
     feature_index: HashMap<String, usize>,
@@ -136,12 +144,22 @@ impl Snapshot {
         drop(context);
         let own_states = Value::Object(own_states);
         let (env_flags, _) = Environment::from_context(&own_states)?;
-        let result = env_flags.evaluate(None).map_err(|e| {
-            InputError::new(
-                "$",
-                format!("the environment's flags cannot be evaluated: {e}"),
-            )
-        })?;
+        let content_revision =
+            crate::ofrep::canonical::hex(&crate::ofrep::canonical::sha256(doc), 16);
+        // (name, enabled, value) of each environment flag, owned: the evaluation borrows
+        // `env_flags`, which moves into the snapshot.
+        let own_flags: Vec<(String, Value, Value)> = env_flags
+            .evaluate(None)
+            .map_err(|e| {
+                InputError::new(
+                    "$",
+                    format!("the environment's flags cannot be evaluated: {e}"),
+                )
+            })?
+            .flags
+            .iter()
+            .map(|f| (f.key.to_owned(), f.enabled.clone(), f.value.clone()))
+            .collect();
 
         let mut snapshot = Snapshot {
             revision,
@@ -165,22 +183,26 @@ impl Snapshot {
             ],
             feature_flags: [HashMap::default(), HashMap::default()],
             env,
+            env_flags,
+            content_revision,
+            updated_at_ms: 0,
             features,
             feature_index,
             hide_disabled,
         };
+        snapshot.updated_at_ms = snapshot.updated_at.as_deref().map_or(0, unix_ms);
         snapshot.last_modified = snapshot.updated_at.as_deref().and_then(http_date);
         for kind in [KeyKind::Server, KeyKind::Client] {
             let mut list = vec![b'['];
             let mut per_feature = HashMap::default();
-            for flag in &result.flags {
+            for (key, enabled, value) in &own_flags {
                 let mut one = Vec::new();
-                if snapshot.write_flag(&mut one, kind, flag.key, flag.enabled, flag.value) {
+                if snapshot.write_flag(&mut one, kind, key, enabled, value) {
                     if list.len() > 1 {
                         list.push(b',');
                     }
                     list.extend_from_slice(&one);
-                    per_feature.insert(flag.key.to_owned(), PreparedBody::new(one, compress));
+                    per_feature.insert(key.clone(), PreparedBody::new(one, compress));
                 }
             }
             list.push(b']');
@@ -203,6 +225,19 @@ impl Snapshot {
         self.feature_flags[kind.index()].get(name)
     }
 
+    /// Whether a caller with this kind of key may see a flag: client keys never see server-only
+    /// features, nor disabled flags when the project hides them.
+    pub fn is_visible(&self, kind: KeyKind, name: &str, enabled: &Value) -> bool {
+        self.visible_meta(kind, name, enabled).is_some()
+    }
+
+    fn visible_meta(&self, kind: KeyKind, name: &str, enabled: &Value) -> Option<&FeatureMeta> {
+        let meta = &self.features[*self.feature_index.get(name)?];
+        let hidden = kind == KeyKind::Client
+            && (meta.server_only || (self.hide_disabled && enabled == &Value::Bool(false)));
+        (!hidden).then_some(meta)
+    }
+
     /// Writes one flag object (`{"feature":{…},"enabled":…,"feature_state_value":…}`) unless the
     /// key kind may not see it. Returns whether it wrote.
     pub fn write_flag(
@@ -213,15 +248,9 @@ impl Snapshot {
         enabled: &Value,
         value: &Value,
     ) -> bool {
-        let Some(&i) = self.feature_index.get(name) else {
+        let Some(meta) = self.visible_meta(kind, name, enabled) else {
             return false;
         };
-        let meta = &self.features[i];
-        if kind == KeyKind::Client
-            && (meta.server_only || (self.hide_disabled && enabled == &Value::Bool(false)))
-        {
-            return false;
-        }
         out.extend_from_slice(&meta.prefix);
         serde_json::to_writer(&mut *out, enabled).expect("serialise");
         out.extend_from_slice(br#","feature_state_value":"#);
@@ -249,16 +278,25 @@ impl Snapshot {
     }
 }
 
-/// RFC 3339 (`2023-07-14T16:12:00.000000Z`) → IMF-fixdate (`Fri, 14 Jul 2023 16:12:00 GMT`).
-pub fn http_date(rfc3339: &str) -> Option<String> {
-    let parsed = chrono::DateTime::parse_from_rfc3339(rfc3339)
+/// RFC 3339 (`2023-07-14T16:12:00.000000Z`; no offset means UTC), as a time.
+fn parse_rfc3339(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(text)
         .map(|d| d.with_timezone(&chrono::Utc))
         .or_else(|_| {
-            chrono::NaiveDateTime::parse_from_str(rfc3339, "%Y-%m-%dT%H:%M:%S%.f")
-                .map(|n| n.and_utc())
+            chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f").map(|n| n.and_utc())
         })
-        .ok()?;
+        .ok()
+}
+
+/// RFC 3339 (`2023-07-14T16:12:00.000000Z`) → IMF-fixdate (`Fri, 14 Jul 2023 16:12:00 GMT`).
+pub fn http_date(rfc3339: &str) -> Option<String> {
+    let parsed = parse_rfc3339(rfc3339)?;
     Some(parsed.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
+}
+
+/// RFC 3339 → Unix milliseconds (0 when unreadable or before 1970).
+fn unix_ms(rfc3339: &str) -> u64 {
+    parse_rfc3339(rfc3339).map_or(0, |t| u64::try_from(t.timestamp_millis()).unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -7,14 +7,34 @@ use http::{header, HeaderMap, HeaderValue, Method};
 use super::{empty, Response};
 use crate::config::Config;
 
+/// How a preflight is answered: the Flagsmith API echoes the requested method with a 200;
+/// OFREP (spec ofrep §8) lists its methods with a 204.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preflight {
+    Flagsmith,
+    Ofrep,
+}
+
 /// The answer to a preflight request, if this is one.
-pub fn preflight(config: &Config, method: &Method, headers: &HeaderMap) -> Option<Response> {
+pub fn preflight(
+    config: &Config,
+    method: &Method,
+    headers: &HeaderMap,
+    style: Preflight,
+) -> Option<Response> {
     let origin = headers.get(header::ORIGIN)?;
     let requested_method = headers.get(header::ACCESS_CONTROL_REQUEST_METHOD)?;
     if method != Method::OPTIONS {
         return None;
     }
-    let mut response = empty(http::StatusCode::OK);
+    let (status, methods) = match style {
+        Preflight::Flagsmith => (http::StatusCode::OK, requested_method.clone()),
+        Preflight::Ofrep => (
+            http::StatusCode::NO_CONTENT,
+            HeaderValue::from_static("GET, POST, OPTIONS"),
+        ),
+    };
+    let mut response = empty(status);
     let h = response.headers_mut();
     if origin_allowed(config, origin) {
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
@@ -22,10 +42,7 @@ pub fn preflight(config: &Config, method: &Method, headers: &HeaderMap) -> Optio
             header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
             HeaderValue::from_static("true"),
         );
-        h.insert(
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            requested_method.clone(),
-        );
+        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, methods);
         if let Some(requested) = headers.get(header::ACCESS_CONTROL_REQUEST_HEADERS) {
             h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, requested.clone());
         }
@@ -48,6 +65,15 @@ fn origin_allowed(config: &Config, origin: &HeaderValue) -> bool {
         None => true,
         Some(list) => list.iter().any(|o| o.as_bytes() == origin.as_bytes()),
     }
+}
+
+/// OFREP responses expose their `ETag` and `Retry-After` to scripts (a cross-origin web
+/// provider could not revalidate otherwise).
+pub fn expose_ofrep_headers(response: &mut Response) {
+    response.headers_mut().insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("ETag, Retry-After"),
+    );
 }
 
 /// Adds the CORS headers of a simple request and `origin` to `Vary` (one merged header).

@@ -25,6 +25,7 @@ use crate::config::Config;
 use crate::snapshot::{KeyKind, Snapshot};
 use crate::store::Store;
 use error::ApiError;
+pub(crate) use identities::read_body;
 pub use service::Api;
 
 /// Every response body is whole bytes, written at once.

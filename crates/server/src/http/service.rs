@@ -86,10 +86,18 @@ impl hyper::service::Service<Request<Incoming>> for Api {
         if let Some(too_large) = header_guard(config.max_header_bytes, &request) {
             return ApiFuture::Ready(Some(too_large));
         }
-        if let Some(preflight) = cors::preflight(config, request.method(), request.headers()) {
+        let origin = request.headers().get(header::ORIGIN).cloned();
+        if let Some(endpoint) = crate::ofrep::endpoint(request.uri().path()) {
+            return self.ofrep(request, endpoint, origin);
+        }
+        if let Some(preflight) = cors::preflight(
+            config,
+            request.method(),
+            request.headers(),
+            cors::Preflight::Flagsmith,
+        ) {
             return ApiFuture::Ready(Some(preflight));
         }
-        let origin = request.headers().get(header::ORIGIN).cloned();
         let route = Route::of(request.uri().path());
         let method = request.method();
         let is_get = method == Method::GET || method == Method::HEAD;
@@ -137,6 +145,48 @@ impl hyper::service::Service<Request<Incoming>> for Api {
         };
         let mut response = answer;
         cors::finish(config, origin, &mut response);
+        ApiFuture::Ready(Some(response))
+    }
+}
+
+impl Api {
+    /// OFREP: CORS preflight, a 404 for a key that is not UTF-8, else the evaluation (which
+    /// waits for the body). Every answer exposes `ETag` and `Retry-After`.
+    fn ofrep(
+        &self,
+        request: Request<Incoming>,
+        endpoint: Result<crate::ofrep::Endpoint, ()>,
+        origin: Option<HeaderValue>,
+    ) -> ApiFuture {
+        let config = &self.state.config;
+        let preflight = cors::preflight(
+            config,
+            request.method(),
+            request.headers(),
+            cors::Preflight::Ofrep,
+        );
+        let early = match (preflight, endpoint) {
+            (Some(mut preflight), _) => {
+                cors::expose_ofrep_headers(&mut preflight);
+                return ApiFuture::Ready(Some(preflight));
+            }
+            (None, Err(())) => Some(
+                ApiError::not_found("the flag key is not UTF-8 once percent-decoded")
+                    .into_response(),
+            ),
+            (None, Ok(endpoint)) => {
+                let state = self.state.clone();
+                return ApiFuture::Body(Box::pin(async move {
+                    let mut response = crate::ofrep::handle(state.clone(), request, endpoint).await;
+                    cors::finish(&state.config, origin, &mut response);
+                    cors::expose_ofrep_headers(&mut response);
+                    response
+                }));
+            }
+        };
+        let mut response = early.expect("answered above");
+        cors::finish(config, origin, &mut response);
+        cors::expose_ofrep_headers(&mut response);
         ApiFuture::Ready(Some(response))
     }
 }

@@ -1,0 +1,110 @@
+//! The `"ofrep"` section of `config.json` (or the `OFREP` environment variable holding it).
+
+use serde_json::{Map, Value};
+
+use crate::config::ConfigError;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OfrepConfig {
+    /// Whether client keys may use OFREP.
+    pub client_keys: bool,
+    /// Whether server keys may use OFREP.
+    pub server_keys: bool,
+    /// Request bodies above this are refused with 413.
+    pub max_body_bytes: usize,
+    /// An enabled string value that parses as a JSON object or array is sent as that value.
+    pub parse_json_strings: bool,
+    /// Requests without an identity are refused (`TARGETING_KEY_MISSING`).
+    pub require_targeting_key: bool,
+    /// The public origin (and path prefix) of this proxy, for absolute stream URLs.
+    pub public_base_url: Option<String>,
+    /// A hash of the settings above that change response bodies: part of every ETag, so that
+    /// a changed setting never yields a wrong 304.
+    pub etag_settings: String,
+}
+
+impl OfrepConfig {
+    fn with_etag_settings(mut self) -> OfrepConfig {
+        let described = serde_json::json!({
+            // Bump whenever a release could change a body for the same inputs.
+            "map": "ofrep-map/1",
+            "parse_json_strings": self.parse_json_strings,
+            "require_targeting_key": self.require_targeting_key,
+            "public_base_url": self.public_base_url,
+            "sse_enabled": false,
+        });
+        self.etag_settings = super::canonical::hex(&super::canonical::sha256(&described), 32);
+        self
+    }
+}
+
+impl Default for OfrepConfig {
+    fn default() -> Self {
+        OfrepConfig {
+            client_keys: true,
+            server_keys: true,
+            max_body_bytes: 65_536,
+            parse_json_strings: false,
+            require_targeting_key: false,
+            public_base_url: None,
+            etag_settings: String::new(),
+        }
+        .with_etag_settings()
+    }
+}
+
+const KEYS: &[&str] = &[
+    "client_keys",
+    "server_keys",
+    "max_body_bytes",
+    "parse_json_strings",
+    "require_targeting_key",
+    "public_base_url",
+    "sse",
+    "freshness_wait_ms",
+    "rate_limit_per_key_rps",
+];
+
+/// Reads the section; unknown members are warnings, wrong types stop startup naming the key.
+pub fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<OfrepConfig, ConfigError> {
+    let mut c = OfrepConfig::default();
+    let map: &Map<String, Value> = v
+        .as_object()
+        .ok_or_else(|| ConfigError("ofrep: must be an object".into()))?;
+    for k in map.keys() {
+        if !KEYS.contains(&k.as_str()) {
+            warnings.push(format!("unknown config key 'ofrep.{k}' ignored"));
+        }
+    }
+    for key in ["sse", "freshness_wait_ms", "rate_limit_per_key_rps"] {
+        if map.get(key).is_some_and(|v| !v.is_null()) {
+            warnings.push(format!("ofrep.{key} is not supported yet and is ignored"));
+        }
+    }
+    let flag = |key: &str, default: bool| -> Result<bool, ConfigError> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(ConfigError(format!("ofrep.{key}: must be true or false"))),
+        }
+    };
+    c.client_keys = flag("client_keys", c.client_keys)?;
+    c.server_keys = flag("server_keys", c.server_keys)?;
+    c.parse_json_strings = flag("parse_json_strings", c.parse_json_strings)?;
+    c.require_targeting_key = flag("require_targeting_key", c.require_targeting_key)?;
+    if let Some(v) = map.get("max_body_bytes").filter(|v| !v.is_null()) {
+        c.max_body_bytes =
+            v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+                ConfigError("ofrep.max_body_bytes: must be a positive integer".into())
+            })? as usize;
+    }
+    if let Some(v) = map.get("public_base_url").filter(|v| !v.is_null()) {
+        let text = v
+            .as_str()
+            .ok_or_else(|| ConfigError("ofrep.public_base_url: must be a string".into()))?;
+        url::Url::parse(text)
+            .map_err(|e| ConfigError(format!("ofrep.public_base_url: not a URL: {e}")))?;
+        c.public_base_url = Some(text.trim_end_matches('/').to_owned());
+    }
+    Ok(c.with_etag_settings())
+}

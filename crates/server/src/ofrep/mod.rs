@@ -1,0 +1,381 @@
+//! OpenFeature Remote Evaluation Protocol (spec `ofrep.md`): `POST /ofrep/v1/evaluate/flags/{key}`
+//! and `POST /ofrep/v1/evaluate/flags`, on the same snapshots and engine as the Flagsmith API.
+//!
+//! The ETag is computed from what the request asks (document revision, normalised context, key
+//! kind, settings) before anything is evaluated, so a client revalidating gets its 304 for the
+//! price of a hash. Errors use OFREP's shape (`errorCode`, `errorDetails`, and `key` on the
+//! single-flag endpoint).
+
+pub mod canonical;
+pub mod config;
+mod context;
+mod mapping;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use flagpole_engine::Identity;
+use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use hyper::body::Incoming;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::http::{full, AppState, Response};
+use crate::snapshot::{KeyKind, Snapshot};
+
+/// The two OFREP endpoints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Bulk,
+    Flag(String),
+}
+
+const BULK_PATH: &str = "ofrep/v1/evaluate/flags";
+
+/// Which OFREP endpoint a path names: `None` if none; `Some(Err(()))` for a key that is not
+/// UTF-8 once percent-decoded (a 404). Extra leading slashes are accepted (the JS provider
+/// sends `//ofrep/…` when its base URL ends in `/`); the key is the rest of the path, slashes
+/// included (the Python provider does not encode keys).
+pub fn endpoint(path: &str) -> Option<Result<Endpoint, ()>> {
+    let rest = path.trim_start_matches('/').strip_prefix(BULK_PATH)?;
+    if rest.is_empty() || rest == "/" {
+        return Some(Ok(Endpoint::Bulk));
+    }
+    let raw = rest.strip_prefix('/')?;
+    Some(
+        percent_encoding::percent_decode_str(raw)
+            .decode_utf8()
+            .map(|key| Endpoint::Flag(key.into_owned()))
+            .map_err(|_| ()),
+    )
+}
+
+/// An OFREP error: status, `errorCode`, `errorDetails`, and headers some statuses carry.
+struct Failure {
+    status: StatusCode,
+    code: &'static str,
+    details: String,
+}
+
+impl Failure {
+    fn new(status: StatusCode, code: &'static str, details: impl Into<String>) -> Failure {
+        Failure {
+            status,
+            code,
+            details: details.into(),
+        }
+    }
+
+    fn general(status: StatusCode, details: impl Into<String>) -> Failure {
+        Failure::new(status, "GENERAL", details)
+    }
+
+    fn into_response(self, endpoint: &Endpoint) -> Response {
+        let body = match endpoint {
+            Endpoint::Flag(key) => {
+                json!({"key": key, "errorCode": self.code, "errorDetails": self.details})
+            }
+            Endpoint::Bulk => json!({"errorCode": self.code, "errorDetails": self.details}),
+        };
+        let mut response = full(self.status, serde_json::to_vec(&body).expect("serialise"));
+        let h = response.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        match self.status {
+            StatusCode::UNAUTHORIZED => {
+                h.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"flagpole\""),
+                );
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                h.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            StatusCode::METHOD_NOT_ALLOWED => {
+                h.insert(header::ALLOW, HeaderValue::from_static("POST, OPTIONS"));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+/// Answers one OFREP request (CORS is added by the caller).
+pub async fn handle(state: AppState, request: Request<Incoming>, endpoint: Endpoint) -> Response {
+    match evaluate(&state, request, &endpoint).await {
+        Ok(response) => response,
+        Err(failure) => failure.into_response(&endpoint),
+    }
+}
+
+async fn evaluate(
+    state: &AppState,
+    request: Request<Incoming>,
+    endpoint: &Endpoint,
+) -> Result<Response, Failure> {
+    let config = &state.config.ofrep;
+    if request.method() != Method::POST {
+        return Err(Failure::general(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "OFREP evaluation takes POST",
+        ));
+    }
+    let (parts, body) = request.into_parts();
+    let (kind, snapshot) = authorise(state, &parts.headers)?;
+    let body = crate::http::read_body(body, config.max_body_bytes)
+        .await
+        .map_err(|e| {
+            if e.status == StatusCode::PAYLOAD_TOO_LARGE {
+                Failure::general(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the request body is larger than {} bytes",
+                        config.max_body_bytes
+                    ),
+                )
+            } else {
+                Failure::new(StatusCode::BAD_REQUEST, "PARSE_ERROR", e.message)
+            }
+        })?;
+    let body = context::parse_body(&body)
+        .map_err(|(code, details)| Failure::new(StatusCode::BAD_REQUEST, code, details))?;
+    let input = context::input(&body, state.config.max_trait_value_length)
+        .map_err(|(code, details)| Failure::new(StatusCode::BAD_REQUEST, code, details))?;
+    if config.require_targeting_key && input.identifier.is_none() {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "TARGETING_KEY_MISSING",
+            "a targetingKey is required",
+        ));
+    }
+
+    let etag = etag(
+        &snapshot,
+        kind,
+        endpoint,
+        &input.normalised(),
+        &config.etag_settings,
+    );
+    if matches_etag(&parts.headers, &etag) {
+        let mut response = full(StatusCode::NOT_MODIFIED, Bytes::new());
+        success_headers(response.headers_mut(), &etag);
+        return Ok(response);
+    }
+
+    let traits = input.engine_traits();
+    let identity = input.identifier.map(|id| Identity::new(id, &traits));
+    let result = match &identity {
+        Some(identity) => snapshot.env.evaluate(Some(identity)),
+        None => snapshot.env_flags.evaluate(None),
+    }
+    .map_err(|e| {
+        tracing::error!(error = %e, "OFREP evaluation failed");
+        Failure::general(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the flags could not be evaluated",
+        )
+    })?;
+
+    let mut out = Vec::with_capacity(128 + 160 * result.flags.len());
+    match endpoint {
+        Endpoint::Flag(key) => {
+            let flag = result
+                .flags
+                .iter()
+                .find(|f| f.key == key.as_str())
+                .filter(|f| snapshot.is_visible(kind, f.key, f.enabled))
+                .ok_or_else(|| {
+                    Failure::new(
+                        StatusCode::NOT_FOUND,
+                        "FLAG_NOT_FOUND",
+                        format!("no flag named '{key}' in this environment"),
+                    )
+                })?;
+            mapping::write_flag(&mut out, flag, kind, config.parse_json_strings);
+        }
+        Endpoint::Bulk => {
+            let mut flags: Vec<_> = result
+                .flags
+                .iter()
+                .filter(|f| snapshot.is_visible(kind, f.key, f.enabled))
+                .collect();
+            // Sorted by key so that equal inputs give byte-equal bodies.
+            flags.sort_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
+            flags.dedup_by(|a, b| a.key == b.key);
+            out.extend_from_slice(b"{\"flags\":[");
+            for (i, flag) in flags.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                mapping::write_flag(&mut out, flag, kind, config.parse_json_strings);
+            }
+            out.extend_from_slice(b"],\"metadata\":{\"version\":\"");
+            out.extend_from_slice(snapshot.content_revision.as_bytes());
+            out.push(b'"');
+            if snapshot.updated_at_ms > 0 {
+                out.extend_from_slice(b",\"lastModified\":");
+                out.extend_from_slice((snapshot.updated_at_ms / 1000).to_string().as_bytes());
+            }
+            out.extend_from_slice(b"}}");
+        }
+    }
+    let mut response = full(StatusCode::OK, out);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    success_headers(response.headers_mut(), &etag);
+    Ok(response)
+}
+
+fn success_headers(h: &mut HeaderMap, etag: &str) {
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-cache"),
+    );
+}
+
+/// The key a request presents (`X-API-Key`, `Authorization: Bearer`, a bare `Authorization`,
+/// `X-Environment-Key`), the environment it opens and its current snapshot.
+fn authorise(state: &AppState, headers: &HeaderMap) -> Result<(KeyKind, Arc<Snapshot>), Failure> {
+    let unauthorised = |details: &str| Failure::general(StatusCode::UNAUTHORIZED, details);
+    let mut presented: Option<&str> = None;
+    let candidates = [
+        headers.get("x-api-key").and_then(|v| v.to_str().ok()),
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| match v.trim().split_once(' ') {
+                Some((scheme, key)) if scheme.eq_ignore_ascii_case("bearer") => key,
+                Some(_) => "",
+                None => v,
+            }),
+        headers
+            .get("x-environment-key")
+            .and_then(|v| v.to_str().ok()),
+    ];
+    for key in candidates.into_iter().flatten().map(str::trim) {
+        if key.is_empty() {
+            continue;
+        }
+        match presented {
+            Some(other) if other != key => {
+                return Err(unauthorised("the request presents two different keys"))
+            }
+            _ => presented = Some(key),
+        }
+    }
+    let key = presented.ok_or_else(|| {
+        unauthorised("missing key: send X-API-Key, Authorization: Bearer, or X-Environment-Key")
+    })?;
+    let entry = state
+        .store
+        .lookup(key)
+        .ok_or_else(|| unauthorised("unknown key"))?;
+    let allowed = match entry.kind {
+        KeyKind::Client => state.config.ofrep.client_keys,
+        KeyKind::Server => state.config.ofrep.server_keys,
+    };
+    if !allowed {
+        return Err(Failure::general(
+            StatusCode::FORBIDDEN,
+            "this kind of key is not allowed to use OFREP here",
+        ));
+    }
+    let snapshot = entry.env.snapshot().ok_or_else(|| {
+        Failure::general(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the environment's document is not loaded yet",
+        )
+    })?;
+    Ok((entry.kind, snapshot))
+}
+
+/// `W/"<32 hex>"` over everything a response body depends on (spec ofrep §6.2).
+fn etag(
+    snapshot: &Snapshot,
+    kind: KeyKind,
+    endpoint: &Endpoint,
+    input: &Value,
+    settings: &str,
+) -> String {
+    let (op, flag) = match endpoint {
+        Endpoint::Bulk => ("bulk", Value::Null),
+        Endpoint::Flag(key) => ("flag", Value::String(key.clone())),
+    };
+    let described = json!({
+        "v": 1,
+        "op": op,
+        "flag": flag,
+        "kind": match kind { KeyKind::Client => "client", KeyKind::Server => "server" },
+        "rev": snapshot.content_revision,
+        "cfg": settings,
+        "in": input,
+    });
+    let mut bytes = Vec::with_capacity(256);
+    canonical::write(&mut bytes, &described);
+    let digest: [u8; 32] = Sha256::digest(&bytes).into();
+    format!("W/\"{}\"", canonical::hex(&digest, 16))
+}
+
+/// `If-None-Match` against our ETag, weakly: `W/"x"`, `"x"` and `x` are the same; `*` is not
+/// a match here (a POST always evaluates unless the client names the version it has).
+fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
+    let ours = etag.trim_start_matches("W/").trim_matches('"');
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().trim_start_matches("W/").trim_matches('"'))
+        .any(|t| t == ours)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(
+            endpoint("/ofrep/v1/evaluate/flags"),
+            Some(Ok(Endpoint::Bulk))
+        );
+        assert_eq!(
+            endpoint("/ofrep/v1/evaluate/flags/"),
+            Some(Ok(Endpoint::Bulk))
+        );
+        assert_eq!(
+            endpoint("//ofrep/v1/evaluate/flags"),
+            Some(Ok(Endpoint::Bulk))
+        );
+        assert_eq!(
+            endpoint("/ofrep/v1/evaluate/flags/a/b"),
+            Some(Ok(Endpoint::Flag("a/b".into())))
+        );
+        assert_eq!(
+            endpoint("/ofrep/v1/evaluate/flags/a%2Fb"),
+            Some(Ok(Endpoint::Flag("a/b".into())))
+        );
+        assert_eq!(endpoint("/ofrep/v1/evaluate/flags/%ff"), Some(Err(())));
+        assert_eq!(endpoint("/ofrep/v1/evaluate/flagsx"), None);
+        assert_eq!(endpoint("/api/v1/flags/"), None);
+    }
+
+    #[test]
+    fn etag_matching_is_weak() {
+        let mut h = HeaderMap::new();
+        for sent in ["W/\"abc\"", "\"abc\"", "abc", "\"x\", W/\"abc\""] {
+            h.insert(header::IF_NONE_MATCH, HeaderValue::from_str(sent).unwrap());
+            assert!(matches_etag(&h, "W/\"abc\""), "{sent}");
+        }
+        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));
+        assert!(!matches_etag(&h, "W/\"abc\""));
+    }
+}
