@@ -100,6 +100,24 @@ pub(crate) fn build_times_ms(log: &Path) -> Vec<f64> {
     out.into_iter().skip(1).collect()
 }
 
+/// RSS once the process's background work is done: sampled every 200 ms until three samples
+/// in a row agree within 256 KiB (at most 15 s).
+pub(crate) fn settled_rss_kib(pid: u32) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut recent: Vec<u64> = Vec::new();
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        recent.push(rss_kib(pid));
+        if recent.len() >= 3 {
+            let last = &recent[recent.len() - 3..];
+            let (lo, hi) = (last.iter().min().unwrap(), last.iter().max().unwrap());
+            if hi - lo <= 256 || Instant::now() > deadline {
+                return recent[recent.len() - 1];
+            }
+        }
+    }
+}
+
 pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
@@ -145,7 +163,7 @@ pub(crate) fn memory_and_updates(o: &Opts, docs: &[Doc]) -> Value {
     if let Some(medium) = by_name("medium") {
         let (p, port, live, template) = start_live(o, medium, cpu);
         std::thread::sleep(Duration::from_secs(1));
-        let loaded = rss_kib(p.pid());
+        let loaded = settled_rss_kib(p.pid());
         println!(
             "RSS, medium loaded: {:.1} MiB = {:.2}× the document ({:.1} MiB)",
             loaded as f64 / 1024.0,
@@ -158,9 +176,9 @@ pub(crate) fn memory_and_updates(o: &Opts, docs: &[Doc]) -> Value {
             let t = update_and_wait(port, &live, &live.path, &template, n);
             latencies.push(t.as_secs_f64() * 1000.0);
             // The new document's compression and the release of the old snapshot follow the
-            // swap in the background (a few hundred ms on medium): sample once they are done.
-            std::thread::sleep(Duration::from_millis(1200));
-            rss_series.push(rss_kib(p.pid()));
+            // swap in the background (a few hundred ms on medium, longer on a busy machine:
+            // that work runs at low priority): sample once they are done.
+            rss_series.push(settled_rss_kib(p.pid()));
         }
         std::thread::sleep(Duration::from_secs(2));
         let settled = rss_kib(p.pid());
@@ -188,7 +206,7 @@ pub(crate) fn memory_and_updates(o: &Opts, docs: &[Doc]) -> Value {
             sorted[sorted.len() - 1]
         );
         println!(
-            "RSS 1.2 s after each of 20 updates (MiB): {}; 2 s after the last: {:.1}",
+            "RSS once settled after each of 20 updates (MiB): {}; 2 s after the last: {:.1}",
             rss_series
                 .iter()
                 .map(|r| format!("{:.0}", *r as f64 / 1024.0))
