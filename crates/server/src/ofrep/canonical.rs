@@ -2,16 +2,37 @@
 //! equal on every replica and across restarts for the same inputs, so they hash a canonical
 //! form: object members sorted by UTF-16 code units, numbers as ECMAScript prints doubles,
 //! strings with JSON's minimal escaping (which is what serde_json writes).
+//!
+//! JCS erases the difference between `1` and `1.0`, which Flagsmith does not (a trait `1.0` is
+//! the string `"1.0"` to a condition; the Python provider tells int from float). So ETag inputs
+//! and the flag values OFREP returns use a *typed* variant: the same member order, integers in
+//! full, floats as the shortest round-trip spelling that keeps a fraction or exponent.
 
+use flagpole_engine::value::{classify_number, JsonNumber};
 use serde_json::Value;
+
+/// How numbers are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Numbers {
+    /// RFC 8785: every number as an IEEE double, printed the ECMAScript way.
+    Jcs,
+    /// Integers exactly, floats as floats (`1.0` stays `1.0`, `1e400` is `null`-free: spelled).
+    Typed,
+}
 use sha2::{Digest, Sha256};
 
-/// Appends the canonical form of `value`.
+/// Appends the canonical (RFC 8785) form of `value`.
 pub fn write(out: &mut Vec<u8>, value: &Value) {
+    write_with(out, value, Numbers::Jcs);
+}
+
+/// Appends the canonical form of `value` with numbers written as `numbers` says.
+pub fn write_with(out: &mut Vec<u8>, value: &Value, numbers: Numbers) {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) if numbers == Numbers::Typed => write_typed_number(out, n),
         Value::Number(n) => write_number(out, n),
         Value::String(s) => serde_json::to_writer(&mut *out, s).expect("in-memory write"),
         Value::Array(items) => {
@@ -20,7 +41,7 @@ pub fn write(out: &mut Vec<u8>, value: &Value) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write(out, item);
+                write_with(out, item, numbers);
             }
             out.push(b']');
         }
@@ -34,7 +55,7 @@ pub fn write(out: &mut Vec<u8>, value: &Value) {
                 }
                 serde_json::to_writer(&mut *out, key).expect("in-memory write");
                 out.push(b':');
-                write(out, item);
+                write_with(out, item, numbers);
             }
             out.push(b'}');
         }
@@ -51,6 +72,17 @@ fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
             out.extend_from_slice(buffer.format_finite(f).as_bytes());
         }
         _ => out.extend_from_slice(text.as_bytes()),
+    }
+}
+
+/// An integer in full; a float as Rust's shortest round-trip spelling (always with `.` or `e`).
+fn write_typed_number(out: &mut Vec<u8>, n: &serde_json::Number) {
+    match classify_number(n) {
+        JsonNumber::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        JsonNumber::Float(f) if f.is_finite() => {
+            serde_json::to_writer(&mut *out, &f).expect("in-memory write")
+        }
+        JsonNumber::Float(_) => out.extend_from_slice(n.to_string().as_bytes()),
     }
 }
 
@@ -92,6 +124,18 @@ mod tests {
             "{\"a\":\"€\\n\",\"b\":[1,1e+21,0.000001,1e-7,0],\"é\":1,\"😀\":2,\"ﬁ\":3}"
         );
         assert_eq!(jcs("[true,null,\"/\"]"), "[true,null,\"/\"]");
+    }
+
+    #[test]
+    fn typed_numbers_keep_int_and_float_apart() {
+        let v: Value =
+            serde_json::from_str(r#"{"b":1.0,"a":[1,1.50,12345678901234567890123,1e2]}"#).unwrap();
+        let mut out = Vec::new();
+        write_with(&mut out, &v, Numbers::Typed);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":[1,1.5,12345678901234567890123,100.0],"b":1.0}"#
+        );
     }
 
     #[test]

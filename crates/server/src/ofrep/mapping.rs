@@ -27,7 +27,9 @@ pub fn write_flag(
     serde_json::to_writer(&mut *out, flag.key).expect("in-memory write");
     if let Some(value) = value(enabled, flag.value, parse_json_strings) {
         out.extend_from_slice(b",\"value\":");
-        serde_json::to_writer(&mut *out, value.as_ref()).expect("in-memory write");
+        // Canonical member order and number spelling: the body must depend only on what the
+        // content revision hashes, not on how the document happened to be written.
+        canonical::write_with(out, value.as_ref(), canonical::Numbers::Typed);
     }
     out.extend_from_slice(b",\"reason\":\"");
     out.extend_from_slice(reason(enabled, &flag.reason).as_bytes());

@@ -319,7 +319,8 @@ fn etag(
         "in": input,
     });
     let mut bytes = Vec::with_capacity(256);
-    canonical::write(&mut bytes, &described);
+    // Typed: a trait `1` and a trait `1.0` evaluate differently, so they must not share an ETag.
+    canonical::write_with(&mut bytes, &described, canonical::Numbers::Typed);
     let digest: [u8; 32] = Sha256::digest(&bytes).into();
     format!("W/\"{}\"", canonical::hex(&digest, 16))
 }

@@ -1,0 +1,144 @@
+"""pytest configuration of the OFREP suite (tests/ofrep, see README.md).
+
+Reuses the serve suite's harness (tests/serve: the process wrapper, the HTTP client, the fake
+upstream) and provides:
+
+- `ofrep_binary` (session, autouse): the flagpole binary must exist ($FLAGPOLE_BIN, default
+  target/release/flagpole).
+- `srv` (session): the main server, shared by every module: MAIN, HIDE and BROKEN as local
+  documents, UNLOADED on an unreachable upstream, `allow_origins` = [ORIGIN], default `ofrep`.
+- `opts_srv` (session): the main configuration with `ofrep` = OPTIONS (parse_json_strings,
+  require_targeting_key, client keys disabled).
+- `start_flagpole`: a factory for further processes (stopped at teardown; each must exit 0).
+- `node_ofrep_dir` (session): tests/ofrep/node with `npm ci` done when its lock file changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "serve"))
+
+from ofrep_support import (  # noqa: E402
+    LOADED_ENVS,
+    OPTIONS,
+    OfrepProcess,
+    main_config,
+    wait_serving,
+    write_fixture_documents,
+)
+from serve_harness import binary_path  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ofrep_binary() -> str:
+    path = binary_path()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail(
+            f"flagpole binary not found (or not executable) at {path}. Build it with "
+            "`cargo build --release -p flagpole` from the repository root, or point FLAGPOLE_BIN at it.",
+            pytrace=False,
+        )
+    return str(path)
+
+
+class Main:
+    """The main server and what is needed to start replicas of it."""
+
+    def __init__(self, fp: OfrepProcess, config: dict, paths: list[Path]) -> None:
+        self.fp = fp
+        self.config = config
+        self.paths = paths
+
+
+@pytest.fixture(scope="session")
+def main_setup(tmp_path_factory):
+    work = tmp_path_factory.mktemp("ofrep-main")
+    paths = write_fixture_documents(work / "docs", LOADED_ENVS)
+    config = main_config(paths)
+    fp = OfrepProcess(work, config=config).start()
+    try:
+        wait_serving(fp)
+        yield Main(fp, config, paths)
+    finally:
+        code = fp.stop()
+        assert code == 0, f"flagpole exit code {code} after SIGTERM; stderr:\n{fp.stderr_tail()}"
+
+
+@pytest.fixture(scope="session")
+def srv(main_setup) -> OfrepProcess:
+    return main_setup.fp
+
+
+@pytest.fixture(scope="session")
+def opts_srv(main_setup, tmp_path_factory) -> OfrepProcess:
+    """The main configuration with `ofrep` = OPTIONS: parse_json_strings, require_targeting_key,
+    client keys disabled."""
+    work = tmp_path_factory.mktemp("ofrep-options")
+    fp = OfrepProcess(work, config=dict(main_setup.config, ofrep=dict(OPTIONS))).start(wait=False)
+    try:
+        wait_serving(fp, context={"targetingKey": "probe"})
+        yield fp
+    finally:
+        code = fp.stop()
+        assert code == 0, f"flagpole exit code {code} after SIGTERM; stderr:\n{fp.stderr_tail()}"
+
+
+@pytest.fixture
+def start_flagpole(tmp_path):
+    """Factory: start_flagpole(config=..., env={...}, workdir=..., serving_key=..., port=...) → a process
+    serving OFREP (waited for with `serving_key`, unless None)."""
+    started: list[OfrepProcess] = []
+
+    def make(config: dict | None = None, env: dict | None = None, workdir: Path | None = None,
+             serving_key: str | None = None, documents: list[Path] | None = None,
+             port: int | None = None) -> OfrepProcess:
+        fp = OfrepProcess(workdir or tmp_path / "fp", config=config, env=env, documents=documents, port=port)
+        started.append(fp)
+        fp.start(wait=False)
+        if serving_key is not None:
+            wait_serving(fp, serving_key)
+        else:
+            fp.wait_live()
+        return fp
+
+    yield make
+    problems = []
+    for fp in started:
+        if fp.proc is None:
+            continue
+        was_running, signalled = fp.running(), fp.signalled
+        code = fp.stop(timeout=15)
+        if was_running and code != 0:
+            problems.append(f"flagpole on port {fp.port} exited with {code} after SIGTERM; stderr:\n"
+                            f"{fp.stderr_tail()}")
+        elif not was_running and not signalled:
+            problems.append(f"flagpole on port {fp.port} died on its own (exit code {code}); stderr:\n"
+                            f"{fp.stderr_tail()}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture(scope="session")
+def node_ofrep_dir() -> Path:
+    """tests/ofrep/node with its locked dependencies installed (`npm ci`, once per lock file)."""
+    node_dir = HERE / "node"
+    npm = shutil.which("npm")
+    if not npm or not shutil.which("node"):
+        pytest.skip("node/npm not installed")
+    want = hashlib.sha256((node_dir / "package-lock.json").read_bytes()).hexdigest()
+    stamp = node_dir / "node_modules" / ".flagpole-lock.sha"
+    if not stamp.is_file() or stamp.read_text().strip() != want:
+        proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=node_dir, capture_output=True,
+                              text=True, timeout=300)
+        if proc.returncode != 0:
+            pytest.fail(f"npm ci failed in {node_dir}:\n{proc.stdout}\n{proc.stderr}", pytrace=False)
+        stamp.write_text(want)
+    return node_dir
