@@ -134,15 +134,19 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         }
     }
 
+    let streams = Arc::new(ofrep::sse::Streams::new(&config, &store));
     let api = http::Api::new(http::AppState {
         store: store.clone(),
         config: config.clone(),
+        streams: streams.clone(),
     });
     let shutdown_store = store.clone();
     server::serve(listener, api, &config, async move {
         server::signal().await;
         tracing::info!("shutting down: draining requests in flight");
         shutdown_store.begin_shutdown();
+        // Change streams never end by themselves: end them so the drain can finish.
+        streams.close_all();
     })
     .await;
     let _ = stop_tx.send(true);

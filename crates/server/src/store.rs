@@ -13,6 +13,7 @@ use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::ofrep::sse::StreamEvent;
 use crate::snapshot::{KeyKind, Snapshot};
 
 /// Where an environment's document comes from.
@@ -40,6 +41,8 @@ pub struct EnvSlot {
     pub upstream_etag: Mutex<Option<String>>,
     /// Serialises publishing (builders run one at a time per environment).
     publish: tokio::sync::Mutex<()>,
+    /// The latest OFREP change event: one shared cell that every open stream watches.
+    pub events: tokio::sync::watch::Sender<Option<Arc<StreamEvent>>>,
 }
 
 /// What publishing a document did.
@@ -62,6 +65,7 @@ impl EnvSlot {
             last_error: Mutex::new(None),
             upstream_etag: Mutex::new(None),
             publish: tokio::sync::Mutex::new(()),
+            events: tokio::sync::watch::Sender::new(None),
         }
     }
 
@@ -117,6 +121,8 @@ impl EnvSlot {
         let revision = snapshot.revision;
         let snapshot = Arc::new(snapshot);
         let previous = self.snapshot.swap(Some(snapshot.clone()));
+        self.events
+            .send_replace(Some(Arc::new(StreamEvent::announcing(&snapshot))));
         // After the swap, off the request path: compress the new document (served uncompressed
         // until then), free the parsed tree and the old snapshot (once its last reader lets go)
         // and hand the memory back.

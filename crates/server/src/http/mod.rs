@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
-use http_body_util::Full;
+use http_body_util::{Either, Full};
 
 use crate::config::Config;
 use crate::snapshot::{KeyKind, Snapshot};
@@ -28,8 +28,8 @@ use error::ApiError;
 pub(crate) use identities::read_body;
 pub use service::Api;
 
-/// Every response body is whole bytes, written at once.
-pub type Body = Full<Bytes>;
+/// A response body: whole bytes written at once, or an OFREP event stream.
+pub type Body = Either<Full<Bytes>, crate::ofrep::sse::EventStream>;
 pub type Response = http::Response<Body>;
 
 /// Shared, read-only state of the HTTP layer.
@@ -37,11 +37,13 @@ pub type Response = http::Response<Body>;
 pub struct AppState {
     pub store: Arc<Store>,
     pub config: Arc<Config>,
+    /// OFREP change streams: tokens, open connections, shutdown.
+    pub streams: Arc<crate::ofrep::sse::Streams>,
 }
 
 /// A response with a status and a body.
 pub(crate) fn full(status: StatusCode, body: impl Into<Bytes>) -> Response {
-    let mut response = http::Response::new(Full::new(body.into()));
+    let mut response = http::Response::new(Either::Left(Full::new(body.into())));
     *response.status_mut() = status;
     response
 }

@@ -18,23 +18,52 @@ pub struct OfrepConfig {
     pub require_targeting_key: bool,
     /// The public origin (and path prefix) of this proxy, for absolute stream URLs.
     pub public_base_url: Option<String>,
-    /// A hash of the settings above that change response bodies: part of every ETag, so that
-    /// a changed setting never yields a wrong 304.
-    pub etag_settings: String,
+    pub sse: SseConfig,
+}
+
+/// `ofrep.sse`: the change stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SseConfig {
+    /// Advertise and serve `/ofrep/v1/events`.
+    pub enabled: bool,
+    /// The HMAC key of stream tokens (equal on all replicas); default: the environment's server
+    /// key, else its client key.
+    pub secret: Option<String>,
+    /// `inactivityDelaySec` advertised to clients.
+    pub inactivity_delay_sec: u64,
+    /// Seconds between `: ping` comments.
+    pub heartbeat_sec: u64,
+    /// Open streams above this are refused (503).
+    pub max_connections: usize,
+}
+
+impl Default for SseConfig {
+    fn default() -> Self {
+        SseConfig {
+            enabled: true,
+            secret: None,
+            inactivity_delay_sec: 120,
+            heartbeat_sec: 15,
+            max_connections: 10_000,
+        }
+    }
 }
 
 impl OfrepConfig {
-    fn with_etag_settings(mut self) -> OfrepConfig {
+    /// A hash of every setting that changes response bodies, plus the environment's stream
+    /// token: part of every ETag, so that a changed setting never yields a wrong 304.
+    pub fn etag_settings(&self, stream_token: Option<&str>) -> String {
         let described = serde_json::json!({
             // Bump whenever a release could change a body for the same inputs.
             "map": "ofrep-map/1",
             "parse_json_strings": self.parse_json_strings,
             "require_targeting_key": self.require_targeting_key,
             "public_base_url": self.public_base_url,
-            "sse_enabled": false,
+            "sse_enabled": self.sse.enabled,
+            "sse_inactivity_delay_sec": self.sse.inactivity_delay_sec,
+            "sse_token": stream_token,
         });
-        self.etag_settings = super::canonical::hex(&super::canonical::sha256(&described), 32);
-        self
+        super::canonical::hex(&super::canonical::sha256(&described), 32)
     }
 }
 
@@ -47,9 +76,8 @@ impl Default for OfrepConfig {
             parse_json_strings: false,
             require_targeting_key: false,
             public_base_url: None,
-            etag_settings: String::new(),
+            sse: SseConfig::default(),
         }
-        .with_etag_settings()
     }
 }
 
@@ -76,7 +104,7 @@ pub fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<OfrepConfig, Confi
             warnings.push(format!("unknown config key 'ofrep.{k}' ignored"));
         }
     }
-    for key in ["sse", "freshness_wait_ms", "rate_limit_per_key_rps"] {
+    for key in ["freshness_wait_ms", "rate_limit_per_key_rps"] {
         if map.get(key).is_some_and(|v| !v.is_null()) {
             warnings.push(format!("ofrep.{key} is not supported yet and is ignored"));
         }
@@ -106,5 +134,65 @@ pub fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<OfrepConfig, Confi
             .map_err(|e| ConfigError(format!("ofrep.public_base_url: not a URL: {e}")))?;
         c.public_base_url = Some(text.trim_end_matches('/').to_owned());
     }
-    Ok(c.with_etag_settings())
+    if let Some(v) = map.get("sse").filter(|v| !v.is_null()) {
+        c.sse = parse_sse(v, warnings)?;
+    }
+    Ok(c)
+}
+
+fn parse_sse(v: &Value, warnings: &mut Vec<String>) -> Result<SseConfig, ConfigError> {
+    let map = v
+        .as_object()
+        .ok_or_else(|| ConfigError("ofrep.sse: must be an object".into()))?;
+    const SSE_KEYS: &[&str] = &[
+        "enabled",
+        "secret",
+        "inactivity_delay_sec",
+        "heartbeat_sec",
+        "max_connections",
+        "max_lifetime_sec",
+    ];
+    for k in map.keys() {
+        if !SSE_KEYS.contains(&k.as_str()) {
+            warnings.push(format!("unknown config key 'ofrep.sse.{k}' ignored"));
+        }
+    }
+    let mut c = SseConfig::default();
+    if let Some(v) = map.get("enabled").filter(|v| !v.is_null()) {
+        c.enabled = v
+            .as_bool()
+            .ok_or_else(|| ConfigError("ofrep.sse.enabled: must be true or false".into()))?;
+    }
+    if let Some(v) = map.get("secret").filter(|v| !v.is_null()) {
+        c.secret = Some(
+            v.as_str()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| ConfigError("ofrep.sse.secret: must be a non-empty string".into()))?
+                .to_owned(),
+        );
+    }
+    let positive = |key: &str, default: u64| -> Result<u64, ConfigError> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => v
+                .as_u64()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| ConfigError(format!("ofrep.sse.{key}: must be a positive integer"))),
+        }
+    };
+    c.inactivity_delay_sec = positive("inactivity_delay_sec", c.inactivity_delay_sec)?;
+    c.heartbeat_sec = positive("heartbeat_sec", c.heartbeat_sec)?;
+    c.max_connections = positive("max_connections", c.max_connections as u64)? as usize;
+    if map
+        .get("max_lifetime_sec")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n > 0)
+    {
+        warnings.push(
+            "ofrep.sse.max_lifetime_sec is ignored: streams are closed only on shutdown, key \
+             removal or a write error (web providers report every server close as STALE)"
+                .into(),
+        );
+    }
+    Ok(c)
 }

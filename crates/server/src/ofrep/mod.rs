@@ -10,6 +10,7 @@ pub mod canonical;
 pub mod config;
 mod context;
 mod mapping;
+pub mod sse;
 
 use std::sync::Arc;
 
@@ -22,22 +23,30 @@ use sha2::{Digest, Sha256};
 
 use crate::http::{full, AppState, Response};
 use crate::snapshot::{KeyKind, Snapshot};
+use crate::store::EnvSlot;
 
-/// The two OFREP endpoints.
+/// The OFREP endpoints.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
     Bulk,
     Flag(String),
+    /// The change stream (`GET /ofrep/v1/events`).
+    Events,
 }
 
 const BULK_PATH: &str = "ofrep/v1/evaluate/flags";
+const EVENTS_PATH: &str = "ofrep/v1/events";
 
 /// Which OFREP endpoint a path names: `None` if none; `Some(Err(()))` for a key that is not
 /// UTF-8 once percent-decoded (a 404). Extra leading slashes are accepted (the JS provider
 /// sends `//ofrep/…` when its base URL ends in `/`); the key is the rest of the path, slashes
 /// included (the Python provider does not encode keys).
 pub fn endpoint(path: &str) -> Option<Result<Endpoint, ()>> {
-    let rest = path.trim_start_matches('/').strip_prefix(BULK_PATH)?;
+    let path = path.trim_start_matches('/');
+    if path.strip_suffix('/').unwrap_or(path) == EVENTS_PATH {
+        return Some(Ok(Endpoint::Events));
+    }
+    let rest = path.strip_prefix(BULK_PATH)?;
     if rest.is_empty() || rest == "/" {
         return Some(Ok(Endpoint::Bulk));
     }
@@ -55,6 +64,8 @@ struct Failure {
     status: StatusCode,
     code: &'static str,
     details: String,
+    /// `Retry-After` seconds (503s).
+    retry_after: &'static str,
 }
 
 impl Failure {
@@ -63,6 +74,7 @@ impl Failure {
             status,
             code,
             details: details.into(),
+            retry_after: "5",
         }
     }
 
@@ -75,7 +87,9 @@ impl Failure {
             Endpoint::Flag(key) => {
                 json!({"key": key, "errorCode": self.code, "errorDetails": self.details})
             }
-            Endpoint::Bulk => json!({"errorCode": self.code, "errorDetails": self.details}),
+            Endpoint::Bulk | Endpoint::Events => {
+                json!({"errorCode": self.code, "errorDetails": self.details})
+            }
         };
         let mut response = full(self.status, serde_json::to_vec(&body).expect("serialise"));
         let h = response.headers_mut();
@@ -92,10 +106,17 @@ impl Failure {
                 );
             }
             StatusCode::SERVICE_UNAVAILABLE => {
-                h.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                h.insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from_static(self.retry_after),
+                );
             }
             StatusCode::METHOD_NOT_ALLOWED => {
-                h.insert(header::ALLOW, HeaderValue::from_static("POST, OPTIONS"));
+                let allow = match endpoint {
+                    Endpoint::Events => "GET, OPTIONS",
+                    _ => "POST, OPTIONS",
+                };
+                h.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
             _ => {}
         }
@@ -105,7 +126,11 @@ impl Failure {
 
 /// Answers one OFREP request (CORS is added by the caller).
 pub async fn handle(state: AppState, request: Request<Incoming>, endpoint: Endpoint) -> Response {
-    match evaluate(&state, request, &endpoint).await {
+    let answered = match endpoint {
+        Endpoint::Events => stream(&state, &request),
+        _ => evaluate(&state, request, &endpoint).await,
+    };
+    match answered {
         Ok(response) => response,
         Err(failure) => failure.into_response(&endpoint),
     }
@@ -124,7 +149,8 @@ async fn evaluate(
         ));
     }
     let (parts, body) = request.into_parts();
-    let (kind, snapshot) = authorise(state, &parts.headers)?;
+    let (kind, env, snapshot) = authorise(state, &parts.headers)?;
+    let stream = state.streams.of(&env.client_key);
     let body = crate::http::read_body(body, config.max_body_bytes)
         .await
         .map_err(|e| {
@@ -152,13 +178,8 @@ async fn evaluate(
         ));
     }
 
-    let etag = etag(
-        &snapshot,
-        kind,
-        endpoint,
-        &input.normalised(),
-        &config.etag_settings,
-    );
+    let settings = stream.map_or_else(|| config.etag_settings(None), |s| s.etag_settings.clone());
+    let etag = etag(&snapshot, kind, endpoint, &input.normalised(), &settings);
     if matches_etag(&parts.headers, &etag) {
         let mut response = full(StatusCode::NOT_MODIFIED, Bytes::new());
         success_headers(response.headers_mut(), &etag);
@@ -196,6 +217,7 @@ async fn evaluate(
                 })?;
             mapping::write_flag(&mut out, flag, kind, config.parse_json_strings);
         }
+        Endpoint::Events => unreachable!("streams are answered by `stream`"),
         Endpoint::Bulk => {
             let mut flags: Vec<_> = result
                 .flags
@@ -212,7 +234,11 @@ async fn evaluate(
                 }
                 mapping::write_flag(&mut out, flag, kind, config.parse_json_strings);
             }
-            out.extend_from_slice(b"],\"metadata\":{\"version\":\"");
+            out.push(b']');
+            if let (true, Some(stream)) = (config.sse.enabled, stream) {
+                write_event_streams(&mut out, config, &stream.token, &snapshot);
+            }
+            out.extend_from_slice(b",\"metadata\":{\"version\":\"");
             out.extend_from_slice(snapshot.content_revision.as_bytes());
             out.push(b'"');
             if snapshot.updated_at_ms > 0 {
@@ -231,6 +257,97 @@ async fn evaluate(
     Ok(response)
 }
 
+/// `,"eventStreams":[…]`: where to listen for changes (spec ofrep §7.1). `since` is the current
+/// event id, closing the gap between this response and the connect.
+fn write_event_streams(
+    out: &mut Vec<u8>,
+    config: &config::OfrepConfig,
+    token: &str,
+    snapshot: &Snapshot,
+) {
+    let uri = format!(
+        "/{EVENTS_PATH}?t={token}&since={}-{}",
+        snapshot.updated_at_ms, snapshot.content_revision
+    );
+    let place = match &config.public_base_url {
+        Some(base) => json!({"url": format!("{base}{uri}")}),
+        None => json!({"endpoint": {"requestUri": uri}}),
+    };
+    let mut entry = serde_json::Map::new();
+    entry.insert("type".into(), "sse".into());
+    if let Value::Object(place) = place {
+        entry.extend(place);
+    }
+    entry.insert(
+        "inactivityDelaySec".into(),
+        config.sse.inactivity_delay_sec.into(),
+    );
+    out.extend_from_slice(b",\"eventStreams\":[");
+    serde_json::to_writer(&mut *out, &entry).expect("in-memory write");
+    out.push(b']');
+}
+
+/// `GET /ofrep/v1/events`: authorised by the URL token (or a key header), then an open stream.
+fn stream(state: &AppState, request: &Request<Incoming>) -> Result<Response, Failure> {
+    let sse = &state.config.ofrep.sse;
+    if !sse.enabled {
+        return Err(Failure::general(
+            StatusCode::NOT_FOUND,
+            "change streams are disabled here",
+        ));
+    }
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return Err(Failure::general(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the change stream takes GET",
+        ));
+    }
+    let query = |name: &str| {
+        request.uri().query().and_then(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        })
+    };
+    let env =
+        match query("t") {
+            Some(token) => state.streams.by_token(&token).cloned().ok_or_else(|| {
+                Failure::general(StatusCode::UNAUTHORIZED, "invalid stream token")
+            })?,
+            None => authorise(state, request.headers())?.1,
+        };
+    let last_id = request
+        .headers()
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| query("since"));
+    let body = state
+        .streams
+        .open(
+            &env,
+            last_id.as_deref(),
+            std::time::Duration::from_secs(sse.heartbeat_sec),
+            sse.max_connections,
+        )
+        .ok_or_else(|| Failure {
+            retry_after: "30",
+            ..Failure::general(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many open change streams",
+            )
+        })?;
+    let mut response = http::Response::new(http_body_util::Either::Right(body));
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}
+
 fn success_headers(h: &mut HeaderMap, etag: &str) {
     if let Ok(v) = HeaderValue::from_str(etag) {
         h.insert(header::ETAG, v);
@@ -243,7 +360,10 @@ fn success_headers(h: &mut HeaderMap, etag: &str) {
 
 /// The key a request presents (`X-API-Key`, `Authorization: Bearer`, a bare `Authorization`,
 /// `X-Environment-Key`), the environment it opens and its current snapshot.
-fn authorise(state: &AppState, headers: &HeaderMap) -> Result<(KeyKind, Arc<Snapshot>), Failure> {
+fn authorise(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(KeyKind, Arc<EnvSlot>, Arc<Snapshot>), Failure> {
     let unauthorised = |details: &str| Failure::general(StatusCode::UNAUTHORIZED, details);
     let mut presented: Option<&str> = None;
     let candidates = [
@@ -294,7 +414,7 @@ fn authorise(state: &AppState, headers: &HeaderMap) -> Result<(KeyKind, Arc<Snap
             "the environment's document is not loaded yet",
         )
     })?;
-    Ok((entry.kind, snapshot))
+    Ok((entry.kind, entry.env.clone(), snapshot))
 }
 
 /// `W/"<32 hex>"` over everything a response body depends on (spec ofrep §6.2).
@@ -306,7 +426,7 @@ fn etag(
     settings: &str,
 ) -> String {
     let (op, flag) = match endpoint {
-        Endpoint::Bulk => ("bulk", Value::Null),
+        Endpoint::Bulk | Endpoint::Events => ("bulk", Value::Null),
         Endpoint::Flag(key) => ("flag", Value::String(key.clone())),
     };
     let described = json!({
