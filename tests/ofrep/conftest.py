@@ -10,6 +10,9 @@ upstream) and provides:
 - `opts_srv` (session): the main configuration with `ofrep` = OPTIONS (parse_json_strings,
   require_targeting_key, client keys disabled).
 - `start_flagpole`: a factory for further processes (stopped at teardown; each must exit 0).
+- `sse` (session): a server for the event-stream tests: the SSE_* environments as local documents
+  the tests rewrite, `allow_origins` = [ORIGIN], heartbeats every SSE_HEARTBEAT seconds.
+- `open_stream`: opens `GET /ofrep/v1/events` streams (sse_support.SseStream), closed at teardown.
 - `node_ofrep_dir` (session): tests/ofrep/node with `npm ci` done when its lock file changed.
 """
 
@@ -30,12 +33,14 @@ sys.path.insert(0, str(HERE.parent / "serve"))
 from ofrep_support import (  # noqa: E402
     LOADED_ENVS,
     OPTIONS,
+    ORIGIN,
     OfrepProcess,
     main_config,
     wait_serving,
     write_fixture_documents,
 )
-from serve_harness import binary_path  # noqa: E402
+from serve_harness import binary_path, local_config  # noqa: E402
+from sse_support import SSE_ENVS, SSE_HEARTBEAT, SseStream  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -90,6 +95,45 @@ def opts_srv(main_setup, tmp_path_factory) -> OfrepProcess:
     finally:
         code = fp.stop()
         assert code == 0, f"flagpole exit code {code} after SIGTERM; stderr:\n{fp.stderr_tail()}"
+
+
+class SseServer:
+    """The event-stream server: its process, its config and the document file of each client key."""
+
+    def __init__(self, fp: OfrepProcess, config: dict, paths: dict[str, Path]) -> None:
+        self.fp = fp
+        self.config = config
+        self.paths = paths
+
+
+@pytest.fixture(scope="session")
+def sse(tmp_path_factory):
+    work = tmp_path_factory.mktemp("ofrep-sse")
+    paths = write_fixture_documents(work / "docs", SSE_ENVS)
+    config = local_config(paths, SSE_ENVS, allow_origins=[ORIGIN],
+                          ofrep={"sse": {"heartbeat_sec": SSE_HEARTBEAT}})
+    fp = OfrepProcess(work, config=config).start()
+    try:
+        wait_serving(fp, SSE_ENVS[0].server_key)
+        yield SseServer(fp, config, {e.client_key: p for e, p in zip(SSE_ENVS, paths)})
+    finally:
+        code = fp.stop()
+        assert code == 0, f"flagpole exit code {code} after SIGTERM; stderr:\n{fp.stderr_tail()}"
+
+
+@pytest.fixture
+def open_stream():
+    """Factory: open_stream(port, path, headers=None) → an SseStream (any status), closed at teardown."""
+    opened: list[SseStream] = []
+
+    def make(port: int, path: str, headers=None, timeout: float = 10.0) -> SseStream:
+        s = SseStream(port, path, headers, timeout=timeout)
+        opened.append(s)
+        return s
+
+    yield make
+    for s in opened:
+        s.close()
 
 
 @pytest.fixture

@@ -121,8 +121,16 @@ impl EnvSlot {
         let revision = snapshot.revision;
         let snapshot = Arc::new(snapshot);
         let previous = self.snapshot.swap(Some(snapshot.clone()));
-        self.events
-            .send_replace(Some(Arc::new(StreamEvent::announcing(&snapshot))));
+        // Announce only a new content revision: bytes that differ in layout alone (member
+        // order, whitespace) change nothing a client could refetch.
+        let event = StreamEvent::announcing(&snapshot);
+        self.events.send_if_modified(|latest| {
+            if latest.as_ref().is_some_and(|l| l.id == event.id) {
+                return false;
+            }
+            *latest = Some(Arc::new(event));
+            true
+        });
         // After the swap, off the request path: compress the new document (served uncompressed
         // until then), free the parsed tree and the old snapshot (once its last reader lets go)
         // and hand the memory back.
