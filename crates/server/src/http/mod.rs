@@ -12,6 +12,7 @@ pub mod error;
 mod flags;
 mod health;
 pub mod identities;
+mod realtime;
 mod respond;
 mod service;
 
@@ -29,7 +30,7 @@ pub(crate) use identities::read_body;
 pub use service::Api;
 
 /// A response body: whole bytes written at once, or an OFREP event stream.
-pub type Body = Either<Full<Bytes>, crate::ofrep::sse::EventStream>;
+pub type Body = Either<Full<Bytes>, Box<crate::ofrep::sse::EventStream>>;
 pub type Response = http::Response<Body>;
 
 /// Shared, read-only state of the HTTP layer.

@@ -12,7 +12,7 @@ use http::{header, HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
 
 use super::error::ApiError;
-use super::{cors, document, flags, health, identities, AppState, Response};
+use super::{cors, document, flags, health, identities, realtime, AppState, Response};
 
 /// The Flagpole HTTP service (cheap to clone: one per connection).
 #[derive(Clone)]
@@ -101,6 +101,12 @@ impl hyper::service::Service<Request<Incoming>> for Api {
         let route = Route::of(request.uri().path());
         let method = request.method();
         let is_get = method == Method::GET || method == Method::HEAD;
+        if let (Some(key), true) = (realtime::stream_key(request.uri().path()), is_get) {
+            let mut response =
+                realtime::stream(&self.state, key).unwrap_or_else(ApiError::into_response);
+            cors::finish(config, origin, &mut response);
+            return ApiFuture::Ready(Some(response));
+        }
         let answer = match route {
             None => ApiError::not_found(format!(
                 "no such endpoint: {method} {}",

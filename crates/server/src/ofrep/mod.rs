@@ -326,6 +326,7 @@ fn stream(state: &AppState, request: &Request<Incoming>) -> Result<Response, Fai
         .streams
         .open(
             &env,
+            sse::Format::Ofrep,
             last_id.as_deref(),
             std::time::Duration::from_secs(sse.heartbeat_sec),
             sse.max_connections,
@@ -337,15 +338,7 @@ fn stream(state: &AppState, request: &Request<Incoming>) -> Result<Response, Fai
                 "too many open change streams",
             )
         })?;
-    let mut response = http::Response::new(http_body_util::Either::Right(body));
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
+    Ok(sse::response(body))
 }
 
 fn success_headers(h: &mut HeaderMap, etag: &str) {

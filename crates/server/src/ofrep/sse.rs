@@ -27,14 +27,25 @@ use crate::config::Config;
 use crate::snapshot::Snapshot;
 use crate::store::{EnvSlot, Store};
 
-/// One `refetchEvaluation` event, ready to write.
+/// One change, ready to write in each stream format.
 #[derive(Debug)]
 pub struct StreamEvent {
     /// `<seq>-<rev>`.
     pub id: String,
     pub seq: u64,
     pub rev: String,
+    /// OFREP: `id:`, `event: message`, `data: {"type":"refetchEvaluation",…}`.
     pub bytes: Bytes,
+    /// Flagsmith real-time: `event: environment_updated`, `data: {"updated_at": <seconds>}`;
+    /// the SDKs refetch the environment document when it is newer than theirs.
+    pub flagsmith: Bytes,
+}
+
+/// Which protocol a stream speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Ofrep,
+    Flagsmith,
 }
 
 impl StreamEvent {
@@ -53,11 +64,16 @@ impl StreamEvent {
             "id: {id}\nevent: message\ndata: {}\n\n",
             serde_json::Value::Object(data)
         );
+        let flagsmith = format!(
+            "event: environment_updated\ndata: {{\"updated_at\": {}}}\n\n",
+            seq as f64 / 1000.0
+        );
         StreamEvent {
             id,
             seq,
             rev,
             bytes: Bytes::from(text),
+            flagsmith: Bytes::from(flagsmith),
         }
     }
 }
@@ -129,11 +145,13 @@ impl Streams {
         self.closing.send_replace(true);
     }
 
-    /// Opens a stream on `env` if under `max` connections. `last_id` is what the client already
-    /// has (`Last-Event-ID`, else `since`).
+    /// Opens a stream on `env` if under `max` connections. `last_id` is what an OFREP client
+    /// already has (`Last-Event-ID`, else `since`); a Flagsmith SDK is always sent the current
+    /// change (it compares `updated_at` with its own document's).
     pub fn open(
         &self,
         env: &EnvSlot,
+        format: Format,
         last_id: Option<&str>,
         heartbeat: Duration,
         max: usize,
@@ -146,13 +164,18 @@ impl Streams {
         let events = env.events.subscribe();
         let current = events.borrow().clone();
         let mut first = b"retry: 5000\n: flagpole change stream\n\n".to_vec();
-        if let Some(current) = current.filter(|c| catch_up(last_id, c)) {
-            first.extend_from_slice(&current.bytes);
+        match (format, current) {
+            (Format::Ofrep, Some(current)) if catch_up(last_id, &current) => {
+                first.extend_from_slice(&current.bytes)
+            }
+            (Format::Flagsmith, Some(current)) => first.extend_from_slice(&current.flagsmith),
+            _ => {}
         }
         let start = tokio::time::Instant::now() + heartbeat;
         let mut ticks = tokio::time::interval_at(start, heartbeat);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Some(EventStream {
+            format,
             first: Some(Bytes::from(first)),
             changes: WatchStream::from_changes(events),
             closing: WatchStream::new(self.closing.subscribe()),
@@ -160,6 +183,20 @@ impl Streams {
             _guard: guard,
         })
     }
+}
+
+/// The 200 that carries a stream: never cached, never buffered by a reverse proxy.
+pub fn response(body: EventStream) -> crate::http::Response {
+    use http::{header, HeaderValue};
+    let mut response = http::Response::new(http_body_util::Either::Right(Box::new(body)));
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
 }
 
 /// Whether a client that has `last_id` should be sent `current` at once: yes unless it has it,
@@ -197,6 +234,7 @@ impl Drop for OpenGuard {
 /// The body of one stream: the opening lines, then events and heartbeats until shutdown or
 /// until the client goes away (hyper drops the body).
 pub struct EventStream {
+    format: Format,
     first: Option<Bytes>,
     changes: WatchStream<Option<Arc<StreamEvent>>>,
     closing: WatchStream<bool>,
@@ -231,7 +269,11 @@ impl http_body::Body for EventStream {
             Poll::Ready(None) => return Poll::Ready(None),
             Poll::Ready(Some(Some(event))) => {
                 this.ticks.reset();
-                return Poll::Ready(Some(Ok(Frame::data(event.bytes.clone()))));
+                let bytes = match this.format {
+                    Format::Ofrep => event.bytes.clone(),
+                    Format::Flagsmith => event.flagsmith.clone(),
+                };
+                return Poll::Ready(Some(Ok(Frame::data(bytes))));
             }
             Poll::Ready(Some(None)) | Poll::Pending => {}
         }
@@ -264,6 +306,7 @@ mod tests {
             seq: 2000,
             rev: "bbb".into(),
             bytes: Bytes::new(),
+            flagsmith: Bytes::new(),
         };
         assert!(catch_up(None, &current));
         assert!(catch_up(Some("garbage"), &current));
