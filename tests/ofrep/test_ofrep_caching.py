@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 
 import pytest
 
@@ -256,5 +257,47 @@ def test_line16_revisions(start_flagpole, tmp_path):
         # The old ETag is stale now.
         r = post(fp, BULK, {}, key=REV.server_key, headers={"If-None-Match": s0[0][1]})
         assert r.status == 200 and r.header("etag") == s1[0][1], r
+    finally:
+        upstream.stop()
+
+
+def test_line17_freshness_hints(start_flagpole, tmp_path):
+    """§6.4: `flagConfigEtag` alone never yields a 304; a newer `flagConfigLastModified` makes a
+    lagging replica (here: one that would not poll for ten minutes) fetch and serve the newer
+    document within the freshness wait (2 s by default)."""
+    upstream = Upstream().start()
+    try:
+        doc0 = REV.document
+        upstream.set_document(REV.server_key, doc0)
+        fp = start_flagpole(config=upstream_config(upstream, [REV], api_poll_frequency_seconds=600),
+                            workdir=tmp_path / "fresh", serving_key=REV.server_key)
+        rev0 = fx.revision_of(doc0)
+        first = post(fp, BULK, {}, key=REV.server_key)
+        etag0 = first.header("etag")
+        assert ok_json(first)["metadata"]["version"] == rev0
+
+        # The current ETag plus a flagConfigEtag naming another revision: still a 304 decision
+        # on the ETag alone; the hint only starts a fetch in the background.
+        before = upstream.count(REV.server_key)
+        r = post(fp, BULK + "?flagConfigEtag=0123456789abcdef0123456789abcdef", {},
+                 key=REV.server_key, headers={"If-None-Match": etag0})
+        assert r.status == 304, r
+        wait_until(lambda: upstream.count(REV.server_key) > before, 5, "the hint started no fetch")
+
+        # Another replica already serves revision 1; this one has not polled it.
+        doc1 = fx.make_document("ofrep_rev_client", env_id=4010, revision=1)
+        upstream.set_document(REV.server_key, copy.deepcopy(doc1))
+        time.sleep(1.1)  # past the once-a-second limit on forced fetches
+        assert bulk_metadata(fp)["version"] == rev0, "test precondition: the replica lags"
+        newer = fx.last_modified_of(doc1)
+        started = time.monotonic()
+        r = post(fp, BULK + f"?flagConfigLastModified={newer}", {}, key=REV.server_key)
+        took = time.monotonic() - started
+        assert ok_json(r)["metadata"]["version"] == fx.revision_of(doc1), r
+        assert took < 2.5, f"took {took:.2f} s"
+        # An RFC 3339 hint that is not newer changes nothing and does not wait.
+        started = time.monotonic()
+        r = post(fp, BULK + "?flagConfigLastModified=2001-01-01T00:00:00Z", {}, key=REV.server_key)
+        assert r.status == 200 and time.monotonic() - started < 1.0, r
     finally:
         upstream.stop()

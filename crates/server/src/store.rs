@@ -43,6 +43,10 @@ pub struct EnvSlot {
     publish: tokio::sync::Mutex<()>,
     /// The latest OFREP change event: one shared cell that every open stream watches.
     pub events: tokio::sync::watch::Sender<Option<Arc<StreamEvent>>>,
+    /// Wakes the upstream poller before its period is up (a client has seen a newer revision
+    /// elsewhere), and when that last happened (at most once a second).
+    pub poll_now: tokio::sync::Notify,
+    last_forced_poll: Mutex<Option<std::time::Instant>>,
 }
 
 /// What publishing a document did.
@@ -66,6 +70,8 @@ impl EnvSlot {
             upstream_etag: Mutex::new(None),
             publish: tokio::sync::Mutex::new(()),
             events: tokio::sync::watch::Sender::new(None),
+            poll_now: tokio::sync::Notify::new(),
+            last_forced_poll: Mutex::new(None),
         }
     }
 
@@ -143,6 +149,22 @@ impl EnvSlot {
             crate::memory::release_free_memory();
         }));
         Ok(Published::NewRevision { revision, took })
+    }
+
+    /// Asks the upstream poller to fetch now (single-flight: at most once a second). Returns
+    /// whether a fetch was requested; local files and the example are never stale.
+    pub fn request_refresh(&self) -> bool {
+        if !matches!(self.source, Source::Upstream { .. }) {
+            return false;
+        }
+        let mut last = self.last_forced_poll.lock().expect("lock");
+        let now = std::time::Instant::now();
+        if last.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
+            return false;
+        }
+        *last = Some(now);
+        self.poll_now.notify_one();
+        true
     }
 
     pub fn mark_success(&self, at: SystemTime) {

@@ -19,6 +19,9 @@ pub struct OfrepConfig {
     /// The public origin (and path prefix) of this proxy, for absolute stream URLs.
     pub public_base_url: Option<String>,
     pub sse: SseConfig,
+    /// How long a bulk request carrying a newer `flagConfigLastModified` waits for this replica
+    /// to fetch the newer document.
+    pub freshness_wait_ms: u64,
 }
 
 /// `ofrep.sse`: the change stream.
@@ -77,6 +80,7 @@ impl Default for OfrepConfig {
             require_targeting_key: false,
             public_base_url: None,
             sse: SseConfig::default(),
+            freshness_wait_ms: 2000,
         }
     }
 }
@@ -104,7 +108,7 @@ pub fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<OfrepConfig, Confi
             warnings.push(format!("unknown config key 'ofrep.{k}' ignored"));
         }
     }
-    for key in ["freshness_wait_ms", "rate_limit_per_key_rps"] {
+    for key in ["rate_limit_per_key_rps"] {
         if map.get(key).is_some_and(|v| !v.is_null()) {
             warnings.push(format!("ofrep.{key} is not supported yet and is ignored"));
         }
@@ -133,6 +137,11 @@ pub fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<OfrepConfig, Confi
         url::Url::parse(text)
             .map_err(|e| ConfigError(format!("ofrep.public_base_url: not a URL: {e}")))?;
         c.public_base_url = Some(text.trim_end_matches('/').to_owned());
+    }
+    if let Some(v) = map.get("freshness_wait_ms").filter(|v| !v.is_null()) {
+        c.freshness_wait_ms = v.as_u64().ok_or_else(|| {
+            ConfigError("ofrep.freshness_wait_ms: must be a non-negative integer".into())
+        })?;
     }
     if let Some(v) = map.get("sse").filter(|v| !v.is_null()) {
         c.sse = parse_sse(v, warnings)?;

@@ -149,7 +149,7 @@ async fn evaluate(
         ));
     }
     let (parts, body) = request.into_parts();
-    let (kind, env, snapshot) = authorise(state, &parts.headers)?;
+    let (kind, env, mut snapshot) = authorise(state, &parts.headers)?;
     let stream = state.streams.of(&env.client_key);
     let body = crate::http::read_body(body, config.max_body_bytes)
         .await
@@ -176,6 +176,12 @@ async fn evaluate(
             "TARGETING_KEY_MISSING",
             "a targetingKey is required",
         ));
+    }
+
+    if *endpoint == Endpoint::Bulk {
+        if let Some(fresher) = freshen(&env, &snapshot, parts.uri.query(), config).await {
+            snapshot = fresher;
+        }
     }
 
     let settings = stream.map_or_else(|| config.etag_settings(None), |s| s.etag_settings.clone());
@@ -339,6 +345,62 @@ fn stream(state: &AppState, request: &Request<Incoming>) -> Result<Response, Fai
             )
         })?;
     Ok(sse::response(body))
+}
+
+/// `flagConfigLastModified` / `flagConfigEtag` (spec ofrep §6.4): the client has seen, through
+/// a stream held by another replica, a revision this one may not have yet. A newer
+/// `flagConfigLastModified` makes this replica fetch now and wait (bounded) for it; an unknown
+/// `flagConfigEtag` alone only starts the fetch. Never a cause of a 304, never an error: the
+/// answer is whatever is current when the wait ends.
+async fn freshen(
+    env: &Arc<EnvSlot>,
+    snapshot: &Arc<Snapshot>,
+    query: Option<&str>,
+    config: &config::OfrepConfig,
+) -> Option<Arc<Snapshot>> {
+    let query = query?;
+    let param = |name: &str| {
+        url::form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    let ours = snapshot.updated_at_ms / 1000;
+    let newer = param("flagConfigLastModified")
+        .and_then(|v| parse_last_modified(&v))
+        .is_some_and(|theirs| theirs > ours);
+    if !newer {
+        if param("flagConfigEtag")
+            .is_some_and(|etag| etag.trim_matches('"') != snapshot.content_revision)
+        {
+            env.request_refresh();
+        }
+        return None;
+    }
+    let mut changes = env.events.subscribe();
+    if !env.request_refresh() && !matches!(env.source, crate::store::Source::Upstream { .. }) {
+        return None; // a local document is never behind
+    }
+    let wait = std::time::Duration::from_millis(config.freshness_wait_ms);
+    let _ = tokio::time::timeout(wait, async {
+        while changes.changed().await.is_ok() {
+            let current = changes.borrow_and_update().clone();
+            if current.is_some_and(|c| c.seq / 1000 > ours) {
+                break;
+            }
+        }
+    })
+    .await;
+    env.snapshot()
+}
+
+/// Unix seconds, or an RFC 3339 time.
+fn parse_last_modified(text: &str) -> Option<u64> {
+    if let Ok(seconds) = text.trim().parse::<u64>() {
+        return Some(seconds);
+    }
+    chrono::DateTime::parse_from_rfc3339(text.trim())
+        .ok()
+        .and_then(|t| u64::try_from(t.timestamp()).ok())
 }
 
 fn success_headers(h: &mut HeaderMap, etag: &str) {

@@ -49,6 +49,8 @@ pub async fn poll(
         let jitter = period.mul_f64(rand::random::<f64>() * 0.1);
         tokio::select! {
             _ = tokio::time::sleep(period + jitter) => {}
+            // A client saw a newer revision on another replica (OFREP freshness hint).
+            _ = slot.poll_now.notified() => {}
             _ = stop.changed() => return,
         }
     }
