@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# OFREP benchmark: (1) revalidation throughput, OFREP bulk with a repeated context and
+# If-None-Match (304) vs GET /api/v1/flags/, side by side on one Flagpole, driven by wrk;
+# (2) change streams, 10,000 idle GET /ofrep/v1/events connections: the server's memory per
+# connection and the time a document change takes to reach all of them. Prints Markdown tables;
+# writes bench/out/ofrep.json. See bench/RESULTS.md ("OFREP").
+#
+#   bench/ofrep.sh                     both parts (about 2 minutes)
+#   bench/ofrep.sh --no-rps --conns 2000
+#
+# Other options (passed to the driver, bench/http/src/bin/ofrep-bench/main.rs): --rounds N,
+# --sse-doc NAME, --runs N, --duration S, --warmup S, --conc LIST, --docs LIST, --no-pin,
+# --no-sse, --out FILE. All traffic goes to 127.0.0.1; every step is bounded in time.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# The load generator: wrk 4.1.0 from Debian (installed if missing; the version is checked).
+WRK_VERSION="4.1.0"
+if ! command -v wrk >/dev/null 2>&1; then
+  echo "installing wrk (apt-get)…" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq >/dev/null
+  $SUDO apt-get install -y -qq wrk >/dev/null
+fi
+found="$( (wrk -v 2>&1 || true) | head -1 | awk '{print $2}')"
+case "$found" in
+  "$WRK_VERSION"*|debian/"$WRK_VERSION"*) ;;
+  *) echo "warning: wrk $found found, the results in bench/RESULTS.md were taken with $WRK_VERSION" >&2 ;;
+esac
+command -v taskset >/dev/null 2>&1 || { echo "taskset (util-linux) is needed" >&2; exit 1; }
+
+# 10,000 streams need 10,000+ descriptors in the client and in the server (separate processes,
+# each inherits this limit).
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 11000 ]; then
+  echo "warning: ulimit -n is $(ulimit -n); 10,000 streams will not all open (try --conns)" >&2
+fi
+
+cargo build --release --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
+  -p flagpole-http-bench --bin ofrep-bench
+target/release/gen-docs --out bench/out/docs >/dev/null
+# At most 5 minutes (the harness and everything it started get SIGTERM, then SIGKILL).
+exec timeout --kill-after=10 300 target/release/ofrep-bench "$@"
