@@ -68,6 +68,8 @@ pub struct Snapshot {
     pub content_revision: String,
     /// `updated_at` in Unix milliseconds (0 when missing or unreadable).
     pub updated_at_ms: u64,
+    /// OFREP ETags of recently answered request bodies (empty for each new revision).
+    pub ofrep_etags: crate::ofrep::memo::EtagMemo,
     /// Per feature, in result order.
     features: Vec<FeatureMeta>,
     feature_index: HashMap<String, usize>,
@@ -186,6 +188,7 @@ impl Snapshot {
             env_flags,
             content_revision,
             updated_at_ms: 0,
+            ofrep_etags: Default::default(),
             features,
             feature_index,
             hide_disabled,

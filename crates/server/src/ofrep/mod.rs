@@ -10,6 +10,7 @@ pub mod canonical;
 pub mod config;
 mod context;
 mod mapping;
+pub mod memo;
 pub mod sse;
 
 use std::sync::Arc;
@@ -166,6 +167,21 @@ async fn evaluate(
                 Failure::new(StatusCode::BAD_REQUEST, "PARSE_ERROR", e.message)
             }
         })?;
+    if *endpoint == Endpoint::Bulk {
+        if let Some(fresher) = freshen(&env, &snapshot, parts.uri.query(), config).await {
+            snapshot = fresher;
+        }
+    }
+    // A revalidation with a body this snapshot has answered before: 304 without parsing.
+    let memo_key = memo::EtagMemo::key(kind, endpoint, &body);
+    if let Some(etag) = snapshot.ofrep_etags.get(memo_key) {
+        if matches_etag(&parts.headers, &etag) {
+            let mut response = full(StatusCode::NOT_MODIFIED, Bytes::new());
+            success_headers(response.headers_mut(), &etag);
+            return Ok(response);
+        }
+    }
+
     let body = context::parse_body(&body)
         .map_err(|(code, details)| Failure::new(StatusCode::BAD_REQUEST, code, details))?;
     let input = context::input(&body, state.config.max_trait_value_length)
@@ -178,14 +194,9 @@ async fn evaluate(
         ));
     }
 
-    if *endpoint == Endpoint::Bulk {
-        if let Some(fresher) = freshen(&env, &snapshot, parts.uri.query(), config).await {
-            snapshot = fresher;
-        }
-    }
-
     let settings = stream.map_or_else(|| config.etag_settings(None), |s| s.etag_settings.clone());
     let etag = etag(&snapshot, kind, endpoint, &input.normalised(), &settings);
+    snapshot.ofrep_etags.put(memo_key, &etag);
     if matches_etag(&parts.headers, &etag) {
         let mut response = full(StatusCode::NOT_MODIFIED, Bytes::new());
         success_headers(response.headers_mut(), &etag);

@@ -1,0 +1,96 @@
+//! Remembers, per snapshot, the ETag of the request bodies it has answered, so that a client
+//! revalidating with the same context gets its 304 without the body being parsed, normalised
+//! and hashed again (that work is most of a 304's cost). Keyed by a 128-bit hash of (key kind,
+//! endpoint, raw body bytes); a small direct-mapped table, so memory is fixed and an entry for
+//! another body simply replaces the old one. A new revision builds a new snapshot, and with it
+//! an empty memo: nothing stale survives.
+
+use std::sync::Mutex;
+
+use super::Endpoint;
+use crate::snapshot::KeyKind;
+
+const SLOTS: usize = 256;
+/// `W/"` + 32 hex + `"`.
+const ETAG_LEN: usize = 36;
+
+/// One remembered answer: the memo key and the ETag.
+type Entry = (u128, [u8; ETAG_LEN]);
+
+pub struct EtagMemo {
+    slots: Box<[Mutex<Option<Entry>>]>,
+}
+
+impl std::fmt::Debug for EtagMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EtagMemo")
+    }
+}
+
+impl Default for EtagMemo {
+    fn default() -> Self {
+        EtagMemo {
+            slots: (0..SLOTS).map(|_| Mutex::new(None)).collect(),
+        }
+    }
+}
+
+impl EtagMemo {
+    /// The memo key of a request.
+    pub fn key(kind: KeyKind, endpoint: &Endpoint, body: &[u8]) -> u128 {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        hasher.update(match kind {
+            KeyKind::Client => b"c",
+            KeyKind::Server => b"s",
+        });
+        match endpoint {
+            Endpoint::Flag(key) => {
+                hasher.update(b"f");
+                hasher.update(&(key.len() as u64).to_le_bytes());
+                hasher.update(key.as_bytes());
+            }
+            Endpoint::Bulk | Endpoint::Events => hasher.update(b"b"),
+        }
+        hasher.update(body);
+        hasher.digest128()
+    }
+
+    pub fn get(&self, key: u128) -> Option<String> {
+        let slot = self.slots[key as usize % SLOTS].lock().ok()?;
+        match *slot {
+            Some((k, etag)) if k == key => std::str::from_utf8(&etag).ok().map(str::to_owned),
+            _ => None,
+        }
+    }
+
+    pub fn put(&self, key: u128, etag: &str) {
+        let Ok(bytes) = <[u8; ETAG_LEN]>::try_from(etag.as_bytes()) else {
+            return;
+        };
+        if let Ok(mut slot) = self.slots[key as usize % SLOTS].lock() {
+            *slot = Some((key, bytes));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembers_by_kind_endpoint_and_bytes() {
+        let memo = EtagMemo::default();
+        let etag = "W/\"0123456789abcdef0123456789abcdef\"";
+        let a = EtagMemo::key(KeyKind::Client, &Endpoint::Bulk, b"{}");
+        memo.put(a, etag);
+        assert_eq!(memo.get(a).as_deref(), Some(etag));
+        for other in [
+            EtagMemo::key(KeyKind::Server, &Endpoint::Bulk, b"{}"),
+            EtagMemo::key(KeyKind::Client, &Endpoint::Flag("x".into()), b"{}"),
+            EtagMemo::key(KeyKind::Client, &Endpoint::Bulk, b"{ }"),
+        ] {
+            assert_ne!(other, a);
+            assert_eq!(memo.get(other), None);
+        }
+    }
+}
