@@ -199,8 +199,10 @@ fn identity_body(
     Ok(())
 }
 
-/// Traits from `{"k": v}` or `[{"trait_key": k, "trait_value": v}]`. Null values mean "not set"
-/// and are dropped; a repeated key keeps its first position and its last value.
+/// Traits from `{"k": v}` or `[{"trait_key": k, "trait_value": v}]`; a repeated key keeps its
+/// first position and its last value. Null values are kept: the SDKs' local evaluation puts them
+/// in the context as they are (a JSONPath filter over the traits sees them), unlike
+/// `POST /identities/`, where null means "delete this trait".
 fn parse_traits(v: Option<&Value>) -> Result<Vec<Trait<'_>>, InputError> {
     fn push<'v>(traits: &mut Vec<Trait<'v>>, key: &'v str, value: &'v Value) {
         let value = TraitValue::from_json(value);
@@ -247,7 +249,6 @@ fn parse_traits(v: Option<&Value>) -> Result<Vec<Trait<'_>>, InputError> {
             "must be a string, number, boolean or null",
         ));
     }
-    traits.retain(|t| !t.value.is_null());
     Ok(traits)
 }
 
