@@ -32,11 +32,6 @@ impl Sample {
     }
 }
 
-pub(crate) fn round(x: f64, digits: i32) -> f64 {
-    let m = 10f64.powi(digits);
-    (x * m).round() / m
-}
-
 pub(crate) struct Wrk {
     pub(crate) cpu: Option<usize>,
     pub(crate) threads: usize,
@@ -124,33 +119,16 @@ impl Wrk {
                 _ => 0.0,
             }
         };
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let line = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("FLAGPOLE_WRK "))
-            .unwrap_or_else(|| {
-                panic!(
-                    "wrk printed no report: {stdout}\n{}",
-                    String::from_utf8_lossy(&output.stderr)
-                )
-            });
-        let v: Value = serde_json::from_str(line).expect("wrk report JSON");
-        let n = |k: &str| v[k].as_f64().unwrap_or(0.0);
-        let e = |k: &str| v["errors"][k].as_u64().unwrap_or(0);
-        let requests = n("requests");
+        let report = WrkReport::from_output(&output);
         Sample {
-            rps: requests / (n("duration_us") / 1e6).max(1e-9),
-            p50_ms: n("p50_us") / 1000.0,
-            p99_ms: n("p99_us") / 1000.0,
-            p999_ms: n("p999_us") / 1000.0,
-            non2xx: e("status"),
-            socket_errors: e("connect") + e("read") + e("write") + e("timeout"),
-            requests: requests as u64,
-            cpu_us_per_req: if requests > 0.0 {
-                (cpu1 - cpu0) * 1e6 / requests
-            } else {
-                0.0
-            },
+            rps: report.rps,
+            p50_ms: report.p50_ms,
+            p99_ms: report.p99_ms,
+            p999_ms: report.p999_ms,
+            non2xx: report.errors_status,
+            socket_errors: report.errors_socket,
+            requests: report.requests,
+            cpu_us_per_req: report.cpu_us_per_req(cpu0, cpu1),
             server_cpu_busy: busy(1),
             wrk_cpu_busy: busy(0),
         }
@@ -171,19 +149,6 @@ pub(crate) fn cpu_times() -> Vec<Vec<f64>> {
         }
     }
     out
-}
-
-pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
-    if xs.is_empty() {
-        return 0.0;
-    }
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
 }
 
 pub(crate) fn summarise(samples: &[Sample]) -> Sample {

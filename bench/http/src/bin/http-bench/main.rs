@@ -28,6 +28,7 @@ mod net;
 mod procs;
 mod setup;
 mod verdicts;
+mod wrk_report;
 
 use load::*;
 use memory::*;
@@ -35,6 +36,7 @@ use net::*;
 use procs::*;
 use setup::*;
 use verdicts::*;
+use wrk_report::*;
 
 // ---------------------------------------------------------------------------------------------
 // Options

@@ -91,3 +91,21 @@ pub(crate) fn dechunk(mut b: &[u8]) -> Vec<u8> {
 
 // ---------------------------------------------------------------------------------------------
 // Processes
+
+/// Waits (up to 2 minutes) until a Flagpole on `port` serves `/flags` for `client_key`.
+pub(crate) fn wait_serving(port: u16, name: &str, client_key: &str) {
+    wait_until(
+        &format!("flagpole to serve {name}"),
+        Duration::from_secs(120),
+        || {
+            http(
+                port,
+                "GET",
+                "/api/v1/flags/",
+                &[("X-Environment-Key", client_key)],
+                b"",
+            )
+            .is_ok_and(|r| r.status == 200)
+        },
+    );
+}

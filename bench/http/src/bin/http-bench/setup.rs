@@ -65,20 +65,7 @@ pub(crate) fn start_flagpole(
         &o.work.join(format!("flagpole-{label}.log")),
     );
     for d in docs {
-        wait_until(
-            &format!("flagpole to serve {}", d.name),
-            Duration::from_secs(120),
-            || {
-                http(
-                    port,
-                    "GET",
-                    "/api/v1/flags/",
-                    &[("X-Environment-Key", &d.client_key)],
-                    b"",
-                )
-                .is_ok_and(|r| r.status == 200)
-            },
-        );
+        wait_serving(port, &d.name, &d.client_key);
     }
     (p, port)
 }

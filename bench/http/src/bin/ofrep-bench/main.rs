@@ -46,9 +46,12 @@ mod net;
 mod procs;
 mod rps;
 mod sse;
+#[path = "../http-bench/wrk_report.rs"]
+mod wrk_report;
 
 use net::*;
 use procs::*;
+use wrk_report::*;
 
 pub(crate) struct Opts {
     pub(crate) conns: usize,
@@ -190,20 +193,7 @@ pub(crate) fn start_flagpole(
         &log,
     );
     for d in docs {
-        wait_until(
-            &format!("flagpole to serve {}", d.name),
-            Duration::from_secs(120),
-            || {
-                http(
-                    port,
-                    "GET",
-                    "/api/v1/flags/",
-                    &[("X-Environment-Key", &d.client_key)],
-                    b"",
-                )
-                .is_ok_and(|r| r.status == 200)
-            },
-        );
+        wait_serving(port, &d.name, &d.client_key);
     }
     (p, port, log)
 }
@@ -227,24 +217,6 @@ pub(crate) fn bulk(port: u16, doc: &Doc, if_none_match: Option<&str>) -> Reply {
         CONTEXT_BODY.as_bytes(),
     )
     .expect("OFREP bulk request")
-}
-
-pub(crate) fn round(x: f64, digits: i32) -> f64 {
-    let m = 10f64.powi(digits);
-    (x * m).round() / m
-}
-
-pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
-    if xs.is_empty() {
-        return 0.0;
-    }
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
 }
 
 fn sh(cmd: &str) -> String {

@@ -108,32 +108,15 @@ fn run_wrk(
         .output()
         .expect("run wrk");
     let cpu1 = cpu_seconds(pid);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("FLAGPOLE_WRK "))
-        .unwrap_or_else(|| {
-            panic!(
-                "wrk printed no report: {stdout}\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        });
-    let v: Value = serde_json::from_str(line).expect("wrk report JSON");
-    let n = |k: &str| v[k].as_f64().unwrap_or(0.0);
-    let e = |k: &str| v["errors"][k].as_u64().unwrap_or(0);
-    let requests = n("requests");
+    let report = WrkReport::from_output(&output);
     Sample {
-        rps: requests / (n("duration_us") / 1e6).max(1e-9),
-        p50_ms: n("p50_us") / 1000.0,
-        p99_ms: n("p99_us") / 1000.0,
-        requests: requests as u64,
-        errors_status: e("status"),
-        errors_socket: e("connect") + e("read") + e("write") + e("timeout"),
-        server_cpu_us_per_req: if requests > 0.0 {
-            (cpu1 - cpu0) * 1e6 / requests
-        } else {
-            0.0
-        },
+        rps: report.rps,
+        p50_ms: report.p50_ms,
+        p99_ms: report.p99_ms,
+        requests: report.requests,
+        errors_status: report.errors_status,
+        errors_socket: report.errors_socket,
+        server_cpu_us_per_req: report.cpu_us_per_req(cpu0, cpu1),
     }
 }
 
