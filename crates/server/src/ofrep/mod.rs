@@ -194,7 +194,11 @@ async fn evaluate(
         ));
     }
 
-    let settings = stream.map_or_else(|| config.etag_settings(None), |s| s.etag_settings.clone());
+    // Every environment has its stream facts; the fallback only covers one added later.
+    let settings: std::borrow::Cow<'_, str> = match stream {
+        Some(s) => std::borrow::Cow::Borrowed(&s.etag_settings),
+        None => std::borrow::Cow::Owned(config.etag_settings(None)),
+    };
     let etag = etag(&snapshot, kind, endpoint, &input.normalised(), &settings);
     snapshot.ofrep_etags.put(memo_key, &etag);
     if matches_etag(&parts.headers, &etag) {
