@@ -2,8 +2,13 @@
 //! size (4× the configured limit; the service answers 431 with a JSON body above the limit
 //! itself), a header read timeout against slow clients, and graceful shutdown: stop
 //! accepting, let requests in flight finish (bounded), close idle connections at once.
+//!
+//! Each connection's first request head is read here first: a change-stream request is served
+//! straight on the socket (`http::direct_stream`, far less memory per idle stream), everything
+//! else by hyper.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -12,6 +17,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::http::direct_stream::{self, Prefixed, Sniffed};
 
 /// Serves `api` on `listener` until `shutdown` completes, then drains for at most
 /// `config.shutdown_timeout`.
@@ -21,19 +27,22 @@ pub async fn serve(
     config: &Config,
     shutdown: impl Future<Output = ()>,
 ) {
+    let header_read_timeout = config
+        .header_read_timeout
+        .min(config.keep_alive_timeout.max(Duration::from_secs(1)));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
         .max_buf_size((config.max_header_bytes * 4).max(64 * 1024))
-        .header_read_timeout(
-            config
-                .header_read_timeout
-                .min(config.keep_alive_timeout.max(Duration::from_secs(1))),
-        )
+        .header_read_timeout(header_read_timeout)
         .keep_alive(true);
     builder.http2().timer(TokioTimer::new());
+    let builder = Arc::new(builder);
     let graceful = GracefulShutdown::new();
+    // One clone per stream served on the socket: shutdown waits for them like for hyper's.
+    let direct_streams = Arc::new(());
+    let max_head_bytes = config.max_header_bytes;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -48,18 +57,49 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), api.clone()).into_owned();
-                let connection = graceful.watch(connection);
+                let (builder, api, watcher) = (builder.clone(), api.clone(), graceful.watcher());
+                let tracker = direct_streams.clone();
                 tokio::spawn(async move {
-                    let _ = connection.await;
+                    let mut stream = stream;
+                    let sniffed = tokio::time::timeout(
+                        header_read_timeout,
+                        direct_stream::sniff(&mut stream, max_head_bytes),
+                    )
+                    .await
+                    .unwrap_or(Sniffed::Closed);
+                    match sniffed {
+                        Sniffed::Closed => {}
+                        Sniffed::Stream(request) => {
+                            if let Some(response) = api.change_stream(&request) {
+                                drop(request);
+                                direct_stream::serve(stream, response).await;
+                            }
+                            drop(tracker);
+                        }
+                        Sniffed::Other(read) => {
+                            drop(tracker);
+                            let io = TokioIo::new(Prefixed::new(read, stream));
+                            // Boxed so that a task serving a stream does not carry hyper's
+                            // (much larger) connection state inline.
+                            let connection = Box::pin(watcher.watch(
+                                builder.serve_connection_with_upgrades(io, api).into_owned(),
+                            ));
+                            let _ = connection.await;
+                        }
+                    }
                 });
             }
             () = &mut shutdown => break,
         }
     }
     drop(listener);
+    let direct_streams_ended = async {
+        while Arc::strong_count(&direct_streams) > 1 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
     tokio::select! {
-        () = graceful.shutdown() => {}
+        ((), ()) = async { tokio::join!(graceful.shutdown(), direct_streams_ended) } => {}
         () = tokio::time::sleep(config.shutdown_timeout) => {
             tracing::warn!("shutdown timeout reached with requests still in flight");
         }

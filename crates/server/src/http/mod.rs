@@ -7,6 +7,7 @@
 //! itself (measured in bench/RESULTS.md).
 
 mod cors;
+pub mod direct_stream;
 mod document;
 pub mod error;
 mod flags;

@@ -156,6 +156,40 @@ impl hyper::service::Service<Request<Incoming>> for Api {
 }
 
 impl Api {
+    /// Whether a `GET` of `path` opens a change stream (OFREP's or the Flagsmith real-time one):
+    /// such requests may be served straight on the socket (see `direct_stream`).
+    pub fn is_change_stream(path: &str) -> bool {
+        realtime::stream_key(path).is_some()
+            || crate::ofrep::endpoint(path) == Some(Ok(crate::ofrep::Endpoint::Events))
+    }
+
+    /// The answer to a `GET` change-stream request read off the socket, CORS included: an open
+    /// stream or an error with a whole body. `None` if the request is not one.
+    pub fn change_stream(&self, request: &http::request::Parts) -> Option<Response> {
+        let config = &self.state.config;
+        if request.method != Method::GET {
+            return None;
+        }
+        let origin = request.headers.get(header::ORIGIN).cloned();
+        let path = request.uri.path();
+        let mut response = if let Some(key) = realtime::stream_key(path) {
+            realtime::stream(&self.state, key).unwrap_or_else(ApiError::into_response)
+        } else if Api::is_change_stream(path) {
+            let mut response = crate::ofrep::events(&self.state, request);
+            cors::expose_ofrep_headers(&mut response);
+            response
+        } else {
+            return None;
+        };
+        cors::finish(config, origin, &mut response);
+        Some(response)
+    }
+
+    /// The configuration the service answers with.
+    pub fn config(&self) -> &crate::config::Config {
+        &self.state.config
+    }
+
     /// OFREP: CORS preflight, a 404 for a key that is not UTF-8, else the evaluation (which
     /// waits for the body). Every answer exposes `ETag` and `Retry-After`.
     fn ofrep(

@@ -128,7 +128,7 @@ impl Failure {
 /// Answers one OFREP request (CORS is added by the caller).
 pub async fn handle(state: AppState, request: Request<Incoming>, endpoint: Endpoint) -> Response {
     let answered = match endpoint {
-        Endpoint::Events => stream(&state, &request),
+        Endpoint::Events => stream(&state, &request.into_parts().0),
         _ => evaluate(&state, request, &endpoint).await,
     };
     match answered {
@@ -308,8 +308,14 @@ fn write_event_streams(
     out.push(b']');
 }
 
+/// `GET /ofrep/v1/events` as a response (an open stream or an OFREP error), for a request whose
+/// head was read straight off the socket.
+pub fn events(state: &AppState, request: &http::request::Parts) -> Response {
+    stream(state, request).unwrap_or_else(|failure| failure.into_response(&Endpoint::Events))
+}
+
 /// `GET /ofrep/v1/events`: authorised by the URL token (or a key header), then an open stream.
-fn stream(state: &AppState, request: &Request<Incoming>) -> Result<Response, Failure> {
+fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, Failure> {
     let sse = &state.config.ofrep.sse;
     if !sse.enabled {
         return Err(Failure::general(
@@ -317,14 +323,14 @@ fn stream(state: &AppState, request: &Request<Incoming>) -> Result<Response, Fai
             "change streams are disabled here",
         ));
     }
-    if request.method() != Method::GET && request.method() != Method::HEAD {
+    if request.method != Method::GET && request.method != Method::HEAD {
         return Err(Failure::general(
             StatusCode::METHOD_NOT_ALLOWED,
             "the change stream takes GET",
         ));
     }
     let query = |name: &str| {
-        request.uri().query().and_then(|q| {
+        request.uri.query().and_then(|q| {
             url::form_urlencoded::parse(q.as_bytes())
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.into_owned())
@@ -335,10 +341,10 @@ fn stream(state: &AppState, request: &Request<Incoming>) -> Result<Response, Fai
             Some(token) => state.streams.by_token(&token).cloned().ok_or_else(|| {
                 Failure::general(StatusCode::UNAUTHORIZED, "invalid stream token")
             })?,
-            None => authorise(state, request.headers())?.1,
+            None => authorise(state, &request.headers)?.1,
         };
     let last_id = request
-        .headers()
+        .headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
