@@ -44,6 +44,8 @@ pub struct Config {
     pub max_trait_value_length: usize,
     pub shutdown_timeout: Duration,
     pub max_concurrent_fetches: usize,
+    /// Flagsmith API requests a second per key (429 above it); `None` = unlimited.
+    pub rate_limit_per_key_rps: Option<u32>,
     /// The `"ofrep"` section.
     pub ofrep: crate::ofrep::config::OfrepConfig,
 }
@@ -72,6 +74,7 @@ impl Default for Config {
             max_trait_value_length: 2000,
             shutdown_timeout: Duration::from_secs(10),
             max_concurrent_fetches: 8,
+            rate_limit_per_key_rps: None,
             ofrep: Default::default(),
         }
     }
@@ -351,6 +354,7 @@ fn flagpole_keys(
                 "max_header_bytes",
                 "header_read_timeout_seconds",
                 "max_trait_value_length",
+                "rate_limit_per_key_rps",
             ],
             warnings,
         );
@@ -374,6 +378,9 @@ fn flagpole_keys(
         }
         if let Some(n) = positive("max_trait_value_length")? {
             c.max_trait_value_length = n;
+        }
+        if let Some(n) = positive("rate_limit_per_key_rps")? {
+            c.rate_limit_per_key_rps = Some(u32::try_from(n).unwrap_or(u32::MAX));
         }
         if let Some(v) = limits.get("header_read_timeout_seconds") {
             c.header_read_timeout =

@@ -11,6 +11,7 @@ pub mod http;
 pub mod logging;
 pub mod memory;
 pub mod ofrep;
+pub mod rate_limit;
 pub mod server;
 pub mod snapshot;
 pub mod sources;
@@ -168,7 +169,10 @@ type StartPlan = Vec<(Arc<EnvSlot>, Plan)>;
 /// Environments from the config: local files first (their client key is their `api_key`), then
 /// upstream pairs not covered by a file; the bundled example when nothing is configured.
 fn build_store(config: &Config) -> Result<(Store, StartPlan), String> {
-    let mut store = Store::default();
+    let mut store = Store::with_rate_limits(
+        config.rate_limit_per_key_rps,
+        config.ofrep.rate_limit_per_key_rps,
+    );
     let mut plan = Vec::new();
     let mut server_keys: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for pair in &config.environment_key_pairs {

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::ofrep::sse::StreamEvent;
+use crate::rate_limit::KeyLimits;
 use crate::snapshot::{KeyKind, Snapshot};
 
 /// Where an environment's document comes from.
@@ -205,6 +206,8 @@ impl EnvSlot {
 pub struct KeyEntry {
     pub kind: KeyKind,
     pub env: Arc<EnvSlot>,
+    /// This key's request-rate buckets (none when no limit is configured).
+    pub limits: Arc<KeyLimits>,
 }
 
 /// All environments and the keys that reach them.
@@ -212,28 +215,32 @@ pub struct KeyEntry {
 pub struct Store {
     keys: HashMap<String, KeyEntry>,
     envs: Vec<Arc<EnvSlot>>,
+    /// Requests a second per key: (Flagsmith API, OFREP); `None` = unlimited.
+    rate_limits: (Option<u32>, Option<u32>),
     shutting_down: AtomicBool,
 }
 
 impl Store {
+    /// An empty store whose keys get these per-key rate limits (Flagsmith API, OFREP).
+    pub fn with_rate_limits(flagsmith_rps: Option<u32>, ofrep_rps: Option<u32>) -> Store {
+        Store {
+            rate_limits: (flagsmith_rps, ofrep_rps),
+            ..Store::default()
+        }
+    }
+
     /// Adds an environment reachable with its client key and any server keys.
     pub fn add(&mut self, slot: EnvSlot, server_keys: &[String]) -> Arc<EnvSlot> {
         let slot = Arc::new(slot);
-        self.keys.insert(
-            slot.client_key.clone(),
-            KeyEntry {
-                kind: KeyKind::Client,
-                env: slot.clone(),
-            },
-        );
+        let entry = |kind| KeyEntry {
+            kind,
+            env: slot.clone(),
+            limits: Arc::new(KeyLimits::new(self.rate_limits.0, self.rate_limits.1)),
+        };
+        self.keys
+            .insert(slot.client_key.clone(), entry(KeyKind::Client));
         for key in server_keys {
-            self.keys.insert(
-                key.clone(),
-                KeyEntry {
-                    kind: KeyKind::Server,
-                    env: slot.clone(),
-                },
-            );
+            self.keys.insert(key.clone(), entry(KeyKind::Server));
         }
         self.envs.push(slot.clone());
         slot

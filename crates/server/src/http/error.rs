@@ -8,6 +8,8 @@ use super::{full, Response};
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// `Retry-After` seconds (429s).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -15,6 +17,17 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+    /// Over this key's request rate: retry after `seconds`.
+    pub fn too_many_requests(seconds: u64) -> ApiError {
+        ApiError {
+            retry_after: Some(seconds),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many requests with this key: over flagpole.limits.rate_limit_per_key_rps",
+            )
         }
     }
     pub fn unauthorized(message: impl Into<String>) -> ApiError {
@@ -36,6 +49,11 @@ impl ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         response
     }
 }

@@ -70,6 +70,8 @@ pub(crate) fn authorise(
         let shown: String = key.chars().take(64).collect();
         ApiError::unauthorized(format!("unknown key '{shown}'"))
     })?;
+    crate::rate_limit::check(entry.limits.flagsmith.as_ref())
+        .map_err(ApiError::too_many_requests)?;
     let snapshot = entry
         .env
         .snapshot()

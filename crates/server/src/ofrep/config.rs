@@ -22,6 +22,8 @@ pub struct OfrepConfig {
     /// How long a bulk request carrying a newer `flagConfigLastModified` waits for this replica
     /// to fetch the newer document.
     pub freshness_wait_ms: u64,
+    /// OFREP requests a second per key (429 above it); `None` = unlimited.
+    pub rate_limit_per_key_rps: Option<u32>,
 }
 
 /// `ofrep.sse`: the change stream.
@@ -81,6 +83,7 @@ impl Default for OfrepConfig {
             public_base_url: None,
             sse: SseConfig::default(),
             freshness_wait_ms: 2000,
+            rate_limit_per_key_rps: None,
         }
     }
 }
@@ -106,11 +109,6 @@ pub fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<OfrepConfig, Confi
     for k in map.keys() {
         if !KEYS.contains(&k.as_str()) {
             warnings.push(format!("unknown config key 'ofrep.{k}' ignored"));
-        }
-    }
-    for key in ["rate_limit_per_key_rps"] {
-        if map.get(key).is_some_and(|v| !v.is_null()) {
-            warnings.push(format!("ofrep.{key} is not supported yet and is ignored"));
         }
     }
     let flag = |key: &str, default: bool| -> Result<bool, ConfigError> {
@@ -142,6 +140,12 @@ pub fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<OfrepConfig, Confi
         c.freshness_wait_ms = v.as_u64().ok_or_else(|| {
             ConfigError("ofrep.freshness_wait_ms: must be a non-negative integer".into())
         })?;
+    }
+    if let Some(v) = map.get("rate_limit_per_key_rps").filter(|v| !v.is_null()) {
+        let rps = v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+            ConfigError("ofrep.rate_limit_per_key_rps: must be a positive integer".into())
+        })?;
+        c.rate_limit_per_key_rps = Some(u32::try_from(rps).unwrap_or(u32::MAX));
     }
     if let Some(v) = map.get("sse").filter(|v| !v.is_null()) {
         c.sse = parse_sse(v, warnings)?;

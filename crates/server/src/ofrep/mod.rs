@@ -65,8 +65,8 @@ struct Failure {
     status: StatusCode,
     code: &'static str,
     details: String,
-    /// `Retry-After` seconds (503s).
-    retry_after: &'static str,
+    /// `Retry-After` seconds (429s and 503s).
+    retry_after: u64,
 }
 
 impl Failure {
@@ -75,7 +75,7 @@ impl Failure {
             status,
             code,
             details: details.into(),
-            retry_after: "5",
+            retry_after: 5,
         }
     }
 
@@ -106,11 +106,8 @@ impl Failure {
                     HeaderValue::from_static("Bearer realm=\"flagpole\""),
                 );
             }
-            StatusCode::SERVICE_UNAVAILABLE => {
-                h.insert(
-                    header::RETRY_AFTER,
-                    HeaderValue::from_static(self.retry_after),
-                );
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS => {
+                h.insert(header::RETRY_AFTER, HeaderValue::from(self.retry_after));
             }
             StatusCode::METHOD_NOT_ALLOWED => {
                 let allow = match endpoint {
@@ -359,7 +356,7 @@ fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, 
             sse.max_connections,
         )
         .ok_or_else(|| Failure {
-            retry_after: "30",
+            retry_after: 30,
             ..Failure::general(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "too many open change streams",
@@ -474,6 +471,13 @@ fn authorise(
         .store
         .lookup(key)
         .ok_or_else(|| unauthorised("unknown key"))?;
+    crate::rate_limit::check(entry.limits.ofrep.as_ref()).map_err(|seconds| Failure {
+        retry_after: seconds,
+        ..Failure::general(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many requests with this key: over ofrep.rate_limit_per_key_rps",
+        )
+    })?;
     let allowed = match entry.kind {
         KeyKind::Client => state.config.ofrep.client_keys,
         KeyKind::Server => state.config.ofrep.server_keys,

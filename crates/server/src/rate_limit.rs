@@ -1,0 +1,64 @@
+//! Per-key request rate limits (optional): a GCRA bucket per presented key and API family,
+//! `rps` requests a second with a burst of `rps`, checked after the key is recognised and
+//! before any work. A refused request gets 429 with `Retry-After` (whole seconds, at least 1).
+//! The buckets are `governor`'s lock-free direct limiters: one atomic per key, no table to lock.
+
+use std::num::NonZeroU32;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+
+/// The buckets of one key: the Flagsmith SDK API and OFREP are limited separately.
+#[derive(Debug, Default)]
+pub struct KeyLimits {
+    pub flagsmith: Option<DefaultDirectRateLimiter>,
+    pub ofrep: Option<DefaultDirectRateLimiter>,
+}
+
+impl KeyLimits {
+    pub fn new(flagsmith_rps: Option<u32>, ofrep_rps: Option<u32>) -> KeyLimits {
+        KeyLimits {
+            flagsmith: flagsmith_rps.and_then(limiter),
+            ofrep: ofrep_rps.and_then(limiter),
+        }
+    }
+}
+
+fn limiter(rps: u32) -> Option<DefaultDirectRateLimiter> {
+    NonZeroU32::new(rps).map(|rps| RateLimiter::direct(Quota::per_second(rps)))
+}
+
+/// `Ok` if a request may go ahead now, else the whole seconds (≥ 1) after which it may.
+pub fn check(limiter: Option<&DefaultDirectRateLimiter>) -> Result<(), u64> {
+    let Some(limiter) = limiter else {
+        return Ok(());
+    };
+    limiter.check().map_err(|not_until| {
+        let wait = not_until.wait_time_from(DefaultClock::default().now());
+        (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burst_then_refused_with_a_whole_retry_after() {
+        let limits = KeyLimits::new(Some(3), None);
+        for _ in 0..3 {
+            assert_eq!(check(limits.flagsmith.as_ref()), Ok(()));
+        }
+        assert_eq!(check(limits.flagsmith.as_ref()), Err(1));
+        assert_eq!(
+            check(limits.ofrep.as_ref()),
+            Ok(()),
+            "no OFREP limit configured"
+        );
+    }
+
+    #[test]
+    fn zero_means_off() {
+        assert!(KeyLimits::new(Some(0), Some(0)).flagsmith.is_none());
+    }
+}
