@@ -42,6 +42,33 @@ rm -f "$wheels"/flagpole-*.whl
 .venv/bin/maturin build --release --locked -m bindings/python/Cargo.toml --out "$wheels"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole-*.whl
 
+# The OFREP browser test (tests/ofrep/test_ofrep_browser.py) drives the system Chromium through
+# playwright-core (installed by `npm ci` with the other Node test dependencies; it never downloads a
+# browser). Install the Debian package when it is missing and we can; without it the test skips.
+echo "== chromium (browser test)"
+have_chromium() {
+  [ -n "${FLAGPOLE_CHROMIUM:-}" ] && return 0
+  for name in chromium chromium-browser google-chrome-stable google-chrome; do
+    command -v "$name" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+if have_chromium; then
+  echo "found"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  log=$(mktemp)
+  if DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 &&
+     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >>"$log" 2>&1; then
+    echo "installed: $(chromium --version 2>/dev/null || echo '?')"
+  else
+    echo "could not install chromium; the browser test will be skipped:"
+    tail -n 5 "$log"
+  fi
+  rm -f "$log"
+else
+  echo "no chromium, and no apt-get as root to install it; the browser test will be skipped"
+fi
+
 echo "== pytest"
 export FLAGPOLE_BIN="$PWD/target/release/flagpole"
 .venv/bin/python -m pytest tests -q "$@"

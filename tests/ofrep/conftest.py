@@ -13,15 +13,13 @@ upstream) and provides:
 - `sse` (session): a server for the event-stream tests: the SSE_* environments as local documents
   the tests rewrite, `allow_origins` = [ORIGIN], heartbeats every SSE_HEARTBEAT seconds.
 - `open_stream`: opens `GET /ofrep/v1/events` streams (sse_support.SseStream), closed at teardown.
-- `node_ofrep_dir` (session): tests/ofrep/node with `npm ci` done when its lock file changed.
+- `node_ofrep_dir` (session): tests/ofrep/node with `npm ci` done when its lock file changed
+  (browser_support.npm_ci; the browser test's playwright-core is pinned there too).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,7 +27,9 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "serve"))
+sys.path.insert(0, str(HERE.parent))  # browser_support
 
+from browser_support import npm_ci  # noqa: E402
 from ofrep_support import (  # noqa: E402
     LOADED_ENVS,
     OPTIONS,
@@ -173,16 +173,4 @@ def start_flagpole(tmp_path):
 @pytest.fixture(scope="session")
 def node_ofrep_dir() -> Path:
     """tests/ofrep/node with its locked dependencies installed (`npm ci`, once per lock file)."""
-    node_dir = HERE / "node"
-    npm = shutil.which("npm")
-    if not npm or not shutil.which("node"):
-        pytest.skip("node/npm not installed")
-    want = hashlib.sha256((node_dir / "package-lock.json").read_bytes()).hexdigest()
-    stamp = node_dir / "node_modules" / ".flagpole-lock.sha"
-    if not stamp.is_file() or stamp.read_text().strip() != want:
-        proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=node_dir, capture_output=True,
-                              text=True, timeout=300)
-        if proc.returncode != 0:
-            pytest.fail(f"npm ci failed in {node_dir}:\n{proc.stdout}\n{proc.stderr}", pytrace=False)
-        stamp.write_text(want)
-    return node_dir
+    return npm_ci(HERE / "node")
