@@ -16,6 +16,7 @@ pub mod server;
 pub mod snapshot;
 pub mod sources;
 pub mod store;
+pub mod usage;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

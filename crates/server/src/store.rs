@@ -48,6 +48,8 @@ pub struct EnvSlot {
     /// elsewhere), and when that last happened (at most once a second).
     pub poll_now: tokio::sync::Notify,
     last_forced_poll: Mutex<Option<std::time::Instant>>,
+    /// Requests served, per resource (status page, metrics, usage reporting).
+    pub usage: crate::usage::Usage,
 }
 
 /// What publishing a document did.
@@ -73,6 +75,7 @@ impl EnvSlot {
             events: tokio::sync::watch::Sender::new(None),
             poll_now: tokio::sync::Notify::new(),
             last_forced_poll: Mutex::new(None),
+            usage: Default::default(),
         }
     }
 

@@ -10,7 +10,7 @@ use crate::snapshot::KeyKind;
 
 pub fn environment_document(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
     let headers = &request.headers;
-    let (kind, snapshot) = authorise(state, headers)?;
+    let (kind, snapshot) = authorise(state, headers, crate::usage::Resource::EnvironmentDocument)?;
     if kind != KeyKind::Server {
         return Err(ApiError::unauthorized(
             "the environment document needs a server-side key",

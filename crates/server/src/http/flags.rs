@@ -7,7 +7,7 @@ use super::{authorise, respond, AppState, Response};
 
 pub fn flags(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
     let headers = &request.headers;
-    let (kind, snapshot) = authorise(state, headers)?;
+    let (kind, snapshot) = authorise(state, headers, crate::usage::Resource::Flags)?;
     let feature = request.uri.query().and_then(|q| {
         url::form_urlencoded::parse(q.as_bytes())
             .find(|(k, _)| k == "feature")

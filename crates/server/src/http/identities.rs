@@ -19,7 +19,7 @@ use crate::snapshot::{KeyKind, Snapshot};
 
 pub fn get_identity(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
     let headers = &request.headers;
-    let (kind, snapshot) = authorise(state, headers)?;
+    let (kind, snapshot) = authorise(state, headers, crate::usage::Resource::Identities)?;
     let identifier = request
         .uri
         .query()
@@ -41,7 +41,7 @@ pub async fn post_identity(
     request: Request<Incoming>,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
-    let (kind, snapshot) = authorise(state, &parts.headers)?;
+    let (kind, snapshot) = authorise(state, &parts.headers, crate::usage::Resource::Identities)?;
     let body = read_body(body, state.config.max_body_bytes).await?;
     let request = IdentityRequest::parse(&body, state.config.max_trait_value_length)?;
     let response = identity_response(&snapshot, kind, &request.identifier, &request.traits)?;

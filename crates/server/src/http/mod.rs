@@ -56,9 +56,11 @@ pub(crate) fn empty(status: StatusCode) -> Response {
 }
 
 /// Authenticates `X-Environment-Key` and loads the environment's current snapshot.
+/// Each authorised request is counted as a use of `resource`.
 pub(crate) fn authorise(
     state: &AppState,
     headers: &HeaderMap,
+    resource: crate::usage::Resource,
 ) -> Result<(KeyKind, Arc<Snapshot>), ApiError> {
     let key = headers
         .get("x-environment-key")
@@ -72,6 +74,7 @@ pub(crate) fn authorise(
     })?;
     crate::rate_limit::check(entry.limits.flagsmith.as_ref())
         .map_err(ApiError::too_many_requests)?;
+    entry.env.usage.count(resource);
     let snapshot = entry
         .env
         .snapshot()

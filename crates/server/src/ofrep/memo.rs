@@ -14,8 +14,9 @@ const SLOTS: usize = 256;
 /// `W/"` + 32 hex + `"`.
 const ETAG_LEN: usize = 36;
 
-/// One remembered answer: the memo key and the ETag.
-type Entry = (u128, [u8; ETAG_LEN]);
+/// One remembered answer: the memo key, the ETag, and whether the context named an identity
+/// (for usage counts).
+type Entry = (u128, [u8; ETAG_LEN], bool);
 
 pub struct EtagMemo {
     slots: Box<[Mutex<Option<Entry>>]>,
@@ -55,20 +56,23 @@ impl EtagMemo {
         hasher.digest128()
     }
 
-    pub fn get(&self, key: u128) -> Option<String> {
+    /// The ETag answered for this key, and whether its context named an identity.
+    pub fn get(&self, key: u128) -> Option<(String, bool)> {
         let slot = self.slots[key as usize % SLOTS].lock().ok()?;
         match *slot {
-            Some((k, etag)) if k == key => std::str::from_utf8(&etag).ok().map(str::to_owned),
+            Some((k, etag, identified)) if k == key => std::str::from_utf8(&etag)
+                .ok()
+                .map(|etag| (etag.to_owned(), identified)),
             _ => None,
         }
     }
 
-    pub fn put(&self, key: u128, etag: &str) {
+    pub fn put(&self, key: u128, etag: &str, identified: bool) {
         let Ok(bytes) = <[u8; ETAG_LEN]>::try_from(etag.as_bytes()) else {
             return;
         };
         if let Ok(mut slot) = self.slots[key as usize % SLOTS].lock() {
-            *slot = Some((key, bytes));
+            *slot = Some((key, bytes, identified));
         }
     }
 }
@@ -82,8 +86,8 @@ mod tests {
         let memo = EtagMemo::default();
         let etag = "W/\"0123456789abcdef0123456789abcdef\"";
         let a = EtagMemo::key(KeyKind::Client, &Endpoint::Bulk, b"{}");
-        memo.put(a, etag);
-        assert_eq!(memo.get(a).as_deref(), Some(etag));
+        memo.put(a, etag, true);
+        assert_eq!(memo.get(a), Some((etag.to_owned(), true)));
         for other in [
             EtagMemo::key(KeyKind::Server, &Endpoint::Bulk, b"{}"),
             EtagMemo::key(KeyKind::Client, &Endpoint::Flag("x".into()), b"{}"),

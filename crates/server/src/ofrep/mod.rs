@@ -171,8 +171,9 @@ async fn evaluate(
     }
     // A revalidation with a body this snapshot has answered before: 304 without parsing.
     let memo_key = memo::EtagMemo::key(kind, endpoint, &body);
-    if let Some(etag) = snapshot.ofrep_etags.get(memo_key) {
+    if let Some((etag, identified)) = snapshot.ofrep_etags.get(memo_key) {
         if matches_etag(&parts.headers, &etag) {
+            env.usage.count(usage_resource(identified));
             let mut response = full(StatusCode::NOT_MODIFIED, Bytes::new());
             success_headers(response.headers_mut(), &etag);
             return Ok(response);
@@ -197,7 +198,9 @@ async fn evaluate(
         None => std::borrow::Cow::Owned(config.etag_settings(None)),
     };
     let etag = etag(&snapshot, kind, endpoint, &input.normalised(), &settings);
-    snapshot.ofrep_etags.put(memo_key, &etag);
+    let identified = input.identifier.is_some();
+    snapshot.ofrep_etags.put(memo_key, &etag, identified);
+    env.usage.count(usage_resource(identified));
     if matches_etag(&parts.headers, &etag) {
         let mut response = full(StatusCode::NOT_MODIFIED, Bytes::new());
         success_headers(response.headers_mut(), &etag);
@@ -409,6 +412,16 @@ async fn freshen(
     })
     .await;
     env.snapshot()
+}
+
+/// How an OFREP evaluation counts in usage: with an identity like `/identities`, else like
+/// `/flags`.
+fn usage_resource(identified: bool) -> crate::usage::Resource {
+    if identified {
+        crate::usage::Resource::Identities
+    } else {
+        crate::usage::Resource::Flags
+    }
 }
 
 /// Unix seconds, or an RFC 3339 time.
