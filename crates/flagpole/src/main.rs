@@ -2,6 +2,7 @@
 //! hands the work to the engine (and, for `serve`, to the server).
 
 mod eval_cmd;
+mod health_cmd;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,8 @@ enum Command {
     /// Evaluate flags locally, exactly as the Flagsmith engine would.
     #[command(subcommand)]
     Eval(EvalCommand),
+    /// Probe a running proxy's readiness: exit 0 on 200, 1 otherwise (for Docker HEALTHCHECK).
+    Health(HealthArgs),
 }
 
 #[derive(Args)]
@@ -41,6 +44,18 @@ pub(crate) struct ServeArgs {
     /// Port to listen on (overrides server.port; 0 picks a free port).
     #[arg(long)]
     pub port: Option<u16>,
+}
+
+#[derive(Args)]
+pub(crate) struct HealthArgs {
+    /// A base URL (`http://127.0.0.1:8000`: the readiness path is added) or a full URL
+    /// [default: http://127.0.0.1:<port>/proxy/health/readiness, the port from the configuration
+    /// `serve` reads ($CONFIG_PATH or ./config.json, $SERVER), else 8000]
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Seconds to wait for the whole answer.
+    #[arg(long, default_value = "3", value_parser = health_cmd::parse_timeout)]
+    pub timeout: f64,
 }
 
 #[derive(Subcommand)]
@@ -97,6 +112,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Eval(cmd) => eval_cmd::run(cmd),
         Command::Serve(args) => serve(args),
+        Command::Health(args) => health_cmd::run(&args),
     }
 }
 

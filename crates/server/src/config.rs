@@ -42,10 +42,18 @@ pub struct Config {
     pub max_header_bytes: usize,
     pub header_read_timeout: Duration,
     pub max_trait_value_length: usize,
+    /// Open connections at most; more wait in the listen backlog until one closes.
+    pub max_connections: usize,
     pub shutdown_timeout: Duration,
     pub max_concurrent_fetches: usize,
+    /// How often usage counts are posted upstream (with `proxy_key`).
+    pub usage_report_interval: Duration,
     /// Flagsmith API requests a second per key (429 above it); `None` = unlimited.
     pub rate_limit_per_key_rps: Option<u32>,
+    /// `flagpole.metrics.enabled`: Prometheus metrics at `/metrics`.
+    pub metrics_enabled: bool,
+    /// `flagpole.status_page.enabled`: the status page at `/proxy/status`.
+    pub status_page_enabled: bool,
     /// The `"ofrep"` section.
     pub ofrep: crate::ofrep::config::OfrepConfig,
 }
@@ -72,9 +80,13 @@ impl Default for Config {
             max_header_bytes: 16 * 1024,
             header_read_timeout: Duration::from_secs(10),
             max_trait_value_length: 2000,
+            max_connections: 25_000,
             shutdown_timeout: Duration::from_secs(10),
             max_concurrent_fetches: 8,
+            usage_report_interval: Duration::from_secs(60),
             rate_limit_per_key_rps: None,
+            metrics_enabled: true,
+            status_page_enabled: true,
             ofrep: Default::default(),
         }
     }
@@ -286,9 +298,6 @@ pub fn from_json(root: &Map<String, Value>) -> Result<Loaded, ConfigError> {
     if let Some(v) = root.get("proxy_key") {
         if !v.is_null() {
             c.proxy_key = Some(string(v, "proxy_key")?);
-            warnings.push(
-                "proxy_key discovery is not supported yet; configure environment_key_pairs".into(),
-            );
         }
     }
     if let Some(v) = root.get("flagpole") {
@@ -318,6 +327,9 @@ fn flagpole_keys(
             "limits",
             "shutdown_timeout_seconds",
             "max_concurrent_fetches",
+            "metrics",
+            "status_page",
+            "usage_report_interval_seconds",
         ],
         warnings,
     );
@@ -355,6 +367,7 @@ fn flagpole_keys(
                 "header_read_timeout_seconds",
                 "max_trait_value_length",
                 "rate_limit_per_key_rps",
+                "max_connections",
             ],
             warnings,
         );
@@ -379,6 +392,9 @@ fn flagpole_keys(
         if let Some(n) = positive("max_trait_value_length")? {
             c.max_trait_value_length = n;
         }
+        if let Some(n) = positive("max_connections")? {
+            c.max_connections = n;
+        }
         if let Some(n) = positive("rate_limit_per_key_rps")? {
             c.rate_limit_per_key_rps = Some(u32::try_from(n).unwrap_or(u32::MAX));
         }
@@ -392,12 +408,40 @@ fn flagpole_keys(
         c.shutdown_timeout =
             seconds(v, "flagpole.shutdown_timeout_seconds", false)?.unwrap_or(c.shutdown_timeout);
     }
+    if let Some(v) = f.get("usage_report_interval_seconds") {
+        c.usage_report_interval = seconds(v, "flagpole.usage_report_interval_seconds", false)?
+            .unwrap_or(c.usage_report_interval);
+    }
+    if let Some(enabled) = switch(f, "metrics", warnings)? {
+        c.metrics_enabled = enabled;
+    }
+    if let Some(enabled) = switch(f, "status_page", warnings)? {
+        c.status_page_enabled = enabled;
+    }
     if let Some(v) = f.get("max_concurrent_fetches") {
         c.max_concurrent_fetches = v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
             ConfigError("flagpole.max_concurrent_fetches: must be a positive integer".into())
         })? as usize;
     }
     Ok(())
+}
+
+/// `flagpole.<name>.enabled`, if given (`{"enabled": true|false}`).
+fn switch(
+    f: &Map<String, Value>,
+    name: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Option<bool>, ConfigError> {
+    let Some(v) = f.get(name).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let key = format!("flagpole.{name}");
+    let section = object(v, &key)?;
+    known(section, &key, &["enabled"], warnings);
+    section
+        .get("enabled")
+        .map(|v| boolean(v, &format!("{key}.enabled")))
+        .transpose()
 }
 
 fn known(map: &Map<String, Value>, prefix: &str, keys: &[&str], warnings: &mut Vec<String>) {

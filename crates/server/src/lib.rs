@@ -16,6 +16,7 @@ pub mod server;
 pub mod snapshot;
 pub mod sources;
 pub mod store;
+pub mod telemetry;
 pub mod usage;
 
 use std::collections::BTreeMap;
@@ -47,7 +48,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let env: Vec<(String, String)> = std::env::vars().collect();
     let loaded = config::load(options.config.as_deref(), &env).map_err(|e| e.to_string())?;
     let mut config = loaded.config;
-    logging::init(&config.log_level, config.log_json);
+    logging::init(&config.log_level, config.log_json, config.access_log);
+    telemetry::init(&config);
     if let Some(source) = &loaded.source {
         tracing::info!(file = %source.display(), "configuration loaded");
     }
@@ -121,22 +123,42 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         .environments()
         .iter()
         .any(|slot| matches!(slot.source, Source::Upstream { .. }));
-    let client = polled.then(upstream::client);
-    let limit = Arc::new(Semaphore::new(config.max_concurrent_fetches));
-    for slot in store.environments() {
-        if let (Source::Upstream { .. }, Some(client)) = (&slot.source, &client) {
-            tasks.push(tokio::spawn(upstream::poll(
-                slot.clone(),
-                client.clone(),
-                config.clone(),
-                limit.clone(),
-                warm.clone(),
-                stop_rx.clone(),
-            )));
+    let client = (polled || config.proxy_key.is_some()).then(upstream::client);
+    let pollers = client.map(|client| upstream::Pollers {
+        client,
+        config: config.clone(),
+        limit: Arc::new(Semaphore::new(config.max_concurrent_fetches)),
+        warm: warm.clone(),
+        stop: stop_rx.clone(),
+    });
+    if let Some(pollers) = &pollers {
+        for slot in store.environments() {
+            if let Source::Upstream { .. } = &slot.source {
+                tasks.push(pollers.spawn(slot.clone()));
+            }
         }
     }
 
     let streams = Arc::new(ofrep::sse::Streams::new(&config, &store));
+    if let (Some(proxy_key), Some(pollers)) = (&config.proxy_key, &pollers) {
+        // The first listing is awaited (bounded by the poll timeout), so that the environments
+        // it names are known before requests are served.
+        let mut discovery = sources::discovery::Discovery::new(
+            proxy_key.clone(),
+            store.clone(),
+            streams.clone(),
+            pollers.clone(),
+        );
+        discovery.sync_once().await;
+        tasks.push(tokio::spawn(discovery.run()));
+        tasks.push(tokio::spawn(sources::usage_report::run(
+            store.clone(),
+            pollers.client.clone(),
+            config.clone(),
+            proxy_key.clone(),
+            stop_rx.clone(),
+        )));
+    }
     let api = http::Api::new(http::AppState {
         store: store.clone(),
         config: config.clone(),
@@ -170,7 +192,7 @@ type StartPlan = Vec<(Arc<EnvSlot>, Plan)>;
 /// Environments from the config: local files first (their client key is their `api_key`), then
 /// upstream pairs not covered by a file; the bundled example when nothing is configured.
 fn build_store(config: &Config) -> Result<(Store, StartPlan), String> {
-    let mut store = Store::with_rate_limits(
+    let store = Store::with_rate_limits(
         config.rate_limit_per_key_rps,
         config.ofrep.rate_limit_per_key_rps,
     );
@@ -212,7 +234,8 @@ fn build_store(config: &Config) -> Result<(Store, StartPlan), String> {
         );
         plan.push((slot, Plan::Upstream));
     }
-    if plan.is_empty() {
+    // With `proxy_key`, environments come from discovery: never the example.
+    if plan.is_empty() && config.proxy_key.is_none() {
         let doc: serde_json::Value =
             serde_json::from_str(EXAMPLE_DOCUMENT).expect("the bundled example is valid JSON");
         let client_key = doc["api_key"]
@@ -239,7 +262,7 @@ fn print_keys(store: &Store, address: std::net::SocketAddr) {
         if let Source::Embedded = env.source {
             eprintln!("serving the bundled example environment");
             eprintln!("  client-side key: {}", env.client_key);
-            for key in store.server_keys(env) {
+            for key in store.server_keys(&env) {
                 eprintln!("  server-side key: {key}");
             }
             eprintln!("try:");

@@ -43,8 +43,19 @@ pub async fn serve(
     // One clone per stream served on the socket: shutdown waits for them like for hyper's.
     let direct_streams = Arc::new(());
     let max_head_bytes = config.max_header_bytes;
+    // At the connection cap the loop stops accepting: new connections wait in the kernel's
+    // backlog until one closes (idle keep-alive connections close after the header read
+    // timeout, so the cap cannot be held by idle clients for long).
+    let capacity = Arc::new(tokio::sync::Semaphore::new(config.max_connections));
+    // Tells connections still waiting for their first request head that shutdown began: they
+    // close at once, as idle keep-alive connections do.
+    let (closing_tx, closing_rx) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     loop {
+        let permit = tokio::select! {
+            permit = capacity.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, _) = match accepted {
@@ -59,14 +70,18 @@ pub async fn serve(
                 let _ = stream.set_nodelay(true);
                 let (builder, api, watcher) = (builder.clone(), api.clone(), graceful.watcher());
                 let tracker = direct_streams.clone();
+                let mut closing = closing_rx.clone();
                 tokio::spawn(async move {
+                    let _permit = permit;
                     let mut stream = stream;
-                    let sniffed = tokio::time::timeout(
-                        header_read_timeout,
-                        direct_stream::sniff(&mut stream, max_head_bytes),
-                    )
-                    .await
-                    .unwrap_or(Sniffed::Closed);
+                    let sniffed = tokio::select! {
+                        sniffed = tokio::time::timeout(
+                            header_read_timeout,
+                            direct_stream::sniff(&mut stream, max_head_bytes),
+                        ) => sniffed.unwrap_or(Sniffed::Closed),
+                        _ = closing.wait_for(|closing| *closing) => Sniffed::Closed,
+                    };
+                    drop(closing);
                     match sniffed {
                         Sniffed::Closed => {}
                         Sniffed::Stream(request) => {
@@ -93,6 +108,7 @@ pub async fn serve(
         }
     }
     drop(listener);
+    closing_tx.send_replace(true);
     let direct_streams_ended = async {
         while Arc::strong_count(&direct_streams) > 1 {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -3,7 +3,7 @@
 //! and hold the snapshot by reference count for as long as the request needs it; a new
 //! snapshot is built off to the side and swapped in whole.
 
-// A fast hasher: the key table is built from the config, callers only look up.
+// A fast hasher: the key table is looked up per request and rebuilt only when keys change.
 use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,6 +50,12 @@ pub struct EnvSlot {
     last_forced_poll: Mutex<Option<std::time::Instant>>,
     /// Requests served, per resource (status page, metrics, usage reporting).
     pub usage: crate::usage::Usage,
+    /// Added by `proxy_key` discovery (and so removable by it).
+    pub discovered: bool,
+    /// The server key upstream fetches use, once discovery has rotated it.
+    fetch_key: Mutex<Option<String>>,
+    /// Set when the environment is removed: its change streams end.
+    pub retired: tokio::sync::watch::Sender<bool>,
 }
 
 /// What publishing a document did.
@@ -76,7 +82,30 @@ impl EnvSlot {
             poll_now: tokio::sync::Notify::new(),
             last_forced_poll: Mutex::new(None),
             usage: Default::default(),
+            discovered: false,
+            fetch_key: Mutex::new(None),
+            retired: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// The server key to fetch this environment's document with (upstream sources only).
+    pub fn fetch_key(&self) -> Option<String> {
+        if let Some(key) = self.fetch_key.lock().expect("lock").clone() {
+            return Some(key);
+        }
+        match &self.source {
+            Source::Upstream { server_key } if !server_key.is_empty() => Some(server_key.clone()),
+            _ => None,
+        }
+    }
+
+    fn set_fetch_key(&self, key: &str) {
+        *self.fetch_key.lock().expect("lock") = Some(key.to_owned());
+    }
+
+    /// The environment is no longer served: end its change streams.
+    pub fn retire(&self) {
+        self.retired.send_replace(true);
     }
 
     /// The current snapshot (a reference-count increment; never blocks).
@@ -211,13 +240,43 @@ pub struct KeyEntry {
     pub env: Arc<EnvSlot>,
     /// This key's request-rate buckets (none when no limit is configured).
     pub limits: Arc<KeyLimits>,
+    /// A discovered server key stops resolving at this time.
+    pub expires_at: Option<SystemTime>,
+    /// From the config file (never removed by discovery).
+    pub configured: bool,
+}
+
+/// Which keys reach which environments: replaced whole when discovery changes it, so a reader
+/// sees the old table or the new one, never half of a change.
+#[derive(Clone, Debug, Default)]
+struct KeyTable {
+    keys: HashMap<String, KeyEntry>,
+    envs: Vec<Arc<EnvSlot>>,
+}
+
+/// An environment as `GET {api_url}/proxy/config/` lists it, its server keys already filtered
+/// to the usable ones (active, not expired).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiscoveredEnv {
+    pub client_key: String,
+    pub server_keys: Vec<(String, Option<SystemTime>)>,
+}
+
+/// What applying a discovery listing changed.
+#[derive(Debug, Default)]
+pub struct KeyChanges {
+    pub added: Vec<Arc<EnvSlot>>,
+    pub removed: Vec<Arc<EnvSlot>>,
+    /// Environments whose set of server keys changed (added, rotated or expired keys).
+    pub rotated: Vec<Arc<EnvSlot>>,
 }
 
 /// All environments and the keys that reach them.
 #[derive(Debug, Default)]
 pub struct Store {
-    keys: HashMap<String, KeyEntry>,
-    envs: Vec<Arc<EnvSlot>>,
+    table: arc_swap::ArcSwap<KeyTable>,
+    /// Serialises writers of `table` (readers never wait).
+    writer: Mutex<()>,
     /// Requests a second per key: (Flagsmith API, OFREP); `None` = unlimited.
     rate_limits: (Option<u32>, Option<u32>),
     shutting_down: AtomicBool,
@@ -232,38 +291,136 @@ impl Store {
         }
     }
 
-    /// Adds an environment reachable with its client key and any server keys.
-    pub fn add(&mut self, slot: EnvSlot, server_keys: &[String]) -> Arc<EnvSlot> {
-        let slot = Arc::new(slot);
-        let entry = |kind| KeyEntry {
+    fn entry(&self, kind: KeyKind, env: &Arc<EnvSlot>, configured: bool) -> KeyEntry {
+        KeyEntry {
             kind,
-            env: slot.clone(),
+            env: env.clone(),
             limits: Arc::new(KeyLimits::new(self.rate_limits.0, self.rate_limits.1)),
-        };
-        self.keys
-            .insert(slot.client_key.clone(), entry(KeyKind::Client));
-        for key in server_keys {
-            self.keys.insert(key.clone(), entry(KeyKind::Server));
+            expires_at: None,
+            configured,
         }
-        self.envs.push(slot.clone());
+    }
+
+    /// Adds a configured environment reachable with its client key and any server keys.
+    pub fn add(&self, slot: EnvSlot, server_keys: &[String]) -> Arc<EnvSlot> {
+        let _writing = self.writer.lock().expect("lock");
+        let slot = Arc::new(slot);
+        let mut table = KeyTable::clone(&self.table.load());
+        table.keys.insert(
+            slot.client_key.clone(),
+            self.entry(KeyKind::Client, &slot, true),
+        );
+        for key in server_keys {
+            table
+                .keys
+                .insert(key.clone(), self.entry(KeyKind::Server, &slot, true));
+        }
+        table.envs.push(slot.clone());
+        self.table.store(Arc::new(table));
         slot
     }
 
-    pub fn lookup(&self, key: &str) -> Option<&KeyEntry> {
-        self.keys.get(key)
+    /// Makes the discovered environments exactly `listed` (spec §4.2): new ones are added
+    /// (polled from `Source::Upstream` with their first server key), server keys follow the
+    /// listing (rotation), discovered environments no longer listed are removed. Configured
+    /// environments and keys are never removed. Rate-limit buckets survive for kept keys.
+    pub fn apply_discovery(&self, listed: &[DiscoveredEnv]) -> KeyChanges {
+        let _writing = self.writer.lock().expect("lock");
+        let current = self.table.load_full();
+        let mut changes = KeyChanges::default();
+        let mut table = KeyTable::default();
+        for (key, entry) in &current.keys {
+            if entry.configured {
+                table.keys.insert(key.clone(), entry.clone());
+            }
+        }
+        for env in &current.envs {
+            let listed_here = listed.iter().any(|l| l.client_key == env.client_key);
+            if env.discovered && !listed_here {
+                changes.removed.push(env.clone());
+            } else {
+                table.envs.push(env.clone());
+            }
+        }
+        for found in listed {
+            let slot = match table.envs.iter().find(|e| e.client_key == found.client_key) {
+                Some(slot) => slot.clone(),
+                None => {
+                    let first = found.server_keys.first().map(|(k, _)| k.clone());
+                    let mut slot = EnvSlot::new(
+                        found.client_key.clone(),
+                        Source::Upstream {
+                            server_key: first.unwrap_or_default(),
+                        },
+                    );
+                    slot.discovered = true;
+                    let slot = Arc::new(slot);
+                    table.envs.push(slot.clone());
+                    changes.added.push(slot.clone());
+                    slot
+                }
+            };
+            let reuse = |key: &str, kind: KeyKind| match current.keys.get(key) {
+                Some(old) if Arc::ptr_eq(&old.env, &slot) && old.kind == kind => {
+                    Some(old.limits.clone())
+                }
+                _ => None,
+            };
+            table
+                .keys
+                .entry(found.client_key.clone())
+                .or_insert_with(|| KeyEntry {
+                    limits: reuse(&found.client_key, KeyKind::Client)
+                        .unwrap_or_else(|| self.entry(KeyKind::Client, &slot, false).limits),
+                    ..self.entry(KeyKind::Client, &slot, false)
+                });
+            for (key, expires_at) in &found.server_keys {
+                if table.keys.get(key).is_some_and(|e| e.configured) {
+                    continue;
+                }
+                let mut entry = self.entry(KeyKind::Server, &slot, false);
+                if let Some(limits) = reuse(key, KeyKind::Server) {
+                    entry.limits = limits;
+                }
+                entry.expires_at = *expires_at;
+                table.keys.insert(key.clone(), entry);
+            }
+            if slot.discovered {
+                let before = key_set(&current, &slot);
+                let after = key_set(&table, &slot);
+                if before != after && !changes.added.iter().any(|a| Arc::ptr_eq(a, &slot)) {
+                    changes.rotated.push(slot.clone());
+                }
+                if let Some((key, _)) = found.server_keys.first() {
+                    slot.set_fetch_key(key);
+                }
+            }
+        }
+        self.table.store(Arc::new(table));
+        changes
     }
 
-    pub fn environments(&self) -> &[Arc<EnvSlot>] {
-        &self.envs
+    /// The entry of a key, if it currently reaches an environment (a discovered server key
+    /// only until it expires).
+    pub fn lookup(&self, key: &str) -> Option<KeyEntry> {
+        let table = self.table.load();
+        let entry = table.keys.get(key)?;
+        if entry.expires_at.is_some_and(|at| SystemTime::now() >= at) {
+            return None;
+        }
+        Some(entry.clone())
+    }
+
+    /// The environments served now.
+    pub fn environments(&self) -> Vec<Arc<EnvSlot>> {
+        self.table.load().envs.clone()
     }
 
     /// Server keys that reach an environment.
-    pub fn server_keys(&self, env: &EnvSlot) -> Vec<&str> {
-        self.keys
-            .iter()
-            .filter(|(_, e)| e.kind == KeyKind::Server && std::ptr::eq(e.env.as_ref(), env))
-            .map(|(k, _)| k.as_str())
-            .collect()
+    pub fn server_keys(&self, env: &EnvSlot) -> Vec<String> {
+        let mut keys: Vec<String> = key_set(&self.table.load(), env).into_iter().collect();
+        keys.sort();
+        keys
     }
 
     pub fn begin_shutdown(&self) {
@@ -273,4 +430,13 @@ impl Store {
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }
+}
+
+fn key_set(table: &KeyTable, env: &EnvSlot) -> std::collections::BTreeSet<String> {
+    table
+        .keys
+        .iter()
+        .filter(|(_, e)| e.kind == KeyKind::Server && std::ptr::eq(e.env.as_ref(), env))
+        .map(|(k, _)| k.clone())
+        .collect()
 }

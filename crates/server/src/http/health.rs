@@ -15,6 +15,7 @@ pub fn liveness() -> Response {
 
 pub fn readiness(state: &AppState) -> Response {
     let envs = state.store.environments();
+    let envs_empty = envs.is_empty();
     let now = SystemTime::now();
     let mut reason = None;
     let mut oldest: Option<SystemTime> = None;
@@ -34,6 +35,10 @@ pub fn readiness(state: &AppState) -> Response {
             }
             _ => reason = Some("environment document(s) not updated."),
         }
+    }
+    if envs_empty {
+        // With `proxy_key`, until discovery has listed an environment.
+        reason = Some("no environments.");
     }
     if state.store.is_shutting_down() {
         reason = Some("shutting down.");

@@ -1,5 +1,6 @@
-//! The HTTP API: the Flagsmith SDK endpoints, health, CORS and the error shape. Handlers only
-//! look up a snapshot, evaluate what depends on the caller and write bytes.
+//! The HTTP API: the Flagsmith SDK endpoints, health, metrics, the status page, CORS and the
+//! error shape. Handlers only look up a snapshot, evaluate what depends on the caller and write
+//! bytes.
 //!
 //! The service is hand-written on hyper rather than built with a routing framework: there are
 //! a handful of fixed paths, and the framework's per-request layers (boxed route services,
@@ -13,9 +14,13 @@ pub mod error;
 mod flags;
 mod health;
 pub mod identities;
+mod metrics;
+mod observe;
 mod realtime;
 mod respond;
 mod service;
+mod status;
+mod status_html;
 
 use std::sync::Arc;
 
@@ -28,6 +33,7 @@ use crate::snapshot::{KeyKind, Snapshot};
 use crate::store::Store;
 use error::ApiError;
 pub(crate) use identities::read_body;
+pub use observe::ACCESS_TARGET as ACCESS_LOG_TARGET;
 pub use service::Api;
 
 /// A response body: whole bytes written at once, or an OFREP event stream.

@@ -1,7 +1,8 @@
 //! The service hyper calls per request: the header-size guard, CORS, routing by path and
 //! method (every SDK path with and without its trailing slash, no redirects), and the JSON
 //! error shape for everything that is not found or not allowed. Requests that need no body
-//! are answered without allocating a future.
+//! are answered without allocating a future. Each request is observed (metrics, access log;
+//! see `observe`) from `call` until its response is ready.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -12,17 +13,21 @@ use http::{header, HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
 
 use super::error::ApiError;
+use super::observe::{Observation, Observer};
 use super::{cors, document, flags, health, identities, realtime, AppState, Response};
+use crate::telemetry::http::RouteLabel;
 
 /// The Flagpole HTTP service (cheap to clone: one per connection).
 #[derive(Clone)]
 pub struct Api {
     state: AppState,
+    observer: Observer,
 }
 
 impl Api {
     pub fn new(state: AppState) -> Api {
-        Api { state }
+        let observer = Observer::new(&state.config);
+        Api { state, observer }
     }
 }
 
@@ -33,6 +38,8 @@ enum Route {
     EnvironmentDocument,
     Liveness,
     Readiness,
+    Metrics,
+    Status,
 }
 
 impl Route {
@@ -44,8 +51,22 @@ impl Route {
             "/api/v1/environment-document" => Route::EnvironmentDocument,
             "/proxy/health/liveness" => Route::Liveness,
             "/proxy/health/readiness" | "/proxy/health" | "/health" => Route::Readiness,
+            "/metrics" => Route::Metrics,
+            "/proxy/status" => Route::Status,
             _ => return None,
         })
+    }
+
+    /// The `route` label of its metrics.
+    fn label(self) -> RouteLabel {
+        match self {
+            Route::Flags => RouteLabel::Flags,
+            Route::Identities => RouteLabel::Identities,
+            Route::EnvironmentDocument => RouteLabel::EnvironmentDocument,
+            Route::Liveness | Route::Readiness => RouteLabel::Health,
+            Route::Metrics => RouteLabel::Metrics,
+            Route::Status => RouteLabel::Status,
+        }
     }
 
     /// The `Allow` header of a route.
@@ -57,10 +78,33 @@ impl Route {
     }
 }
 
-/// A response now, or one that waits for the request body.
+/// A response now, or one that waits for the request body (observed when it is ready).
 pub enum ApiFuture {
     Ready(Option<Response>),
-    Body(Pin<Box<dyn Future<Output = Response> + Send>>),
+    Body(
+        Pin<Box<dyn Future<Output = Response> + Send>>,
+        Option<Observation>,
+    ),
+}
+
+impl ApiFuture {
+    fn body(future: impl Future<Output = Response> + Send + 'static) -> ApiFuture {
+        ApiFuture::Body(Box::pin(future), None)
+    }
+
+    /// Records a ready response now, or a pending one when it completes.
+    fn observed(self, mut observation: Observation, route: RouteLabel) -> ApiFuture {
+        observation.route = route;
+        match self {
+            ApiFuture::Ready(response) => {
+                if let Some(response) = &response {
+                    observation.finish(response);
+                }
+                ApiFuture::Ready(response)
+            }
+            ApiFuture::Body(future, _) => ApiFuture::Body(future, Some(observation)),
+        }
+    }
 }
 
 impl Future for ApiFuture {
@@ -71,7 +115,13 @@ impl Future for ApiFuture {
             ApiFuture::Ready(response) => {
                 Poll::Ready(Ok(response.take().expect("polled after completion")))
             }
-            ApiFuture::Body(future) => future.as_mut().poll(cx).map(Ok),
+            ApiFuture::Body(future, observation) => {
+                let response = std::task::ready!(future.as_mut().poll(cx));
+                if let Some(observation) = observation.take() {
+                    observation.finish(&response);
+                }
+                Poll::Ready(Ok(response))
+            }
         }
     }
 }
@@ -82,9 +132,25 @@ impl hyper::service::Service<Request<Incoming>> for Api {
     type Future = ApiFuture;
 
     fn call(&self, request: Request<Incoming>) -> ApiFuture {
+        match self.observer.start(request.method(), request.uri()) {
+            None => self.answer(request).1,
+            Some(observation) => {
+                let (route, future) = self.answer(request);
+                future.observed(observation, route)
+            }
+        }
+    }
+}
+
+impl Api {
+    /// Routes and answers a request; also says which route it was, for its metrics.
+    fn answer(&self, request: Request<Incoming>) -> (RouteLabel, ApiFuture) {
         let config = &self.state.config;
         if let Some(too_large) = header_guard(config.max_header_bytes, &request) {
-            return ApiFuture::Ready(Some(too_large));
+            return (
+                route_label(request.uri().path()),
+                ApiFuture::Ready(Some(too_large)),
+            );
         }
         let origin = request.headers().get(header::ORIGIN).cloned();
         if let Some(endpoint) = crate::ofrep::endpoint(request.uri().path()) {
@@ -96,7 +162,7 @@ impl hyper::service::Service<Request<Incoming>> for Api {
             request.headers(),
             cors::Preflight::Flagsmith,
         ) {
-            return ApiFuture::Ready(Some(preflight));
+            return (RouteLabel::Preflight, ApiFuture::Ready(Some(preflight)));
         }
         let route = Route::of(request.uri().path());
         let method = request.method();
@@ -105,8 +171,9 @@ impl hyper::service::Service<Request<Incoming>> for Api {
             let mut response =
                 realtime::stream(&self.state, key).unwrap_or_else(ApiError::into_response);
             cors::finish(config, origin, &mut response);
-            return ApiFuture::Ready(Some(response));
+            return (RouteLabel::RealtimeStream, ApiFuture::Ready(Some(response)));
         }
+        let label = route.map_or(RouteLabel::NotFound, Route::label);
         let answer = match route {
             None => ApiError::not_found(format!(
                 "no such endpoint: {method} {}",
@@ -115,14 +182,15 @@ impl hyper::service::Service<Request<Incoming>> for Api {
             .into_response(),
             Some(Route::Identities) if method == Method::POST => {
                 let state = self.state.clone();
-                return ApiFuture::Body(Box::pin(async move {
+                let future = ApiFuture::body(async move {
                     let mut response = match identities::post_identity(&state, request).await {
                         Ok(response) => response,
                         Err(e) => e.into_response(),
                     };
                     cors::finish(&state.config, origin, &mut response);
                     response
-                }));
+                });
+                return (label, future);
             }
             Some(route) if !is_get => {
                 let mut response = ApiError::new(
@@ -145,17 +213,24 @@ impl hyper::service::Service<Request<Incoming>> for Api {
                     }
                     Route::Liveness => Ok(health::liveness()),
                     Route::Readiness => Ok(health::readiness(&self.state)),
+                    Route::Metrics => super::metrics::metrics(&self.state).ok_or_else(|| {
+                        ApiError::not_found("metrics are disabled (flagpole.metrics.enabled)")
+                    }),
+                    Route::Status => match config.status_page_enabled {
+                        true => Ok(super::status::status(&self.state, &parts)),
+                        false => Err(ApiError::not_found(
+                            "the status page is disabled (flagpole.status_page.enabled)",
+                        )),
+                    },
                 };
                 answered.unwrap_or_else(ApiError::into_response)
             }
         };
         let mut response = answer;
         cors::finish(config, origin, &mut response);
-        ApiFuture::Ready(Some(response))
+        (label, ApiFuture::Ready(Some(response)))
     }
-}
 
-impl Api {
     /// Whether a `GET` of `path` opens a change stream (OFREP's or the Flagsmith real-time one):
     /// such requests may be served straight on the socket (see `direct_stream`).
     pub fn is_change_stream(path: &str) -> bool {
@@ -170,18 +245,25 @@ impl Api {
         if request.method != Method::GET {
             return None;
         }
+        let observation = self.observer.start(&request.method, &request.uri);
         let origin = request.headers.get(header::ORIGIN).cloned();
         let path = request.uri.path();
-        let mut response = if let Some(key) = realtime::stream_key(path) {
-            realtime::stream(&self.state, key).unwrap_or_else(ApiError::into_response)
+        let (route, mut response) = if let Some(key) = realtime::stream_key(path) {
+            let response =
+                realtime::stream(&self.state, key).unwrap_or_else(ApiError::into_response);
+            (RouteLabel::RealtimeStream, response)
         } else if Api::is_change_stream(path) {
             let mut response = crate::ofrep::events(&self.state, request);
             cors::expose_ofrep_headers(&mut response);
-            response
+            (RouteLabel::OfrepEvents, response)
         } else {
             return None;
         };
         cors::finish(config, origin, &mut response);
+        if let Some(mut observation) = observation {
+            observation.route = route;
+            observation.finish(&response);
+        }
         Some(response)
     }
 
@@ -197,8 +279,9 @@ impl Api {
         request: Request<Incoming>,
         endpoint: Result<crate::ofrep::Endpoint, ()>,
         origin: Option<HeaderValue>,
-    ) -> ApiFuture {
+    ) -> (RouteLabel, ApiFuture) {
         let config = &self.state.config;
+        let label = ofrep_label(&endpoint);
         let preflight = cors::preflight(
             config,
             request.method(),
@@ -208,7 +291,7 @@ impl Api {
         let early = match (preflight, endpoint) {
             (Some(mut preflight), _) => {
                 cors::expose_ofrep_headers(&mut preflight);
-                return ApiFuture::Ready(Some(preflight));
+                return (RouteLabel::Preflight, ApiFuture::Ready(Some(preflight)));
             }
             (None, Err(())) => Some(
                 ApiError::not_found("the flag key is not UTF-8 once percent-decoded")
@@ -216,19 +299,39 @@ impl Api {
             ),
             (None, Ok(endpoint)) => {
                 let state = self.state.clone();
-                return ApiFuture::Body(Box::pin(async move {
+                let future = ApiFuture::body(async move {
                     let mut response = crate::ofrep::handle(state.clone(), request, endpoint).await;
                     cors::finish(&state.config, origin, &mut response);
                     cors::expose_ofrep_headers(&mut response);
                     response
-                }));
+                });
+                return (label, future);
             }
         };
         let mut response = early.expect("answered above");
         cors::finish(config, origin, &mut response);
         cors::expose_ofrep_headers(&mut response);
-        ApiFuture::Ready(Some(response))
+        (label, ApiFuture::Ready(Some(response)))
     }
+}
+
+fn ofrep_label(endpoint: &Result<crate::ofrep::Endpoint, ()>) -> RouteLabel {
+    match endpoint {
+        Ok(crate::ofrep::Endpoint::Bulk) => RouteLabel::OfrepBulk,
+        Ok(crate::ofrep::Endpoint::Events) => RouteLabel::OfrepEvents,
+        Ok(crate::ofrep::Endpoint::Flag(_)) | Err(()) => RouteLabel::OfrepFlag,
+    }
+}
+
+/// The route label of a path, for requests refused before routing.
+fn route_label(path: &str) -> RouteLabel {
+    if let Some(endpoint) = crate::ofrep::endpoint(path) {
+        return ofrep_label(&endpoint);
+    }
+    if realtime::stream_key(path).is_some() {
+        return RouteLabel::RealtimeStream;
+    }
+    Route::of(path).map_or(RouteLabel::NotFound, Route::label)
 }
 
 /// Headers larger than `flagpole.limits.max_header_bytes` in all get a 431 with the JSON error

@@ -193,8 +193,8 @@ async fn evaluate(
     }
 
     // Every environment has its stream facts; the fallback only covers one added later.
-    let settings: std::borrow::Cow<'_, str> = match stream {
-        Some(s) => std::borrow::Cow::Borrowed(&s.etag_settings),
+    let settings: std::borrow::Cow<'_, str> = match &stream {
+        Some(s) => std::borrow::Cow::Borrowed(s.etag_settings.as_str()),
         None => std::borrow::Cow::Owned(config.etag_settings(None)),
     };
     let etag = etag(&snapshot, kind, endpoint, &input.normalised(), &settings);
@@ -336,13 +336,13 @@ fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, 
                 .map(|(_, v)| v.into_owned())
         })
     };
-    let env =
-        match query("t") {
-            Some(token) => state.streams.by_token(&token).cloned().ok_or_else(|| {
-                Failure::general(StatusCode::UNAUTHORIZED, "invalid stream token")
-            })?,
-            None => authorise(state, &request.headers)?.1,
-        };
+    let env = match query("t") {
+        Some(token) => state
+            .streams
+            .by_token(&token)
+            .ok_or_else(|| Failure::general(StatusCode::UNAUTHORIZED, "invalid stream token"))?,
+        None => authorise(state, &request.headers)?.1,
+    };
     let last_id = request
         .headers
         .get("last-event-id")

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use base64::Engine as _;
 use bytes::Bytes;
 use hmac::{Hmac, Mac};
@@ -89,55 +90,90 @@ pub struct EnvStream {
 /// The stream side of OFREP: tokens, open-connection count, shutdown.
 #[derive(Debug)]
 pub struct Streams {
-    by_client_key: HashMap<String, EnvStream>,
-    by_token: HashMap<String, Arc<EnvSlot>>,
+    tokens: ArcSwap<Tokens>,
+    /// `ofrep.sse.secret`, and the settings every ETag hashes.
+    secret: Option<String>,
+    ofrep: crate::ofrep::config::OfrepConfig,
     open: Arc<AtomicUsize>,
     closing: tokio::sync::watch::Sender<bool>,
 }
 
+/// Stream facts per client key and the environment each token opens (replaced whole when an
+/// environment is added or removed).
+#[derive(Clone, Debug, Default)]
+struct Tokens {
+    by_client_key: HashMap<String, Arc<EnvStream>>,
+    by_token: HashMap<String, Arc<EnvSlot>>,
+}
+
 impl Streams {
     pub fn new(config: &Config, store: &Store) -> Streams {
-        let mut by_client_key = HashMap::new();
-        let mut by_token = HashMap::new();
-        for env in store.environments() {
-            let secret = config
-                .ofrep
-                .sse
-                .secret
-                .clone()
-                .or_else(|| {
-                    config
-                        .environment_key_pairs
-                        .iter()
-                        .find(|p| p.client_side_key == env.client_key)
-                        .map(|p| p.server_side_key.clone())
-                })
-                .unwrap_or_else(|| env.client_key.clone());
-            let token = token(&secret, &env.client_key);
-            let etag_settings = config.ofrep.etag_settings(Some(&token));
-            by_token.insert(token.clone(), env.clone());
-            by_client_key.insert(
-                env.client_key.clone(),
-                EnvStream {
-                    token,
-                    etag_settings,
-                },
-            );
-        }
-        Streams {
-            by_client_key,
-            by_token,
+        let streams = Streams {
+            tokens: ArcSwap::default(),
+            secret: config.ofrep.sse.secret.clone(),
+            ofrep: config.ofrep.clone(),
             open: Arc::new(AtomicUsize::new(0)),
             closing: tokio::sync::watch::Sender::new(false),
+        };
+        for env in store.environments() {
+            let configured = config
+                .environment_key_pairs
+                .iter()
+                .find(|p| p.client_side_key == env.client_key)
+                .map(|p| p.server_side_key.as_str());
+            streams.register(&env, configured);
         }
+        streams
     }
 
-    pub fn of(&self, client_key: &str) -> Option<&EnvStream> {
-        self.by_client_key.get(client_key)
+    /// Gives `env` its token. The HMAC key: `ofrep.sse.secret`, else the environment's
+    /// configured server key, else its client key (discovered environments: their server keys
+    /// rotate, and a token must outlive a rotation).
+    pub fn register(&self, env: &Arc<EnvSlot>, configured_server_key: Option<&str>) {
+        let secret = self
+            .secret
+            .as_deref()
+            .or(configured_server_key)
+            .unwrap_or(&env.client_key);
+        let token = token(secret, &env.client_key);
+        let etag_settings = self.ofrep.etag_settings(Some(&token));
+        self.tokens.rcu(|current| {
+            let mut next = Tokens::clone(current);
+            next.by_token.insert(token.clone(), env.clone());
+            next.by_client_key.insert(
+                env.client_key.clone(),
+                Arc::new(EnvStream {
+                    token: token.clone(),
+                    etag_settings: etag_settings.clone(),
+                }),
+            );
+            next
+        });
     }
 
-    pub fn by_token(&self, token: &str) -> Option<&Arc<EnvSlot>> {
-        self.by_token.get(token)
+    /// Forgets a removed environment's token and ends its open streams.
+    pub fn unregister(&self, env: &EnvSlot) {
+        self.tokens.rcu(|current| {
+            let mut next = Tokens::clone(current);
+            if let Some(stream) = next.by_client_key.remove(&env.client_key) {
+                next.by_token.remove(&stream.token);
+            }
+            next
+        });
+        env.retire();
+    }
+
+    pub fn of(&self, client_key: &str) -> Option<Arc<EnvStream>> {
+        self.tokens.load().by_client_key.get(client_key).cloned()
+    }
+
+    pub fn by_token(&self, token: &str) -> Option<Arc<EnvSlot>> {
+        self.tokens.load().by_token.get(token).cloned()
+    }
+
+    /// Open streams now.
+    pub fn open_count(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
     }
 
     /// Ends every stream (shutdown).
@@ -179,6 +215,7 @@ impl Streams {
             first: Some(Bytes::from(first)),
             changes: WatchStream::from_changes(events),
             closing: WatchStream::new(self.closing.subscribe()),
+            retired: WatchStream::new(env.retired.subscribe()),
             ticks,
             _guard: guard,
         })
@@ -238,6 +275,8 @@ pub struct EventStream {
     first: Option<Bytes>,
     changes: WatchStream<Option<Arc<StreamEvent>>>,
     closing: WatchStream<bool>,
+    /// The environment was removed (key discovery).
+    retired: WatchStream<bool>,
     ticks: tokio::time::Interval,
     _guard: OpenGuard,
 }
@@ -262,6 +301,11 @@ impl http_body::Body for EventStream {
         }
         while let Poll::Ready(closing) = Pin::new(&mut this.closing).poll_next(cx) {
             if closing != Some(false) {
+                return Poll::Ready(None);
+            }
+        }
+        while let Poll::Ready(retired) = Pin::new(&mut this.retired).poll_next(cx) {
+            if retired != Some(false) {
                 return Poll::Ready(None);
             }
         }

@@ -2,6 +2,8 @@
 //! and the snapshot directory (warm start). Each source hands documents to
 //! [`EnvSlot::publish`](crate::store::EnvSlot::publish), which keeps the last good one on failure.
 
+pub mod discovery;
 pub mod local_file;
 pub mod upstream;
+pub mod usage_report;
 pub mod warm_start;

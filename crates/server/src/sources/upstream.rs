@@ -1,6 +1,8 @@
 //! Polling the upstream API for environment documents (spec §4.1, §4.3): concurrent but
 //! bounded, jittered, conditional (`If-Modified-Since` as an IMF-fixdate, `If-None-Match`), with
 //! `Link: rel="next"` pages merged all-or-nothing. Any failure keeps the last good snapshot.
+//! Every fetch is counted by result (`200`, `304` or the kind of failure, [`FetchError`]) and
+//! timed, for the metrics.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -27,22 +29,46 @@ pub fn client() -> reqwest::Client {
         .expect("an HTTP client with default TLS settings builds")
 }
 
-/// Polls one environment until `stop` fires.
-pub async fn poll(
-    slot: Arc<EnvSlot>,
-    client: reqwest::Client,
-    config: Arc<Config>,
-    limit: Arc<Semaphore>,
-    warm: Option<Arc<WarmStart>>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
-    let Source::Upstream { server_key } = slot.source.clone() else {
+/// What every upstream poller shares; `spawn` starts one for an environment (at startup, and
+/// when key discovery adds one).
+#[derive(Clone)]
+pub struct Pollers {
+    pub client: reqwest::Client,
+    pub config: Arc<Config>,
+    /// Bounds concurrent fetches across environments.
+    pub limit: Arc<Semaphore>,
+    pub warm: Option<Arc<WarmStart>>,
+    pub stop: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Pollers {
+    pub fn spawn(&self, slot: Arc<EnvSlot>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(poll(slot, self.clone()))
+    }
+}
+
+/// Polls one environment until `stop` fires (or the task is aborted: discovery removed it).
+async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
+    let Pollers {
+        client,
+        config,
+        limit,
+        warm,
+        mut stop,
+    } = pollers;
+    if !matches!(slot.source, Source::Upstream { .. }) {
         return;
-    };
+    }
     loop {
         {
             let _permit = limit.acquire().await.expect("semaphore is never closed");
-            poll_once(&slot, &client, &config, &server_key, warm.as_deref()).await;
+            // Read each time: discovery may have rotated the key.
+            match slot.fetch_key() {
+                Some(server_key) => {
+                    poll_once(&slot, &client, &config, &server_key, warm.as_deref()).await
+                }
+                None => slot.mark_failure("no active server key for this environment".into()),
+            }
         }
         // Jitter: up to 10 % of the period, so a fleet does not poll in lock-step.
         let period = config.api_poll_frequency.max(Duration::from_millis(100));
@@ -64,23 +90,37 @@ pub async fn poll_once(
     server_key: &str,
     warm: Option<&WarmStart>,
 ) {
+    let started = std::time::Instant::now();
     let fetched = tokio::time::timeout(
         config.api_poll_timeout,
         fetch(slot, client, config, server_key),
     )
     .await;
+    let took = started.elapsed();
     let outcome = match fetched {
-        Err(_) => Err(format!("timed out after {:?}", config.api_poll_timeout)),
+        Err(_) => Err(FetchError::new(
+            "timeout",
+            format!("timed out after {:?}", config.api_poll_timeout),
+        )),
         Ok(result) => result,
     };
+    let result = match &outcome {
+        Ok(Fetched::NotModified) => "304",
+        Ok(Fetched::Document { .. }) => "200",
+        Err(e) => e.kind,
+    };
     match outcome {
-        Ok(Fetched::NotModified) => slot.mark_success(SystemTime::now()),
+        Ok(Fetched::NotModified) => {
+            crate::telemetry::upstream_fetch(result, took);
+            slot.mark_success(SystemTime::now())
+        }
         Ok(Fetched::Document {
             document,
             received,
             etag,
         }) => match slot.publish(document, received).await {
             Ok(published) => {
+                crate::telemetry::upstream_fetch(result, took);
                 *slot.upstream_etag.lock().expect("lock") = etag;
                 let now = SystemTime::now();
                 slot.mark_success(now);
@@ -92,9 +132,50 @@ pub async fn poll_once(
                     }
                 }
             }
-            Err(reason) => slot.mark_failure(reason),
+            Err(reason) => {
+                crate::telemetry::upstream_fetch("rejected_document", took);
+                slot.mark_failure(reason)
+            }
         },
-        Err(reason) => slot.mark_failure(reason),
+        Err(error) => {
+            crate::telemetry::upstream_fetch(result, took);
+            slot.mark_failure(error.message)
+        }
+    }
+}
+
+/// Why a fetch failed: `kind` is the metrics' `result` label (`timeout`, `connect`, `network`,
+/// `status_4xx`, `status_5xx`, `status_other`, `invalid_json`, `rejected_document`,
+/// `pagination`, `config`, `internal`), `message` what the logs and the status page say.
+#[derive(Debug)]
+pub struct FetchError {
+    pub kind: &'static str,
+    pub message: String,
+}
+
+impl FetchError {
+    fn new(kind: &'static str, message: impl Into<String>) -> FetchError {
+        FetchError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// A transport error: its kind from what failed, its text with every cause.
+    fn transport(e: reqwest::Error) -> FetchError {
+        let kind = if e.is_timeout() {
+            "timeout"
+        } else if e.is_connect() {
+            "connect"
+        } else {
+            "network"
+        };
+        FetchError::new(kind, describe(e))
+    }
+
+    /// The same failure, its message prefixed (`page 2: …`).
+    fn context(self, prefix: impl std::fmt::Display) -> FetchError {
+        FetchError::new(self.kind, format!("{prefix}: {}", self.message))
     }
 }
 
@@ -113,13 +194,15 @@ async fn fetch(
     client: &reqwest::Client,
     config: &Config,
     server_key: &str,
-) -> Result<Fetched, String> {
+) -> Result<Fetched, FetchError> {
     let url = format!("{}/environment-document/", config.api_url);
-    let base = reqwest::Url::parse(&url).map_err(|e| format!("bad api_url: {e}"))?;
+    let base = reqwest::Url::parse(&url)
+        .map_err(|e| FetchError::new("config", format!("bad api_url: {e}")))?;
     let mut headers = HeaderMap::new();
     headers.insert(
         "X-Environment-Key",
-        HeaderValue::from_str(server_key).map_err(|_| "server key is not a valid header value")?,
+        HeaderValue::from_str(server_key)
+            .map_err(|_| FetchError::new("config", "server key is not a valid header value"))?,
     );
     if let Some(proxy_key) = &config.proxy_key {
         if let Ok(v) = HeaderValue::from_str(proxy_key) {
@@ -151,7 +234,7 @@ async fn fetch(
         .headers(first_page_headers)
         .send()
         .await
-        .map_err(describe)?;
+        .map_err(FetchError::transport)?;
     if response.status() == StatusCode::NOT_MODIFIED {
         return Ok(Fetched::NotModified);
     }
@@ -165,18 +248,22 @@ async fn fetch(
     while let Some(url) = next {
         pages += 1;
         if pages > MAX_PAGES {
-            return Err(format!("more than {MAX_PAGES} pages"));
+            return Err(FetchError::new(
+                "pagination",
+                format!("more than {MAX_PAGES} pages"),
+            ));
         }
         let response = client
             .get(url.clone())
             .headers(headers.clone())
             .send()
             .await
-            .map_err(describe)?;
+            .map_err(|e| FetchError::transport(e).context(format_args!("page {pages}")))?;
         let (page, following, _) = read_page(response, &url)
             .await
-            .map_err(|e| format!("page {pages}: {e}"))?;
-        merge_page(&mut document, page).map_err(|e| format!("page {pages}: {e}"))?;
+            .map_err(|e| e.context(format_args!("page {pages}")))?;
+        merge_page(&mut document, page)
+            .map_err(|e| FetchError::new("pagination", format!("page {pages}: {e}")))?;
         next = following;
     }
     Ok(Fetched::Document {
@@ -202,26 +289,35 @@ fn describe(e: reqwest::Error) -> String {
 async fn read_page(
     response: reqwest::Response,
     base: &reqwest::Url,
-) -> Result<(Value, Option<reqwest::Url>, Bytes), String> {
+) -> Result<(Value, Option<reqwest::Url>, Bytes), FetchError> {
     let status = response.status();
     if !status.is_success() {
-        return Err(format!("upstream answered {status}"));
+        let kind = match status.as_u16() {
+            400..=499 => "status_4xx",
+            500..=599 => "status_5xx",
+            _ => "status_other",
+        };
+        return Err(FetchError::new(kind, format!("upstream answered {status}")));
     }
     let next = match response.headers().get(LINK).and_then(|v| v.to_str().ok()) {
-        Some(link) => next_link(link, base)?,
+        Some(link) => next_link(link, base).map_err(|e| FetchError::new("pagination", e))?,
         None => None,
     };
-    let body = response.bytes().await.map_err(describe)?;
+    let body = response.bytes().await.map_err(FetchError::transport)?;
     // Parsing megabytes is background work, not the async workers' (they serve requests).
     let (document, body) = crate::background::run(move || {
         let parsed = serde_json::from_slice::<Value>(&body);
         (parsed, body)
     })
     .await
-    .map_err(|e| format!("parsing failed: {e}"))?;
-    let document = document.map_err(|e| format!("invalid JSON from upstream: {e}"))?;
+    .map_err(|e| FetchError::new("internal", format!("parsing failed: {e}")))?;
+    let document = document
+        .map_err(|e| FetchError::new("invalid_json", format!("invalid JSON from upstream: {e}")))?;
     if !document.is_object() {
-        return Err("upstream sent JSON that is not an environment document".into());
+        return Err(FetchError::new(
+            "rejected_document",
+            "upstream sent JSON that is not an environment document",
+        ));
     }
     Ok((document, next, body))
 }

@@ -1,13 +1,16 @@
-"""Per-key rate limits (optional; issue "operations" item 4, ofrep spec §5): over
+"""Connection and rate limits. The connection cap (`flagpole.limits.max_connections`): at the
+cap the proxy stops accepting, and a waiting connection is served as soon as another closes.
+Per-key rate limits (optional; ofrep spec §5): over
 `flagpole.limits.rate_limit_per_key_rps` the Flagsmith API answers 429 with `Retry-After` and its
 JSON error body; over `ofrep.rate_limit_per_key_rps` OFREP answers 429 `GENERAL`. Each key has its
 own bucket, the two APIs are counted apart, and the bucket refills."""
 
 from __future__ import annotations
 
+import socket
 import time
 
-from serve_harness import local_config, standard_envs, wait_until, write_documents
+from serve_harness import HOST, local_config, standard_envs, wait_until, write_documents
 
 RPS = 5
 
@@ -62,3 +65,34 @@ def test_rate_limit_config_errors(flagpole, tmp_path):
         assert code != 0, f"{bad}: started anyway"
         assert "rate_limit_per_key_rps" in fp.stderr_text(), fp.stderr_text()
         fp.expect_clean_exit = False
+
+
+def test_connection_cap(flagpole, tmp_path):
+    envs = standard_envs()
+    paths = write_documents(tmp_path / "docs", envs)
+    config = local_config(paths, envs, flagpole={"limits": {"max_connections": 3,
+                                                            "header_read_timeout_seconds": 30}})
+    fp = flagpole(config=config)
+    a = envs[0]
+    wait_until(lambda: fp.get("/api/v1/flags/", key=a.client_key).status == 200, 10, "serving")
+    time.sleep(0.2)  # the probe's connection is closed by now
+    idle = [socket.create_connection((HOST, fp.port), timeout=5) for _ in range(3)]
+    try:
+        time.sleep(0.3)
+        waiting = socket.create_connection((HOST, fp.port), timeout=5)  # completes in the backlog
+        waiting.sendall(f"GET /api/v1/flags/ HTTP/1.1\r\nHost: x\r\nX-Environment-Key: {a.client_key}\r\n"
+                        f"Connection: close\r\n\r\n".encode())
+        waiting.settimeout(1.0)
+        try:
+            early = waiting.recv(65536)
+        except socket.timeout:
+            early = b""
+        assert early == b"", f"a 4th connection was served over a cap of 3: {early[:80]!r}"
+        idle.pop().close()
+        waiting.settimeout(5)
+        answer = waiting.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        waiting.close()
+    finally:
+        for s in idle:
+            s.close()

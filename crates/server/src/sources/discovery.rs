@@ -1,0 +1,226 @@
+//! `proxy_key` discovery (spec flagsmith-api §4.2): every poll period, `GET
+//! {api_url}/proxy/config/` with `X-Proxy-Key` lists the environments this proxy serves and
+//! their server keys. Each listing is applied whole: new environments are added and polled,
+//! server keys follow it (a key resolves only while active and unexpired), environments no
+//! longer listed are removed (their poller stopped, their streams ended). Configured pairs are
+//! never removed. A listing that cannot be fetched or read changes nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+use tokio::task::JoinHandle;
+
+use super::upstream::Pollers;
+use crate::logging::fingerprint;
+use crate::ofrep::sse::Streams;
+use crate::store::{DiscoveredEnv, Store};
+
+/// The discovery loop's state: what it polls with, and the pollers it started.
+pub struct Discovery {
+    proxy_key: String,
+    store: Arc<Store>,
+    streams: Arc<Streams>,
+    pollers: Pollers,
+    /// Pollers of discovered environments, by client key.
+    running: HashMap<String, JoinHandle<()>>,
+    /// The last failure (logged once per change).
+    last_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ListedEnv {
+    client_side_key: String,
+    #[serde(default)]
+    server_side_keys: Vec<ListedKey>,
+}
+
+#[derive(Deserialize)]
+struct ListedKey {
+    key: String,
+    #[serde(default = "yes")]
+    active: bool,
+    #[serde(default)]
+    expires_at: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Discovery {
+    pub fn new(
+        proxy_key: String,
+        store: Arc<Store>,
+        streams: Arc<Streams>,
+        pollers: Pollers,
+    ) -> Discovery {
+        Discovery {
+            proxy_key,
+            store,
+            streams,
+            pollers,
+            running: HashMap::new(),
+            last_error: None,
+        }
+    }
+
+    /// Polls the listing until shutdown.
+    pub async fn run(mut self) {
+        let mut stop = self.pollers.stop.clone();
+        loop {
+            let period = self
+                .pollers
+                .config
+                .api_poll_frequency
+                .max(Duration::from_millis(100));
+            let jitter = period.mul_f64(rand::random::<f64>() * 0.1);
+            tokio::select! {
+                _ = tokio::time::sleep(period + jitter) => {}
+                _ = stop.changed() => break,
+            }
+            self.sync_once().await;
+        }
+        for (_, poller) in self.running.drain() {
+            poller.abort();
+        }
+    }
+
+    /// Fetches the listing once and applies it.
+    pub async fn sync_once(&mut self) {
+        let config = &self.pollers.config;
+        let fetched = tokio::time::timeout(config.api_poll_timeout, self.fetch()).await;
+        let listed = match fetched {
+            Ok(Ok(listed)) => listed,
+            Ok(Err(reason)) => return self.failed(reason),
+            Err(_) => return self.failed(format!("timed out after {:?}", config.api_poll_timeout)),
+        };
+        if self.last_error.take().is_some() {
+            tracing::info!("proxy key discovery recovered");
+        }
+        let changes = self.store.apply_discovery(&listed);
+        for slot in &changes.added {
+            tracing::info!(environment = %fingerprint(&slot.client_key), "environment added by key discovery");
+            self.streams.register(slot, None);
+            if let Some(warm) = &self.pollers.warm {
+                warm.restore(slot).await;
+            }
+            self.running
+                .insert(slot.client_key.clone(), self.pollers.spawn(slot.clone()));
+        }
+        for slot in &changes.rotated {
+            tracing::info!(environment = %fingerprint(&slot.client_key), "server keys changed by key discovery");
+        }
+        for slot in &changes.removed {
+            tracing::info!(environment = %fingerprint(&slot.client_key), "environment removed by key discovery");
+            if let Some(poller) = self.running.remove(&slot.client_key) {
+                poller.abort();
+            }
+            self.streams.unregister(slot);
+        }
+    }
+
+    fn failed(&mut self, reason: String) {
+        if self.last_error.as_deref() != Some(reason.as_str()) {
+            tracing::warn!(%reason, "proxy key discovery failed; keeping the environments known");
+            self.last_error = Some(reason);
+        }
+    }
+
+    async fn fetch(&self) -> Result<Vec<DiscoveredEnv>, String> {
+        let url = format!("{}/proxy/config/", self.pollers.config.api_url);
+        let response = self
+            .pollers
+            .client
+            .get(&url)
+            .header("X-Proxy-Key", &self.proxy_key)
+            .send()
+            .await
+            .map_err(|e| format!("request failed: {e}"))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("upstream answered {status}"));
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| format!("reading the body failed: {e}"))?;
+        parse_listing(&body, SystemTime::now())
+    }
+}
+
+/// Reads a listing, keeping only usable server keys (active, not expired at `now`). Anything
+/// malformed rejects the whole listing.
+fn parse_listing(body: &[u8], now: SystemTime) -> Result<Vec<DiscoveredEnv>, String> {
+    let listed: Vec<ListedEnv> =
+        serde_json::from_slice(body).map_err(|e| format!("not a proxy config listing: {e}"))?;
+    let mut found = Vec::with_capacity(listed.len());
+    for env in listed {
+        let client_key = env.client_side_key.trim().to_owned();
+        if client_key.is_empty() {
+            return Err("a listed environment has an empty client_side_key".into());
+        }
+        let mut server_keys = Vec::new();
+        for key in env.server_side_keys {
+            let expires_at = match key.expires_at.as_deref() {
+                None => None,
+                Some(text) => Some(
+                    chrono::DateTime::parse_from_rfc3339(text)
+                        .map_err(|e| format!("expires_at '{text}': {e}"))?
+                        .into(),
+                ),
+            };
+            let usable = key.active && expires_at.is_none_or(|at: SystemTime| at > now);
+            let trimmed = key.key.trim();
+            if usable && !trimmed.is_empty() {
+                server_keys.push((trimmed.to_owned(), expires_at));
+            }
+        }
+        found.push(DiscoveredEnv {
+            client_key,
+            server_keys,
+        });
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_keeps_usable_keys_only() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let body = br#"[{"client_side_key": "abc", "server_side_keys": [
+            {"key": "ser.live", "active": true, "expires_at": null},
+            {"key": "ser.off", "active": false, "expires_at": null},
+            {"key": "ser.old", "active": true, "expires_at": "2020-01-01T00:00:00Z"},
+            {"key": "ser.later", "active": true, "expires_at": "2030-01-01T00:00:00+00:00"}
+        ], "extra": 1}]"#;
+        let found = parse_listing(body, now).unwrap();
+        assert_eq!(found.len(), 1);
+        let keys: Vec<&str> = found[0]
+            .server_keys
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert_eq!(keys, ["ser.live", "ser.later"]);
+        assert!(found[0].server_keys[1].1.is_some());
+    }
+
+    #[test]
+    fn malformed_listings_are_rejected_whole() {
+        let now = SystemTime::now();
+        for body in [
+            &b"{}"[..],
+            b"[{\"server_side_keys\": []}]",
+            b"[{\"client_side_key\": \" \"}]",
+            b"[{\"client_side_key\": \"a\", \"server_side_keys\": [{\"key\": \"ser.x\", \"expires_at\": \"soon\"}]}]",
+            b"not json",
+        ] {
+            assert!(parse_listing(body, now).is_err(), "{body:?}");
+        }
+        assert_eq!(parse_listing(b"[]", now).unwrap(), vec![]);
+    }
+}
