@@ -29,7 +29,7 @@ from metrics_support import (
     status_json,
     wait_metric,
 )
-from serve_harness import Env, local_config, standard_envs, upstream_config, wait_until, write_documents
+from serve_harness import REPO, Env, local_config, standard_envs, upstream_config, wait_until, write_documents
 
 REQUESTS = "flagpole_http_requests_total"
 DURATION = "flagpole_http_request_duration_seconds"
@@ -197,6 +197,21 @@ def test_environment_gauges_use_fingerprints_never_keys(flagpole, upstream):
                    if s.labels["environment"] == fp_a]
     assert revision != revisions[fp_a]
     assert m.get("flagpole_environment_revision", environment=printed[1]) == 1
+
+
+def test_the_sample_dashboard_uses_exported_names(flagpole, upstream):
+    """deploy/grafana-dashboard.json queries only metric families this build exports."""
+    dashboard = json.loads((REPO / "deploy" / "grafana-dashboard.json").read_text())
+    queried = {name for panel in dashboard["panels"] for target in panel.get("targets", [])
+               for name in re.findall(r"\bflagpole_[a-z_]+", target["expr"])}
+    env = standard_envs()[0]
+    upstream.set_document(env.server_key, env.document)
+    fp = flagpole(upstream_config(upstream, [env]))
+    fp.wait_ready(10)
+    assert fp.get("/api/v1/flags/", env.client_key).status == 200
+    m = wait_metric(fp, lambda m: m.value(FETCHES, result="200") > 0, 5, "no fetch counted")
+    exported = {s.name for s in m.samples}
+    assert queried and queried <= exported, sorted(queried - exported)
 
 
 def test_change_streams_are_counted(flagpole, tmp_path):

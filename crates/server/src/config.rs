@@ -44,6 +44,8 @@ pub struct Config {
     pub max_trait_value_length: usize,
     /// Open connections at most; more wait in the listen backlog until one closes.
     pub max_connections: usize,
+    /// A client that reads nothing of its response for this long is disconnected.
+    pub write_timeout: Duration,
     pub shutdown_timeout: Duration,
     pub max_concurrent_fetches: usize,
     /// How often usage counts are posted upstream (with `proxy_key`).
@@ -81,6 +83,7 @@ impl Default for Config {
             header_read_timeout: Duration::from_secs(10),
             max_trait_value_length: 2000,
             max_connections: 25_000,
+            write_timeout: Duration::from_secs(30),
             shutdown_timeout: Duration::from_secs(10),
             max_concurrent_fetches: 8,
             usage_report_interval: Duration::from_secs(60),
@@ -368,6 +371,7 @@ fn flagpole_keys(
                 "max_trait_value_length",
                 "rate_limit_per_key_rps",
                 "max_connections",
+                "write_timeout_seconds",
             ],
             warnings,
         );
@@ -394,6 +398,11 @@ fn flagpole_keys(
         }
         if let Some(n) = positive("max_connections")? {
             c.max_connections = n;
+        }
+        if let Some(v) = limits.get("write_timeout_seconds") {
+            c.write_timeout = seconds(v, "flagpole.limits.write_timeout_seconds", false)?
+                .unwrap_or(c.write_timeout)
+                .max(Duration::from_millis(100));
         }
         if let Some(n) = positive("rate_limit_per_key_rps")? {
             c.rate_limit_per_key_rps = Some(u32::try_from(n).unwrap_or(u32::MAX));

@@ -34,7 +34,7 @@ pub async fn serve(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .max_buf_size((config.max_header_bytes * 4).max(64 * 1024))
+        .max_buf_size(direct_stream::hyper_head_limit(config.max_header_bytes))
         .header_read_timeout(header_read_timeout)
         .keep_alive(true);
     builder.http2().timer(TokioTimer::new());
@@ -43,6 +43,7 @@ pub async fn serve(
     // One clone per stream served on the socket: shutdown waits for them like for hyper's.
     let direct_streams = Arc::new(());
     let max_head_bytes = config.max_header_bytes;
+    let write_timeout = config.write_timeout;
     // At the connection cap the loop stops accepting: new connections wait in the kernel's
     // backlog until one closes (idle keep-alive connections close after the header read
     // timeout, so the cap cannot be held by idle clients for long).
@@ -84,16 +85,21 @@ pub async fn serve(
                     drop(closing);
                     match sniffed {
                         Sniffed::Closed => {}
+                        Sniffed::TooLarge(head_only) => {
+                            drop(tracker);
+                            let answer = api.headers_too_large();
+                            direct_stream::serve(stream, answer, head_only, write_timeout).await;
+                        }
                         Sniffed::Stream(request) => {
                             if let Some(response) = api.change_stream(&request) {
                                 drop(request);
-                                direct_stream::serve(stream, response).await;
+                                direct_stream::serve(stream, response, false, write_timeout).await;
                             }
                             drop(tracker);
                         }
                         Sniffed::Other(read) => {
                             drop(tracker);
-                            let io = TokioIo::new(Prefixed::new(read, stream));
+                            let io = TokioIo::new(Prefixed::new(read, stream, write_timeout));
                             // Boxed so that a task serving a stream does not carry hyper's
                             // (much larger) connection state inline.
                             let connection = Box::pin(watcher.watch(

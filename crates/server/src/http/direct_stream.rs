@@ -13,10 +13,12 @@
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Version};
 use http_body_util::{BodyExt, Either};
+use std::future::Future as _;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -28,12 +30,37 @@ pub enum Sniffed {
     Stream(Box<http::request::Parts>),
     /// Anything else: the bytes read so far, for hyper to read first.
     Other(Vec<u8>),
+    /// The first head is over hyper's limits: answer 431 here, with the JSON body (`true`: the
+    /// request is a `HEAD`, so the answer has none).
+    TooLarge(bool),
     /// The client closed (or failed) before sending anything.
     Closed,
 }
 
 /// Longest request line looked at before handing the connection to hyper.
 const REQUEST_LINE_MAX: usize = 4096;
+/// hyper answers a head with more header lines than this, or larger than its read buffer, with
+/// a bare 431; a connection's first head is checked here so that it gets the JSON error body
+/// every other error has (later heads on a keep-alive connection still meet hyper's).
+const HYPER_MAX_HEADERS: usize = 100;
+
+/// hyper's read buffer limit for heads (set in `server.rs`).
+pub fn hyper_head_limit(max_head_bytes: usize) -> usize {
+    (max_head_bytes * 4).max(64 * 1024)
+}
+
+/// Where the head ends (the index just past its blank line), bare-LF line ends included.
+fn head_end(buf: &[u8], line_end: usize) -> Option<usize> {
+    let mut at = line_end;
+    loop {
+        match buf.get(at + 1..) {
+            Some([b'\n', ..]) => return Some(at + 2),
+            Some([b'\r', b'\n', ..]) => return Some(at + 3),
+            _ => {}
+        }
+        at += 1 + buf.get(at + 1..)?.iter().position(|&b| b == b'\n')?;
+    }
+}
 /// Most headers a change-stream request may carry here (more: hyper answers it).
 const MAX_HEADERS: usize = 64;
 
@@ -54,6 +81,7 @@ pub async fn sniff(stream: &mut TcpStream, max_head_bytes: usize) -> Sniffed {
             Decision::NeedMore => {}
             Decision::Other => return Sniffed::Other(buf),
             Decision::Stream(parts) => return Sniffed::Stream(parts),
+            Decision::TooLarge => return Sniffed::TooLarge(buf.starts_with(b"HEAD ")),
         }
     }
 }
@@ -61,13 +89,13 @@ pub async fn sniff(stream: &mut TcpStream, max_head_bytes: usize) -> Sniffed {
 enum Decision {
     NeedMore,
     Other,
+    TooLarge,
     Stream(Box<http::request::Parts>),
 }
 
 fn classify(buf: &[u8], max_head_bytes: usize) -> Decision {
-    const GET: &[u8] = b"GET /";
-    let seen = buf.len().min(GET.len());
-    if buf[..seen] != GET[..seen] {
+    // HTTP/2 with prior knowledge: hyper's.
+    if buf.starts_with(b"PRI ") {
         return Decision::Other;
     }
     let Some(line_end) = buf.iter().position(|&b| b == b'\n') else {
@@ -77,18 +105,28 @@ fn classify(buf: &[u8], max_head_bytes: usize) -> Decision {
             Decision::NeedMore
         };
     };
+    let Some(head_end) = head_end(buf, line_end) else {
+        return if buf.len() >= hyper_head_limit(max_head_bytes) {
+            Decision::TooLarge
+        } else {
+            Decision::NeedMore
+        };
+    };
+    let header_lines = buf[line_end + 1..head_end - 1]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
+    if header_lines > HYPER_MAX_HEADERS {
+        return Decision::TooLarge;
+    }
+    if !buf.starts_with(b"GET /") {
+        return Decision::Other;
+    }
     let target = buf[4..line_end].split(|&b| b == b' ').next().unwrap_or(&[]);
     let path = target.split(|&b| b == b'?').next().unwrap_or(&[]);
     match std::str::from_utf8(path) {
         Ok(path) if Api::is_change_stream(path) => {}
         _ => return Decision::Other,
-    }
-    if !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        return if buf.len() >= max_head_bytes {
-            Decision::Other
-        } else {
-            Decision::NeedMore
-        };
     }
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
@@ -126,9 +164,15 @@ fn classify(buf: &[u8], max_head_bytes: usize) -> Decision {
     }
 }
 
-/// Writes `response` on `stream`: a whole body with its length, or an event stream as chunks
-/// until it ends (shutdown) or the client goes away. The connection closes afterwards.
-pub async fn serve(mut stream: TcpStream, response: Response) {
+/// Writes `response` on `stream`: a whole body with its length (only the length for a `HEAD`),
+/// or an event stream as chunks until it ends (shutdown) or the client goes away. The
+/// connection closes afterwards.
+pub async fn serve(
+    mut stream: TcpStream,
+    response: Response,
+    head_only: bool,
+    write_timeout: Duration,
+) {
     let (parts, body) = response.into_parts();
     let mut head = Vec::with_capacity(512);
     head.extend_from_slice(b"HTTP/1.1 ");
@@ -153,15 +197,20 @@ pub async fn serve(mut stream: TcpStream, response: Response) {
                 .map(|b| b.to_bytes())
                 .unwrap_or_default();
             head.extend_from_slice(format!("content-length: {}\r\n\r\n", bytes.len()).as_bytes());
-            head.extend_from_slice(&bytes);
-            let _ = stream.write_all(&head).await;
+            if !head_only {
+                head.extend_from_slice(&bytes);
+            }
+            let _ = tokio::time::timeout(write_timeout, stream.write_all(&head)).await;
             let _ = stream.shutdown().await;
             return;
         }
         Either::Right(events) => events,
     };
     head.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n");
-    if stream.write_all(&head).await.is_err() {
+    if !matches!(
+        tokio::time::timeout(write_timeout, stream.write_all(&head)).await,
+        Ok(Ok(()))
+    ) {
         return;
     }
     drop(head);
@@ -171,11 +220,12 @@ pub async fn serve(mut stream: TcpStream, response: Response) {
         tokio::select! {
             frame = events.frame() => {
                 let Some(Ok(frame)) = frame else {
-                    let _ = writer.write_all(b"0\r\n\r\n").await;
+                    let _ = tokio::time::timeout(write_timeout, writer.write_all(b"0\r\n\r\n")).await;
                     break;
                 };
                 let Ok(data) = frame.into_data() else { continue };
-                if writer.write_all(&chunk(&data)).await.is_err() {
+                let written = tokio::time::timeout(write_timeout, writer.write_all(&chunk(&data))).await;
+                if !matches!(written, Ok(Ok(()))) {
                     break;
                 }
             }
@@ -199,18 +249,54 @@ fn chunk(data: &Bytes) -> Vec<u8> {
     out
 }
 
-/// A socket with bytes already read from it put back in front, for hyper.
+/// A socket with bytes already read from it put back in front, for hyper; and a write-stall
+/// limit, which hyper lacks: a client that stops reading would otherwise pin its connection and
+/// the response it was being sent forever.
 pub struct Prefixed {
     /// Unread bytes and how far they have been read; freed once read.
     prefix: Option<(Vec<u8>, usize)>,
     inner: TcpStream,
+    write_timeout: Duration,
+    /// Armed while a write waits for the client to read (allocated only then).
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Prefixed {
-    pub fn new(prefix: Vec<u8>, inner: TcpStream) -> Prefixed {
+    pub fn new(prefix: Vec<u8>, inner: TcpStream, write_timeout: Duration) -> Prefixed {
         Prefixed {
             prefix: (!prefix.is_empty()).then_some((prefix, 0)),
             inner,
+            write_timeout,
+            stalled: None,
+        }
+    }
+
+    /// After a write that could not proceed: still waiting, or the stall has lasted too long.
+    fn stall<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let timeout = self.write_timeout;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client stopped reading",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progressed<T>(
+        &mut self,
+        ready: Poll<io::Result<T>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
+        match ready {
+            Poll::Pending => self.stall(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
         }
     }
 }
@@ -240,7 +326,8 @@ impl AsyncWrite for Prefixed {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let ready = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.progressed(ready, cx)
     }
 
     fn poll_write_vectored(
@@ -248,7 +335,8 @@ impl AsyncWrite for Prefixed {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let ready = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.progressed(ready, cx)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -273,6 +361,7 @@ mod tests {
             Decision::NeedMore => "more",
             Decision::Other => "other",
             Decision::Stream(_) => "stream",
+            Decision::TooLarge => "too large",
         }
     }
 
@@ -280,9 +369,18 @@ mod tests {
     fn only_plain_stream_gets_are_taken() {
         assert_eq!(decide("GE"), "more");
         assert_eq!(decide("GET /ofrep/v1/ev"), "more");
-        assert_eq!(decide("POST /ofrep/v1/events HTTP/1.1\r\n"), "other");
+        assert_eq!(decide("POST /ofrep/v1/events HTTP/1.1\r\n\r\n"), "other");
         assert_eq!(decide("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), "other");
-        assert_eq!(decide("GET /api/v1/flags/ HTTP/1.1\r\n"), "other");
+        assert_eq!(decide("GET /api/v1/flags/ HTTP/1.1\r\n"), "more");
+        assert_eq!(
+            decide("GET /api/v1/flags/ HTTP/1.1\r\nHost: a\r\n\r\n"),
+            "other"
+        );
+        assert_eq!(
+            decide("POST /api/v1/identities/ HTTP/1.1\r\n\r\n{}"),
+            "other"
+        );
+        assert_eq!(decide("GET /api/v1/flags/ HTTP/1.1\nHost: a\n\n"), "other");
         assert_eq!(
             decide("GET /ofrep/v1/events?t=x HTTP/1.1\r\nHost: a\r\n"),
             "more"
@@ -324,6 +422,27 @@ mod tests {
         };
         assert_eq!(parts.uri.query(), Some("t=abc&since=1-x"));
         assert_eq!(parts.headers["last-event-id"], "2-y");
+    }
+
+    #[test]
+    fn heads_over_hypers_limits_are_answered_here() {
+        let many: String = (0..150).map(|i| format!("X-{i}: v\r\n")).collect();
+        let head = format!("GET /api/v1/flags/ HTTP/1.1\r\n{many}\r\n");
+        assert!(matches!(
+            classify(head.as_bytes(), 16384),
+            Decision::TooLarge
+        ));
+        let ok: String = (0..100).map(|i| format!("X-{i}: v\r\n")).collect();
+        let head = format!("GET /api/v1/flags/ HTTP/1.1\r\n{ok}\r\n");
+        assert!(matches!(classify(head.as_bytes(), 16384), Decision::Other));
+        let huge = format!(
+            "GET /api/v1/flags/ HTTP/1.1\r\nX-Big: {}",
+            "a".repeat(70_000)
+        );
+        assert!(matches!(
+            classify(huge.as_bytes(), 16384),
+            Decision::TooLarge
+        ));
     }
 
     #[test]

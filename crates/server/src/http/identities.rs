@@ -139,6 +139,10 @@ impl<'a> IdentityRequest<'a> {
         };
         let items = wire.traits.unwrap_or_default();
         let mut traits: Vec<Trait<'a>> = Vec::with_capacity(items.len());
+        // A later trait with the same key replaces the earlier one. Short lists (every SDK's)
+        // are searched; long ones get an index, so a hostile 28k-trait body stays linear.
+        let mut index: Option<foldhash::HashMap<Cow<'a, str>, usize>> =
+            (items.len() > 32).then(foldhash::HashMap::default);
         for (i, item) in items.into_iter().enumerate() {
             let key = match item.trait_key {
                 Some(Text(k)) if !k.is_empty() => k,
@@ -154,8 +158,18 @@ impl<'a> IdentityRequest<'a> {
                     ApiError::unprocessable(format!("traits[{i}].trait_value: {m}"))
                 })?,
             };
-            match traits.iter_mut().find(|t| t.key == key) {
-                Some(existing) => existing.value = value,
+            let existing = match &mut index {
+                Some(index) => match index.get(&key) {
+                    Some(&at) => Some(at),
+                    None => {
+                        index.insert(key.clone(), traits.len());
+                        None
+                    }
+                },
+                None => traits.iter().position(|t| t.key == key),
+            };
+            match existing {
+                Some(at) => traits[at].value = value,
                 None => traits.push(Trait { key, value }),
             }
         }
@@ -311,5 +325,24 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.message.contains("trait_key"), "{}", e.message);
+    }
+
+    #[test]
+    fn repeated_keys_keep_the_first_place_and_the_last_value_short_and_long() {
+        for n in [3, 100] {
+            let mut items: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"trait_key":"k{i}","trait_value":{i}}}"#))
+                .collect();
+            items.push(r#"{"trait_key":"k1","trait_value":"last"}"#.into());
+            items.push(r#"{"trait_key":"k2","trait_value":null}"#.into());
+            let body = format!(r#"{{"identifier":"u","traits":[{}]}}"#, items.join(","));
+            let r = IdentityRequest::parse(body.as_bytes(), 100).unwrap();
+            assert_eq!(r.traits.len(), n - 1, "k2 removed by its null");
+            assert_eq!(r.traits[1].key, "k1");
+            assert!(matches!(&r.traits[1].value, TraitValue::Str(s) if s == "last"));
+            if n > 3 {
+                assert_eq!(r.traits[2].key, "k3");
+            }
+        }
     }
 }

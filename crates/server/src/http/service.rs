@@ -267,6 +267,11 @@ impl Api {
         Some(response)
     }
 
+    /// The 431 for a head over the limits (JSON body, connection closed).
+    pub fn headers_too_large(&self) -> Response {
+        too_large_headers(self.state.config.max_header_bytes)
+    }
+
     /// The configuration the service answers with.
     pub fn config(&self) -> &crate::config::Config {
         &self.state.config
@@ -348,15 +353,19 @@ fn header_guard(limit: usize, request: &Request<Incoming>) -> Option<Response> {
     if size <= limit {
         return None;
     }
+    Some(too_large_headers(limit))
+}
+
+fn too_large_headers(limit: usize) -> Response {
     let mut response = ApiError::new(
         StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-        format!("request headers are larger than {limit} bytes"),
+        format!("request headers are larger than {limit} bytes, or more than 100 lines"),
     )
     .into_response();
     response
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    Some(response)
+    response
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ impl Report {
             .iter()
             .map(|env| {
                 let mut facts = EnvFacts::of(env, now);
-                facts.last_error = facts.last_error.map(|e| redact(state, &env.client_key, e));
+                facts.last_error = facts.last_error.map(|e| redact(state, env, e));
                 facts
             })
             .collect();
@@ -51,15 +51,17 @@ impl Report {
     }
 }
 
-/// Replaces every configured key found in `text` with its fingerprint.
-fn redact(state: &AppState, client_key: &str, mut text: String) -> String {
+/// Replaces every key this proxy knows of that is found in `text` (configured, discovered, the
+/// proxy key) with its fingerprint.
+fn redact(state: &AppState, env: &crate::store::EnvSlot, mut text: String) -> String {
     let config = &state.config;
+    let own = [Some(env.client_key.clone()), env.fetch_key()];
     let keys = config
         .environment_key_pairs
         .iter()
         .flat_map(|p| [p.server_side_key.as_str(), p.client_side_key.as_str()])
         .chain(config.proxy_key.as_deref())
-        .chain([client_key]);
+        .chain(own.iter().flatten().map(String::as_str));
     for key in keys {
         // Very short keys would match ordinary words; real keys are long.
         if key.len() >= 6 && text.contains(key) {
