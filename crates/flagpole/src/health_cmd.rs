@@ -75,7 +75,10 @@ fn default_url() -> String {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     let (host, port) = match flagpole_server::config::load(None, &env) {
-        Ok(loaded) => (probe_host(&loaded.config.host), loaded.config.port),
+        Ok(loaded) => (
+            probe_host(&loaded.config.server.host),
+            loaded.config.server.port,
+        ),
         Err(_) => ("127.0.0.1".to_string(), 8000),
     };
     format!("http://{host}:{port}{READINESS_PATH}")

@@ -1,6 +1,7 @@
 //! `flagpole`: the command-line entry point. A thin shell: it parses arguments, reads files and
 //! hands the work to the engine (and, for `serve`, to the server).
 
+mod check_cmd;
 mod eval_cmd;
 mod health_cmd;
 
@@ -23,6 +24,9 @@ struct Cli {
 enum Command {
     /// Run the proxy: a drop-in Flagsmith Edge Proxy (the bundled example when nothing is configured).
     Serve(ServeArgs),
+    /// Load and validate the configuration as `serve` would, and print it (keys redacted):
+    /// exit 0 when it is valid, 2 when not.
+    Check(CheckArgs),
     /// Evaluate flags locally, exactly as the Flagsmith engine would.
     #[command(subcommand)]
     Eval(EvalCommand),
@@ -44,6 +48,17 @@ pub(crate) struct ServeArgs {
     /// Port to listen on (overrides server.port; 0 picks a free port).
     #[arg(long)]
     pub port: Option<u16>,
+    /// Also serve the bundled example environment (its keys are public), whatever else is
+    /// configured.
+    #[arg(long)]
+    pub example: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CheckArgs {
+    /// The configuration file (default: $CONFIG_PATH, else ./config.json if present).
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -112,6 +127,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Eval(cmd) => eval_cmd::run(cmd),
         Command::Serve(args) => serve(args),
+        Command::Check(args) => check_cmd::run(&args),
         Command::Health(args) => health_cmd::run(&args),
     }
 }
@@ -133,11 +149,12 @@ fn serve(args: ServeArgs) -> ExitCode {
         documents: args.document,
         host: args.host,
         port: args.port,
+        example: args.example,
     };
     match runtime.block_on(flagpole_server::serve(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            flagpole_server::logging::fatal(&e);
             ExitCode::from(2)
         }
     }

@@ -5,6 +5,7 @@
 //! looks up its key, evaluates only what depends on the identity, and writes bytes.
 
 pub mod background;
+pub mod banner;
 pub mod body;
 pub mod config;
 pub mod http;
@@ -34,54 +35,43 @@ use crate::store::{EnvSlot, Source, Store};
 pub const EXAMPLE_DOCUMENT: &str = include_str!("../../../examples/environment.json");
 pub const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
 
-/// Command-line overrides of the configuration.
-#[derive(Debug, Default, Clone)]
-pub struct ServeOptions {
-    pub config: Option<PathBuf>,
-    pub documents: Vec<PathBuf>,
-    pub host: Option<String>,
-    pub port: Option<u16>,
-}
+pub use config::ServeOptions;
 
 /// Runs the proxy until SIGINT/SIGTERM. Errors are startup errors (bad config, port in use).
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let env: Vec<(String, String)> = std::env::vars().collect();
     let loaded = config::load(options.config.as_deref(), &env).map_err(|e| e.to_string())?;
-    let mut config = loaded.config;
-    logging::init(&config.log_level, config.log_json, config.access_log);
-    telemetry::init(&config);
-    if let Some(source) = &loaded.source {
+    let logs = &loaded.config.logging;
+    logging::init(&logs.level, logs.json, logs.access_log);
+    if let Some(source) = &loaded.sources.file {
         tracing::info!(file = %source.display(), "configuration loaded");
     }
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
-    config.documents.extend(options.documents);
-    if let Some(host) = options.host {
-        config.host = host;
-    }
-    if let Some(port) = options.port {
-        config.port = port;
-    }
-    let config = Arc::new(config);
+    let startup = config::start(loaded, &options).map_err(|e| e.to_string())?;
+    let config = Arc::new(startup.config);
+    telemetry::init(&config);
 
-    let (store, plan) = build_store(&config)?;
+    let example = startup.plan.example != config::Example::No;
+    let (store, plan) = build_store(&config, example)?;
     let store = Arc::new(store);
 
     // Bind at once, so orchestrators see a live process while documents load.
-    let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port))
+    let listener = tokio::net::TcpListener::bind((config.server.host.as_str(), config.server.port))
         .await
-        .map_err(|e| format!("cannot listen on {}:{}: {e}", config.host, config.port))?;
+        .map_err(|e| {
+            format!(
+                "cannot listen on {}:{}: {e}",
+                config.server.host, config.server.port
+            )
+        })?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
-    eprintln!(
-        "flagpole {} listening on http://{address}",
-        env!("CARGO_PKG_VERSION")
-    );
-    print_keys(&store, address);
+    banner::print(&store, address, &startup.plan, config.logging.json);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = Vec::new();
-    let warm = match &config.snapshot_dir {
+    let warm = match &config.upstream.snapshot_dir {
         Some(dir) => {
             Some(Arc::new(WarmStart::new(dir.clone()).map_err(|e| {
                 format!("flagpole.snapshot_dir {}: {e}", dir.display())
@@ -123,11 +113,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         .environments()
         .iter()
         .any(|slot| matches!(slot.source, Source::Upstream { .. }));
-    let client = (polled || config.proxy_key.is_some()).then(upstream::client);
+    let client = (polled || config.environments.proxy_key.is_some()).then(upstream::client);
     let pollers = client.map(|client| upstream::Pollers {
         client,
         config: config.clone(),
-        limit: Arc::new(Semaphore::new(config.max_concurrent_fetches)),
+        limit: Arc::new(Semaphore::new(config.upstream.max_concurrent_fetches)),
         warm: warm.clone(),
         stop: stop_rx.clone(),
     });
@@ -140,7 +130,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
 
     let streams = Arc::new(ofrep::sse::Streams::new(&config, &store));
-    if let (Some(proxy_key), Some(pollers)) = (&config.proxy_key, &pollers) {
+    if let (Some(proxy_key), Some(pollers)) = (&config.environments.proxy_key, &pollers) {
         // The first listing is awaited (bounded by the poll timeout), so that the environments
         // it names are known before requests are served.
         let mut discovery = sources::discovery::Discovery::new(
@@ -190,22 +180,22 @@ enum Plan {
 type StartPlan = Vec<(Arc<EnvSlot>, Plan)>;
 
 /// Environments from the config: local files first (their client key is their `api_key`), then
-/// upstream pairs not covered by a file; the bundled example when nothing is configured.
-fn build_store(config: &Config) -> Result<(Store, StartPlan), String> {
+/// upstream pairs not covered by a file; the bundled example when the start plan says so.
+fn build_store(config: &Config, example: bool) -> Result<(Store, StartPlan), String> {
     let store = Store::with_rate_limits(
-        config.rate_limit_per_key_rps,
+        config.limits.rate_limit_per_key_rps,
         config.ofrep.rate_limit_per_key_rps,
     );
     let mut plan = Vec::new();
     let mut server_keys: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for pair in &config.environment_key_pairs {
+    for pair in &config.environments.key_pairs {
         server_keys
             .entry(pair.client_side_key.as_str())
             .or_default()
             .push(pair.server_side_key.clone());
     }
     let mut covered = Vec::new();
-    for path in &config.documents {
+    for path in &config.environments.documents {
         let (doc, _) = local_file::read(path)?;
         let client_key = doc["api_key"]
             .as_str()
@@ -234,8 +224,7 @@ fn build_store(config: &Config) -> Result<(Store, StartPlan), String> {
         );
         plan.push((slot, Plan::Upstream));
     }
-    // With `proxy_key`, environments come from discovery: never the example.
-    if plan.is_empty() && config.proxy_key.is_none() {
+    if example {
         let doc: serde_json::Value =
             serde_json::from_str(EXAMPLE_DOCUMENT).expect("the bundled example is valid JSON");
         let client_key = doc["api_key"]
@@ -249,42 +238,4 @@ fn build_store(config: &Config) -> Result<(Store, StartPlan), String> {
         plan.push((slot, Plan::Embedded));
     }
     Ok((store, plan))
-}
-
-/// Startup help: which keys reach which environment, and a request to try.
-fn print_keys(store: &Store, address: std::net::SocketAddr) {
-    let host = if address.ip().is_unspecified() {
-        "localhost".to_owned()
-    } else {
-        address.ip().to_string()
-    };
-    for env in store.environments() {
-        if let Source::Embedded = env.source {
-            eprintln!("serving the bundled example environment");
-            eprintln!("  client-side key: {}", env.client_key);
-            for key in store.server_keys(&env) {
-                eprintln!("  server-side key: {key}");
-            }
-            eprintln!("try:");
-            eprintln!(
-                "  curl -H 'X-Environment-Key: {}' http://{host}:{}/api/v1/flags/",
-                env.client_key,
-                address.port()
-            );
-            eprintln!(
-                "  curl -H 'X-Environment-Key: {}' 'http://{host}:{}/api/v1/identities/?identifier=alice'",
-                env.client_key,
-                address.port()
-            );
-        } else {
-            let source = match &env.source {
-                Source::File(p) => format!("file {}", p.display()),
-                _ => "upstream".to_owned(),
-            };
-            eprintln!(
-                "environment {} from {source}",
-                logging::fingerprint(&env.client_key)
-            );
-        }
-    }
 }

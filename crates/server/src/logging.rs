@@ -2,14 +2,27 @@
 //! the level from `logging.log_level` unless `RUST_LOG` is set. Keys never appear in logs: they
 //! are shown as a short, non-reversible fingerprint. With `logging.enable_access_log` the
 //! access log (target `flagpole::access`, at INFO) is let through whatever the level, unless
-//! `RUST_LOG` says otherwise.
+//! `RUST_LOG` says otherwise. With JSON, every line Flagpole writes is JSON: the start-up lines
+//! (target [`STARTUP_TARGET`], let through like the access log) and a fatal error too
+//! ([`fatal`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing_subscriber::EnvFilter;
+
+/// The target of the lines printed at start (address, keys to try).
+pub const STARTUP_TARGET: &str = "flagpole::startup";
+
+/// Whether the installed subscriber writes JSON.
+static JSON: AtomicBool = AtomicBool::new(false);
 
 /// Installs the global subscriber (once; later calls are ignored).
 pub fn init(level: &str, json: bool, access_log: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         let mut directives = level_directive(level).to_owned();
+        directives.push(',');
+        directives.push_str(STARTUP_TARGET);
+        directives.push_str("=info");
         if access_log {
             directives.push(',');
             directives.push_str(crate::http::ACCESS_LOG_TARGET);
@@ -23,11 +36,24 @@ pub fn init(level: &str, json: bool, access_log: bool) {
         .with_env_filter(filter)
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
-    let _ = if json {
+    let installed = if json {
         builder.json().try_init()
     } else {
         builder.try_init()
     };
+    if installed.is_ok() {
+        JSON.store(json, Ordering::Relaxed);
+    }
+}
+
+/// Reports the error that ends the process: a JSON event once JSON logging is set up, else
+/// `error: …` (before the configuration is read its log format is unknown).
+pub fn fatal(message: &str) {
+    if JSON.load(Ordering::Relaxed) {
+        tracing::error!(target: STARTUP_TARGET, "{message}");
+    } else {
+        eprintln!("error: {message}");
+    }
 }
 
 /// `logging.log_level` as a filter directive: Python's level names (the Edge Proxy's configs

@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::http::direct_stream::{self, Prefixed, Sniffed};
 
 /// Serves `api` on `listener` until `shutdown` completes, then drains for at most
-/// `config.shutdown_timeout`.
+/// `config.server.shutdown_timeout`.
 pub async fn serve(
     listener: TcpListener,
     api: crate::http::Api,
@@ -28,13 +28,16 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let header_read_timeout = config
+        .limits
         .header_read_timeout
-        .min(config.keep_alive_timeout.max(Duration::from_secs(1)));
+        .min(config.server.keep_alive_timeout.max(Duration::from_secs(1)));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .max_buf_size(direct_stream::hyper_head_limit(config.max_header_bytes))
+        .max_buf_size(direct_stream::hyper_head_limit(
+            config.limits.max_header_bytes,
+        ))
         .header_read_timeout(header_read_timeout)
         .keep_alive(true);
     builder.http2().timer(TokioTimer::new());
@@ -42,12 +45,12 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     // One clone per stream served on the socket: shutdown waits for them like for hyper's.
     let direct_streams = Arc::new(());
-    let max_head_bytes = config.max_header_bytes;
-    let write_timeout = config.write_timeout;
+    let max_head_bytes = config.limits.max_header_bytes;
+    let write_timeout = config.limits.write_timeout;
     // At the connection cap the loop stops accepting: new connections wait in the kernel's
     // backlog until one closes (idle keep-alive connections close after the header read
     // timeout, so the cap cannot be held by idle clients for long).
-    let capacity = Arc::new(tokio::sync::Semaphore::new(config.max_connections));
+    let capacity = Arc::new(tokio::sync::Semaphore::new(config.limits.max_connections));
     // Tells connections still waiting for their first request head that shutdown began: they
     // close at once, as idle keep-alive connections do.
     let (closing_tx, closing_rx) = tokio::sync::watch::channel(false);
@@ -122,7 +125,7 @@ pub async fn serve(
     };
     tokio::select! {
         ((), ()) = async { tokio::join!(graceful.shutdown(), direct_streams_ended) } => {}
-        () = tokio::time::sleep(config.shutdown_timeout) => {
+        () = tokio::time::sleep(config.server.shutdown_timeout) => {
             tracing::warn!("shutdown timeout reached with requests still in flight");
         }
     }

@@ -216,7 +216,12 @@ impl EnvSlot {
     pub fn mark_failure(&self, reason: String) {
         let mut last = self.last_error.lock().expect("lock");
         if last.as_deref() != Some(reason.as_str()) {
-            tracing::warn!(environment = %crate::logging::fingerprint(&self.client_key), %reason, "environment document update failed; serving the last good document");
+            let environment = crate::logging::fingerprint(&self.client_key);
+            if self.snapshot().is_some() {
+                tracing::warn!(%environment, %reason, "environment document update failed; serving the last good document");
+            } else {
+                tracing::warn!(%environment, %reason, "environment document update failed; no document yet: its requests get 503 until one arrives");
+            }
             *last = Some(reason);
         }
     }

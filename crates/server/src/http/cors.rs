@@ -61,7 +61,7 @@ pub fn preflight(
 }
 
 fn origin_allowed(config: &Config, origin: &HeaderValue) -> bool {
-    match &config.allow_origins {
+    match &config.server.allow_origins {
         None => true,
         Some(list) => list.iter().any(|o| o.as_bytes() == origin.as_bytes()),
     }

@@ -21,8 +21,9 @@ pub fn readiness(state: &AppState) -> Response {
     let mut oldest: Option<SystemTime> = None;
     let allowed = state
         .config
+        .health
         .stale_grace
-        .map(|grace| state.config.api_poll_frequency + grace * envs.len() as u32);
+        .map(|grace| state.config.upstream.poll_frequency + grace * envs.len() as u32);
     for env in envs {
         match (env.snapshot(), env.last_success()) {
             (Some(_), Some(at)) => {

@@ -42,8 +42,8 @@ pub async fn post_identity(
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     let (kind, snapshot) = authorise(state, &parts.headers, crate::usage::Resource::Identities)?;
-    let body = read_body(body, state.config.max_body_bytes).await?;
-    let request = IdentityRequest::parse(&body, state.config.max_trait_value_length)?;
+    let body = read_body(body, state.config.limits.max_body_bytes).await?;
+    let request = IdentityRequest::parse(&body, state.config.limits.max_trait_value_length)?;
     let response = identity_response(&snapshot, kind, &request.identifier, &request.traits)?;
     Ok(respond::dynamic(&parts.headers, response))
 }

@@ -12,7 +12,7 @@ const CONTENT_TYPE: HeaderValue =
 
 /// The exposition, or `None` when metrics are disabled.
 pub fn metrics(state: &AppState) -> Option<Response> {
-    let prometheus = telemetry::prometheus().filter(|_| state.config.metrics_enabled)?;
+    let prometheus = telemetry::prometheus().filter(|_| state.config.telemetry.metrics)?;
     let now = std::time::SystemTime::now();
     let facts: Vec<_> = state
         .store

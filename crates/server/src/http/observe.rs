@@ -26,11 +26,11 @@ pub struct Observer {
 
 impl Observer {
     pub fn new(config: &crate::config::Config) -> Observer {
-        let metrics = (config.metrics_enabled && crate::telemetry::prometheus().is_some())
+        let metrics = (config.telemetry.metrics && crate::telemetry::prometheus().is_some())
             .then(HttpMetrics::global);
         Observer {
             metrics,
-            access_log: config.access_log,
+            access_log: config.logging.access_log,
         }
     }
 

@@ -146,7 +146,7 @@ impl Api {
     /// Routes and answers a request; also says which route it was, for its metrics.
     fn answer(&self, request: Request<Incoming>) -> (RouteLabel, ApiFuture) {
         let config = &self.state.config;
-        if let Some(too_large) = header_guard(config.max_header_bytes, &request) {
+        if let Some(too_large) = header_guard(config.limits.max_header_bytes, &request) {
             return (
                 route_label(request.uri().path()),
                 ApiFuture::Ready(Some(too_large)),
@@ -216,7 +216,7 @@ impl Api {
                     Route::Metrics => super::metrics::metrics(&self.state).ok_or_else(|| {
                         ApiError::not_found("metrics are disabled (flagpole.metrics.enabled)")
                     }),
-                    Route::Status => match config.status_page_enabled {
+                    Route::Status => match config.telemetry.status_page {
                         true => Ok(super::status::status(&self.state, &parts)),
                         false => Err(ApiError::not_found(
                             "the status page is disabled (flagpole.status_page.enabled)",
@@ -269,7 +269,7 @@ impl Api {
 
     /// The 431 for a head over the limits (JSON body, connection closed).
     pub fn headers_too_large(&self) -> Response {
-        too_large_headers(self.state.config.max_header_bytes)
+        too_large_headers(self.state.config.limits.max_header_bytes)
     }
 
     /// The configuration the service answers with.

@@ -57,10 +57,11 @@ fn redact(state: &AppState, env: &crate::store::EnvSlot, mut text: String) -> St
     let config = &state.config;
     let own = [Some(env.client_key.clone()), env.fetch_key()];
     let keys = config
-        .environment_key_pairs
+        .environments
+        .key_pairs
         .iter()
         .flat_map(|p| [p.server_side_key.as_str(), p.client_side_key.as_str()])
-        .chain(config.proxy_key.as_deref())
+        .chain(config.environments.proxy_key.as_deref())
         .chain(own.iter().flatten().map(String::as_str));
     for key in keys {
         // Very short keys would match ordinary words; real keys are long.

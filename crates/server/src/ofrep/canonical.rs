@@ -21,6 +21,24 @@ pub enum Numbers {
 }
 use sha2::{Digest, Sha256};
 
+use crate::config::OfrepConfig;
+
+/// A hash of every OFREP setting that changes response bodies, plus the environment's stream
+/// token: part of every ETag, so that a changed setting never yields a wrong 304.
+pub fn settings_tag(config: &OfrepConfig, stream_token: Option<&str>) -> String {
+    let described = serde_json::json!({
+        // Bump whenever a release could change a body for the same inputs.
+        "map": "ofrep-map/1",
+        "parse_json_strings": config.parse_json_strings,
+        "require_targeting_key": config.require_targeting_key,
+        "public_base_url": config.public_base_url,
+        "sse_enabled": config.sse.enabled,
+        "sse_inactivity_delay_sec": config.sse.inactivity_delay_sec,
+        "sse_token": stream_token,
+    });
+    hex(&sha256(&described), 32)
+}
+
 /// Appends the canonical (RFC 8785) form of `value`.
 pub fn write(out: &mut Vec<u8>, value: &Value) {
     write_with(out, value, Numbers::Jcs);

@@ -7,7 +7,6 @@
 //! single-flag endpoint).
 
 pub mod canonical;
-pub mod config;
 mod context;
 mod mapping;
 pub mod memo;
@@ -182,7 +181,7 @@ async fn evaluate(
 
     let body = context::parse_body(&body)
         .map_err(|(code, details)| Failure::new(StatusCode::BAD_REQUEST, code, details))?;
-    let input = context::input(&body, state.config.max_trait_value_length)
+    let input = context::input(&body, state.config.limits.max_trait_value_length)
         .map_err(|(code, details)| Failure::new(StatusCode::BAD_REQUEST, code, details))?;
     if config.require_targeting_key && input.identifier.is_none() {
         return Err(Failure::new(
@@ -195,7 +194,7 @@ async fn evaluate(
     // Every environment has its stream facts; the fallback only covers one added later.
     let settings: std::borrow::Cow<'_, str> = match &stream {
         Some(s) => std::borrow::Cow::Borrowed(s.etag_settings.as_str()),
-        None => std::borrow::Cow::Owned(config.etag_settings(None)),
+        None => std::borrow::Cow::Owned(canonical::settings_tag(config, None)),
     };
     let etag = etag(&snapshot, kind, endpoint, &input.normalised(), &settings);
     let identified = input.identifier.is_some();
@@ -282,7 +281,7 @@ async fn evaluate(
 /// event id, closing the gap between this response and the connect.
 fn write_event_streams(
     out: &mut Vec<u8>,
-    config: &config::OfrepConfig,
+    config: &crate::config::OfrepConfig,
     token: &str,
     snapshot: &Snapshot,
 ) {
@@ -377,7 +376,7 @@ async fn freshen(
     env: &Arc<EnvSlot>,
     snapshot: &Arc<Snapshot>,
     query: Option<&str>,
-    config: &config::OfrepConfig,
+    config: &crate::config::OfrepConfig,
 ) -> Option<Arc<Snapshot>> {
     let query = query?;
     let param = |name: &str| {

@@ -93,7 +93,7 @@ pub struct Streams {
     tokens: ArcSwap<Tokens>,
     /// `ofrep.sse.secret`, and the settings every ETag hashes.
     secret: Option<String>,
-    ofrep: crate::ofrep::config::OfrepConfig,
+    ofrep: crate::config::OfrepConfig,
     open: Arc<AtomicUsize>,
     closing: tokio::sync::watch::Sender<bool>,
 }
@@ -117,7 +117,8 @@ impl Streams {
         };
         for env in store.environments() {
             let configured = config
-                .environment_key_pairs
+                .environments
+                .key_pairs
                 .iter()
                 .find(|p| p.client_side_key == env.client_key)
                 .map(|p| p.server_side_key.as_str());
@@ -136,7 +137,7 @@ impl Streams {
             .or(configured_server_key)
             .unwrap_or(&env.client_key);
         let token = token(secret, &env.client_key);
-        let etag_settings = self.ofrep.etag_settings(Some(&token));
+        let etag_settings = super::canonical::settings_tag(&self.ofrep, Some(&token));
         self.tokens.rcu(|current| {
             let mut next = Tokens::clone(current);
             next.by_token.insert(token.clone(), env.clone());

@@ -73,7 +73,8 @@ impl Discovery {
             let period = self
                 .pollers
                 .config
-                .api_poll_frequency
+                .upstream
+                .poll_frequency
                 .max(Duration::from_millis(100));
             let jitter = period.mul_f64(rand::random::<f64>() * 0.1);
             tokio::select! {
@@ -90,11 +91,16 @@ impl Discovery {
     /// Fetches the listing once and applies it.
     pub async fn sync_once(&mut self) {
         let config = &self.pollers.config;
-        let fetched = tokio::time::timeout(config.api_poll_timeout, self.fetch()).await;
+        let fetched = tokio::time::timeout(config.upstream.poll_timeout, self.fetch()).await;
         let listed = match fetched {
             Ok(Ok(listed)) => listed,
             Ok(Err(reason)) => return self.failed(reason),
-            Err(_) => return self.failed(format!("timed out after {:?}", config.api_poll_timeout)),
+            Err(_) => {
+                return self.failed(format!(
+                    "timed out after {:?}",
+                    config.upstream.poll_timeout
+                ))
+            }
         };
         if self.last_error.take().is_some() {
             tracing::info!("proxy key discovery recovered");
@@ -129,7 +135,7 @@ impl Discovery {
     }
 
     async fn fetch(&self) -> Result<Vec<DiscoveredEnv>, String> {
-        let url = format!("{}/proxy/config/", self.pollers.config.api_url);
+        let url = format!("{}/proxy/config/", self.pollers.config.upstream.api_url);
         let response = self
             .pollers
             .client

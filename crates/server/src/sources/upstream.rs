@@ -71,7 +71,10 @@ async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
             }
         }
         // Jitter: up to 10 % of the period, so a fleet does not poll in lock-step.
-        let period = config.api_poll_frequency.max(Duration::from_millis(100));
+        let period = config
+            .upstream
+            .poll_frequency
+            .max(Duration::from_millis(100));
         let jitter = period.mul_f64(rand::random::<f64>() * 0.1);
         tokio::select! {
             _ = tokio::time::sleep(period + jitter) => {}
@@ -92,7 +95,7 @@ pub async fn poll_once(
 ) {
     let started = std::time::Instant::now();
     let fetched = tokio::time::timeout(
-        config.api_poll_timeout,
+        config.upstream.poll_timeout,
         fetch(slot, client, config, server_key),
     )
     .await;
@@ -100,7 +103,7 @@ pub async fn poll_once(
     let outcome = match fetched {
         Err(_) => Err(FetchError::new(
             "timeout",
-            format!("timed out after {:?}", config.api_poll_timeout),
+            format!("timed out after {:?}", config.upstream.poll_timeout),
         )),
         Ok(result) => result,
     };
@@ -195,7 +198,7 @@ async fn fetch(
     config: &Config,
     server_key: &str,
 ) -> Result<Fetched, FetchError> {
-    let url = format!("{}/environment-document/", config.api_url);
+    let url = format!("{}/environment-document/", config.upstream.api_url);
     let base = reqwest::Url::parse(&url)
         .map_err(|e| FetchError::new("config", format!("bad api_url: {e}")))?;
     let mut headers = HeaderMap::new();
@@ -204,7 +207,7 @@ async fn fetch(
         HeaderValue::from_str(server_key)
             .map_err(|_| FetchError::new("config", "server key is not a valid header value"))?,
     );
-    if let Some(proxy_key) = &config.proxy_key {
+    if let Some(proxy_key) = &config.environments.proxy_key {
         if let Ok(v) = HeaderValue::from_str(proxy_key) {
             headers.insert("X-Proxy-Key", v);
         }

@@ -43,7 +43,7 @@ pub async fn run(
     let mut queue: VecDeque<Batch> = VecDeque::new();
     loop {
         let stopping = tokio::select! {
-            _ = tokio::time::sleep(config.usage_report_interval.max(std::time::Duration::from_millis(100))) => false,
+            _ = tokio::time::sleep(config.upstream.usage_report_interval.max(std::time::Duration::from_millis(100))) => false,
             _ = stop.changed() => true,
         };
         if queue.is_empty() {
@@ -119,12 +119,12 @@ async fn send(
         })
         .collect();
     let sent = client
-        .post(format!("{}/proxy/usage/", config.api_url))
+        .post(format!("{}/proxy/usage/", config.upstream.api_url))
         .header("X-Proxy-Key", proxy_key)
         .header("Idempotency-Key", &batch.key)
         .header("Content-Type", "application/json")
         .body(serde_json::to_vec(&body).expect("rows serialise"))
-        .timeout(config.api_poll_timeout)
+        .timeout(config.upstream.poll_timeout)
         .send()
         .await;
     match sent {

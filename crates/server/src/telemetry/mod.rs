@@ -55,7 +55,7 @@ static PROCESS: OnceLock<Process> = OnceLock::new();
 /// starts its upkeep (inside a Tokio runtime). Later calls change nothing.
 pub fn init(config: &Config) {
     PROCESS.get_or_init(|| {
-        let prometheus = config.metrics_enabled.then(install).flatten();
+        let prometheus = config.telemetry.metrics.then(install).flatten();
         Process {
             started: Instant::now(),
             started_at: SystemTime::now(),

@@ -1,0 +1,65 @@
+//! `flagpole check [--config FILE]`: the configuration `serve` would start with, validated by
+//! the same steps (load, the start plan, reading each local document) without listening or
+//! fetching anything. Warnings go to stderr; the effective configuration, keys shown as the logs
+//! show them, to stdout. Exit 0 when `serve` would start, 2 with `serve`'s message when not.
+
+use std::process::ExitCode;
+
+use flagpole_server::config::{self, Example, ServeOptions};
+
+use crate::CheckArgs;
+
+pub fn run(args: &CheckArgs) -> ExitCode {
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let options = ServeOptions {
+        config: args.config.clone(),
+        ..Default::default()
+    };
+    match check(&options, &env) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn check(options: &ServeOptions, env: &[(String, String)]) -> Result<(), String> {
+    let loaded = config::load(options.config.as_deref(), env).map_err(|e| e.to_string())?;
+    for warning in &loaded.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let startup = config::start(loaded, options).map_err(|e| e.to_string())?;
+    for path in &startup.config.environments.documents {
+        flagpole_server::sources::local_file::read(path)?;
+    }
+    let effective = serde_json::to_string_pretty(&startup.config.redacted())
+        .map_err(|e| format!("cannot print the configuration: {e}"))?;
+    println!("{effective}");
+    let serves = match startup.plan.example {
+        Example::No => {
+            let envs = &startup.config.environments;
+            let mut what = vec![
+                count(envs.key_pairs.len(), "key pair"),
+                count(envs.documents.len(), "document"),
+            ];
+            if envs.proxy_key.is_some() {
+                what.push("environments discovered with proxy_key".into());
+            }
+            what.join(", ")
+        }
+        Example::NothingConfigured | Example::Asked => "the bundled example environment".into(),
+    };
+    eprintln!(
+        "configuration valid (read: {}); serves {serves}",
+        startup.plan.sources
+    );
+    Ok(())
+}
+
+fn count(n: usize, what: &str) -> String {
+    match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    }
+}

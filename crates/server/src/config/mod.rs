@@ -1,0 +1,206 @@
+//! Configuration: the Flagsmith Edge Proxy's `config.json`, unchanged (both the Python and the
+//! Rust peer's keys are accepted), plus Flagpole's own keys under `"flagpole"` and `"ofrep"`.
+//!
+//! Sources, later wins: built-in defaults → the file (`--config`, `$CONFIG_PATH`, else
+//! `./config.json` if present) → one environment variable per top-level key ([`env`]). The
+//! merged JSON is deserialized into structs that mirror the file ([`file`]); a wrong value
+//! stops startup naming its key path, an unknown key close to a known one stops it naming that
+//! key ([`suggest`]), other unknown keys are warnings. The result is the [`Config`] the server
+//! reads ([`settings`]); what to serve at start (configured environments, or the bundled
+//! example) is decided by [`start`].
+
+mod env;
+mod file;
+mod ofrep;
+mod settings;
+mod start;
+mod suggest;
+mod values;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+pub use env::Variable;
+pub use settings::{
+    Config, Environments, Health, KeyPair, Limits, Logging, OfrepConfig, Server, SseConfig,
+    Telemetry, Upstream,
+};
+pub use start::{start, Example, Plan, ServeOptions, Startup};
+pub use suggest::closest;
+
+/// A configuration problem that stops startup: one line, naming the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The configuration and what loading it found.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub config: Config,
+    /// To log once logging is up: unknown keys, ignored keys that deserve a note.
+    pub warnings: Vec<String>,
+    pub sources: Sources,
+}
+
+/// Where the configuration came from.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Sources {
+    /// The file read, if any.
+    pub file: Option<PathBuf>,
+    /// The environment variables that set keys.
+    pub variables: Vec<Variable>,
+}
+
+impl Sources {
+    /// No file and no variable: nothing at all was configured.
+    pub fn is_empty(&self) -> bool {
+        self.file.is_none() && self.variables.is_empty()
+    }
+}
+
+impl fmt::Display for Sources {
+    /// `file ./config.json and the environment variable API_URL`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.variables.iter().map(|v| v.name.as_str()).collect();
+        let variables = match names.as_slice() {
+            [] => None,
+            [one] => Some(format!("the environment variable {one}")),
+            many => Some(format!("the environment variables {}", many.join(", "))),
+        };
+        match (&self.file, variables) {
+            (Some(file), Some(v)) => write!(f, "file {} and {v}", file.display()),
+            (Some(file), None) => write!(f, "file {}", file.display()),
+            (None, Some(v)) => f.write_str(&v),
+            (None, None) => f.write_str("no configuration file or variable"),
+        }
+    }
+}
+
+/// Loads the configuration. `explicit` is `--config`; `env` is the process environment.
+pub fn load(explicit: Option<&Path>, env: &[(String, String)]) -> Result<Loaded, ConfigError> {
+    let file = locate(explicit, env);
+    let mut root = match &file {
+        Some(path) => read_file(path)?,
+        None => Map::new(),
+    };
+    let variables = env::apply(&mut root, env);
+    let mut warnings = Vec::new();
+    let config = parse(root, &variables, &mut warnings)?;
+    Ok(Loaded {
+        config,
+        warnings,
+        sources: Sources { file, variables },
+    })
+}
+
+/// `--config`, else `$CONFIG_PATH`, else `./config.json` when it exists.
+fn locate(explicit: Option<&Path>, env: &[(String, String)]) -> Option<PathBuf> {
+    let from_env = env
+        .iter()
+        .find(|(k, _)| k == "CONFIG_PATH")
+        .map(|(_, v)| PathBuf::from(v));
+    let default = Path::new("config.json");
+    explicit
+        .map(Path::to_path_buf)
+        .or(from_env)
+        .or_else(|| default.exists().then(|| default.to_path_buf()))
+}
+
+fn read_file(path: &Path) -> Result<Map<String, Value>, ConfigError> {
+    let text = std::fs::read(path)
+        .map_err(|e| ConfigError(format!("cannot read config {}: {e}", path.display())))?;
+    match serde_json::from_slice::<Value>(&text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ConfigError(format!(
+            "config {}: must be a JSON object",
+            path.display()
+        ))),
+        Err(e) => Err(ConfigError(format!(
+            "config {}: malformed JSON: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// Builds a config from a parsed `config.json` object alone (no file, no variables).
+pub fn from_json(root: &Map<String, Value>) -> Result<Loaded, ConfigError> {
+    let mut warnings = Vec::new();
+    let config = parse(root.clone(), &[], &mut warnings)?;
+    Ok(Loaded {
+        config,
+        warnings,
+        sources: Sources::default(),
+    })
+}
+
+/// The merged JSON → [`Config`]: typos first (they explain most other errors), then values.
+fn parse(
+    mut root: Map<String, Value>,
+    variables: &[Variable],
+    warnings: &mut Vec<String>,
+) -> Result<Config, ConfigError> {
+    resolve_aliases(&mut root, warnings);
+    let mut unknown = Vec::new();
+    let mut record =
+        |path: serde_ignored::Path| unknown.push(suggest::KeyPath::from_ignored(&path));
+    let parsed: Result<file::File, _> = serde_path_to_error::deserialize(
+        serde_ignored::Deserializer::new(Value::Object(root), &mut record),
+    );
+    let unknown = suggest::sort(&unknown);
+    if !unknown.typos.is_empty() {
+        return Err(ConfigError(unknown.typos.join("; ")));
+    }
+    let file = parsed.map_err(|e| describe(&e, variables))?;
+    warnings.extend(unknown.ignored);
+    Ok(file.settings(warnings))
+}
+
+/// A file with both spellings of one setting: the canonical one wins (as in the Python Edge
+/// Proxy), the other is reported.
+fn resolve_aliases(root: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    for (alias, canonical) in file::ALIASES {
+        if root.contains_key(*canonical) && root.remove(*alias).is_some() {
+            warnings.push(format!(
+                "config key '{alias}' ignored: '{canonical}' is also given"
+            ));
+        }
+    }
+}
+
+/// `key.path: what is wrong`, saying which environment variable the key came from.
+fn describe(
+    e: &serde_path_to_error::Error<serde_json::Error>,
+    variables: &[Variable],
+) -> ConfigError {
+    let path = e.path().to_string();
+    let top = path.split(['.', '[']).next().unwrap_or_default();
+    let message = e.inner().to_string();
+    match variables.iter().rev().find(|v| v.key == top) {
+        // A structure was wanted and the variable held something that is not JSON: say so,
+        // rather than echo the value (it may hold keys).
+        Some(v) if message.starts_with("invalid type: string") && v.not_json.is_some() => {
+            ConfigError(format!(
+                "{path} (from the environment variable {}): not valid JSON: {}",
+                v.name,
+                v.not_json.as_deref().unwrap_or_default()
+            ))
+        }
+        Some(v) => ConfigError(format!(
+            "{path} (from the environment variable {}): {message}",
+            v.name
+        )),
+        None => ConfigError(format!("{path}: {message}")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

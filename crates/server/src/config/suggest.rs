@@ -1,0 +1,268 @@
+//! Unknown keys and "did you mean". A key the configuration does not know is usually a typo of
+//! one it does (`enviroment_key_pairs`), and a typo silently drops the setting it meant: so an
+//! unknown key close to a known one at the same level (edit distance ≤ 2, or equal ignoring case
+//! and `_`/`-`) stops startup naming the key it is close to. Any other unknown key is a warning
+//! (a config written for a newer peer still starts).
+//!
+//! The known keys of each section are read from the serde structs themselves (the field names
+//! serde is handed), so this list cannot drift from what is parsed.
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+
+use super::file::{
+    DocumentObject, File, FlagpoleFile, HealthCheckFile, KeyPairFile, LimitsFile, LoggingFile,
+    ServerFile, SwitchFile, ALIASES,
+};
+use super::ofrep::{OfrepFile, SseFile};
+
+/// One step of a key path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// A key path as written in messages: `flagpole.documents[0].path`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct KeyPath(pub Vec<Segment>);
+
+impl KeyPath {
+    /// From the path `serde_ignored` reports (wrappers such as `Option` are not steps).
+    pub(super) fn from_ignored(path: &serde_ignored::Path) -> KeyPath {
+        let mut segments = Vec::new();
+        let mut at = path;
+        loop {
+            match at {
+                serde_ignored::Path::Root => break,
+                serde_ignored::Path::Seq { parent, index } => {
+                    segments.push(Segment::Index(*index));
+                    at = parent;
+                }
+                serde_ignored::Path::Map { parent, key } => {
+                    segments.push(Segment::Key(key.clone()));
+                    at = parent;
+                }
+                serde_ignored::Path::Some { parent }
+                | serde_ignored::Path::NewtypeStruct { parent }
+                | serde_ignored::Path::NewtypeVariant { parent } => at = parent,
+            }
+        }
+        segments.reverse();
+        KeyPath(segments)
+    }
+
+    /// The section a key sits in, by name (list indices do not change the section).
+    fn section(&self) -> Vec<&str> {
+        let parent = &self.0[..self.0.len().saturating_sub(1)];
+        parent
+            .iter()
+            .filter_map(|s| match s {
+                Segment::Key(k) => Some(k.as_str()),
+                Segment::Index(_) => None,
+            })
+            .collect()
+    }
+
+    fn last_key(&self) -> Option<&str> {
+        match self.0.last() {
+            Some(Segment::Key(k)) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// This path with its last key replaced.
+    fn with_last(&self, key: &str) -> KeyPath {
+        let mut segments = self.0.clone();
+        segments.pop();
+        segments.push(Segment::Key(key.to_owned()));
+        KeyPath(segments)
+    }
+}
+
+impl fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, segment) in self.0.iter().enumerate() {
+            match segment {
+                Segment::Key(k) if i == 0 => f.write_str(k)?,
+                Segment::Key(k) => write!(f, ".{k}")?,
+                Segment::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Unknown keys, sorted into typos (errors) and the rest (warnings).
+#[derive(Debug, Default)]
+pub(super) struct Unknown {
+    /// `unknown key 'x': did you mean 'y'?`
+    pub typos: Vec<String>,
+    /// `unknown config key 'x' ignored`
+    pub ignored: Vec<String>,
+}
+
+pub(super) fn sort(paths: &[KeyPath]) -> Unknown {
+    let mut unknown = Unknown::default();
+    for path in paths {
+        let close = path
+            .last_key()
+            .zip(known_keys(&path.section()))
+            .and_then(|(key, known)| closest(key, &known));
+        match close {
+            Some(known) => unknown.typos.push(format!(
+                "unknown key '{path}': did you mean '{}'?",
+                path.with_last(known)
+            )),
+            None => unknown
+                .ignored
+                .push(format!("unknown config key '{path}' ignored")),
+        }
+    }
+    unknown
+}
+
+/// The known key `key` is a likely typo of, if any: equal ignoring case and `_`/`-`, else the
+/// nearest within two edits (a swap of neighbours counts as one).
+pub fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    let squash = |s: &str| -> String {
+        s.chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let squashed = squash(key);
+    if let Some(k) = known.iter().find(|k| squash(k) == squashed) {
+        return Some(k);
+    }
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(key, k), *k))
+        .filter(|(distance, _)| *distance <= 2)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k)
+}
+
+/// Every top-level key, aliases included (the names environment variables may use).
+pub(super) fn top_level_keys() -> Vec<&'static str> {
+    known_keys(&[]).expect("the top level is a section")
+}
+
+/// The keys a section declares (by its path of key names), or `None` for a member whose
+/// contents are free-form (`logging.override`, `endpoint_caches`).
+fn known_keys(section: &[&str]) -> Option<Vec<&'static str>> {
+    let mut keys = match section {
+        [] => fields::<File>(),
+        ["environment_key_pairs"] => fields::<KeyPairFile>(),
+        ["logging"] => fields::<LoggingFile>(),
+        ["server"] => fields::<ServerFile>(),
+        ["health_check"] => fields::<HealthCheckFile>(),
+        ["flagpole"] => fields::<FlagpoleFile>(),
+        ["flagpole", "documents"] => fields::<DocumentObject>(),
+        ["flagpole", "limits"] => fields::<LimitsFile>(),
+        ["flagpole", "metrics" | "status_page"] => fields::<SwitchFile>(),
+        ["ofrep"] => fields::<OfrepFile>(),
+        ["ofrep", "sse"] => fields::<SseFile>(),
+        _ => return None,
+    }
+    .to_vec();
+    if section.is_empty() {
+        for (alias, _) in ALIASES {
+            if !keys.contains(alias) {
+                keys.push(alias);
+            }
+        }
+    }
+    Some(keys)
+}
+
+/// The field names (aliases included) serde hands the deserializer for struct `T`.
+fn fields<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
+    /// A deserializer that only records the fields it is asked for.
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> Deserializer<'de> for Probe<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("probed"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_keys_are_suggested() {
+        let known = ["environment_key_pairs", "api_url", "server", "proxy_key"];
+        assert_eq!(
+            closest("enviroment_key_pairs", &known),
+            Some("environment_key_pairs")
+        );
+        assert_eq!(
+            closest("Environment-Key-Pairs", &known),
+            Some("environment_key_pairs")
+        );
+        assert_eq!(closest("api_ulr", &known), Some("api_url"));
+        assert_eq!(closest("sevrer", &known), Some("server"));
+        assert_eq!(closest("some_future_key", &known), None);
+        assert_eq!(closest("servers_list", &known), None);
+    }
+
+    #[test]
+    fn sections_know_their_keys_and_aliases() {
+        let top = top_level_keys();
+        for key in [
+            "environment_key_pairs",
+            "api_poll_frequency",
+            "flagpole",
+            "ofrep",
+        ] {
+            assert!(top.contains(&key), "{key} missing from {top:?}");
+        }
+        assert!(known_keys(&["logging"]).unwrap().contains(&"override"));
+        assert!(known_keys(&["ofrep", "sse"])
+            .unwrap()
+            .contains(&"heartbeat_sec"));
+        assert_eq!(known_keys(&["flagpole", "documents"]).unwrap(), ["path"]);
+        assert_eq!(known_keys(&["logging", "override"]), None);
+    }
+
+    #[test]
+    fn paths_read_as_written() {
+        let path = KeyPath(vec![
+            Segment::Key("flagpole".into()),
+            Segment::Key("documents".into()),
+            Segment::Index(0),
+            Segment::Key("pth".into()),
+        ]);
+        let sorted = sort(&[path]);
+        assert_eq!(
+            sorted.typos,
+            ["unknown key 'flagpole.documents[0].pth': did you mean 'flagpole.documents[0].path'?"]
+        );
+    }
+}

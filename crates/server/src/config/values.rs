@@ -1,0 +1,255 @@
+//! The shapes a configuration value may take (seconds, positive counts, a port, a URL, an API
+//! key), each a type that validates while it is deserialized: a wrong value then fails with its
+//! key path attached (`server.port: …`), as every other deserialization error does.
+//!
+//! Messages never repeat a key's value: a rejected key may still be a secret.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, MapAccess, Unexpected, Visitor};
+use serde::Deserialize;
+
+/// A non-negative number of seconds, as a JSON number or a numeric string (the Edge Proxy's
+/// settings accept both).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seconds(pub Duration);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Seconds;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a non-negative number of seconds")
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Seconds, E> {
+                Ok(Seconds(Duration::from_secs(n)))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Seconds, E> {
+                u64::try_from(n)
+                    .map(|n| Seconds(Duration::from_secs(n)))
+                    .map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Seconds, E> {
+                Duration::try_from_secs_f64(n)
+                    .map(Seconds)
+                    .map_err(|_| E::invalid_value(Unexpected::Float(n), &self))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Seconds, E> {
+                match s.trim().parse::<f64>() {
+                    Ok(n) => self.visit_f64(n),
+                    Err(_) => Err(E::invalid_value(Unexpected::Str(s), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An integer greater than zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Positive(pub u64);
+
+impl Positive {
+    pub fn usize(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
+
+    pub fn u32(self) -> u32 {
+        u32::try_from(self.0).unwrap_or(u32::MAX)
+    }
+}
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Positive;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a positive integer")
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Positive, E> {
+                match n {
+                    0 => Err(E::invalid_value(Unexpected::Unsigned(0), &self)),
+                    n => Ok(Positive(n)),
+                }
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Positive, E> {
+                match u64::try_from(n) {
+                    Ok(n) => self.visit_u64(n),
+                    Err(_) => Err(E::invalid_value(Unexpected::Signed(n), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A TCP port: an integer from 0 to 65535.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Port(pub u16);
+
+impl<'de> Deserialize<'de> for Port {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Port;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer from 0 to 65535")
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Port, E> {
+                u16::try_from(n)
+                    .map(Port)
+                    .map_err(|_| E::invalid_value(Unexpected::Unsigned(n), &self))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Port, E> {
+                u16::try_from(n)
+                    .map(Port)
+                    .map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An absolute URL, kept as written minus trailing slashes (paths are appended to it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BaseUrl(pub String);
+
+impl<'de> Deserialize<'de> for BaseUrl {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d).map_err(|_| de::Error::custom("must be a URL"))?;
+        url::Url::parse(&text).map_err(|e| de::Error::custom(format!("not a URL: {e}")))?;
+        Ok(BaseUrl(text.trim_end_matches('/').to_owned()))
+    }
+}
+
+/// A non-empty string, surrounding whitespace removed (as the Edge Proxy strips keys).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Key(pub String);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let invalid = || de::Error::custom("must be a non-empty string");
+        let text = String::deserialize(d).map_err(|_| invalid())?;
+        match text.trim() {
+            "" => Err(invalid()),
+            key => Ok(Key(key.to_owned())),
+        }
+    }
+}
+
+/// A non-empty string, kept exactly as written (a secret is used byte for byte).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NonEmpty(pub String);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d) {
+            Ok(text) if !text.is_empty() => Ok(NonEmpty(text)),
+            _ => Err(de::Error::custom("must be a non-empty string")),
+        }
+    }
+}
+
+/// A [`Key`] that must also start with `ser.` (the Edge Proxy refuses anything else, and a
+/// client key in its place would fetch nothing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerKey(pub String);
+
+impl<'de> Deserialize<'de> for ServerKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Key(key) = Key::deserialize(d)?;
+        if !key.starts_with("ser.") {
+            return Err(de::Error::custom("must start with \"ser.\""));
+        }
+        Ok(ServerKey(key))
+    }
+}
+
+/// A section: a JSON object and nothing else (a derived struct would also take a list, matching
+/// its members by position).
+#[derive(Debug)]
+pub struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Object<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            // The map as given: the wrappers tracking key paths and unknown keys see inside.
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Object)
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
+}
+
+/// For a field where `null` means something other than absent: absent → `None`, present →
+/// `Some(the value)`, so `Option<Option<T>>` tells `null` (`Some(None)`) from absent.
+pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse<T: for<'de> Deserialize<'de>>(v: serde_json::Value) -> Result<T, String> {
+        T::deserialize(v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn seconds_from_numbers_and_numeric_strings() {
+        assert_eq!(
+            parse::<Seconds>(json!(5)).unwrap().0,
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            parse::<Seconds>(json!(0.25)).unwrap().0,
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            parse::<Seconds>(json!(" 2 ")).unwrap().0,
+            Duration::from_secs(2)
+        );
+        for bad in [json!(-1), json!("soon"), json!(true), json!(-0.5)] {
+            let e = parse::<Seconds>(bad.clone()).unwrap_err();
+            assert!(e.contains("non-negative number of seconds"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn counts_ports_and_keys() {
+        assert_eq!(parse::<Positive>(json!(3)).unwrap(), Positive(3));
+        assert!(parse::<Positive>(json!(0)).is_err());
+        assert!(parse::<Positive>(json!(-2)).is_err());
+        assert!(parse::<Positive>(json!("3")).is_err());
+        assert_eq!(parse::<Port>(json!(8001)).unwrap(), Port(8001));
+        assert!(parse::<Port>(json!(70000))
+            .unwrap_err()
+            .contains("0 to 65535"));
+        assert_eq!(parse::<Key>(json!(" a ")).unwrap(), Key("a".into()));
+        assert!(parse::<Key>(json!("  ")).is_err());
+        let e = parse::<ServerKey>(json!("secret-without-prefix")).unwrap_err();
+        assert!(e.contains("ser.") && !e.contains("secret"), "{e}");
+        assert_eq!(
+            parse::<BaseUrl>(json!("https://a.test/api/v1/")).unwrap(),
+            BaseUrl("https://a.test/api/v1".into())
+        );
+        assert!(parse::<BaseUrl>(json!("not a url"))
+            .unwrap_err()
+            .contains("not a URL"));
+    }
+}
