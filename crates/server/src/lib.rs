@@ -31,7 +31,7 @@ use crate::config::Config;
 use crate::sources::{local_file, upstream, warm_start::WarmStart};
 use crate::store::{EnvSlot, Source, Store};
 
-/// The bundled example environment, served when nothing else is configured.
+/// The bundled example environment, served when nothing is configured or with `--example`.
 pub const EXAMPLE_DOCUMENT: &str = include_str!("../../../examples/environment.json");
 pub const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
 
