@@ -12,6 +12,7 @@ use reqwest::header::{HeaderMap, HeaderValue, ETAG, IF_MODIFIED_SINCE, IF_NONE_M
 use reqwest::StatusCode;
 use serde_json::Value;
 use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::sources::warm_start::WarmStart;
@@ -38,23 +39,24 @@ pub struct Pollers {
     /// Bounds concurrent fetches across environments.
     pub limit: Arc<Semaphore>,
     pub warm: Option<Arc<WarmStart>>,
-    pub stop: tokio::sync::watch::Receiver<bool>,
+    /// Where pollers run (the proxy's shutdown waits for them).
+    pub tasks: TaskTracker,
 }
 
 impl Pollers {
-    pub fn spawn(&self, slot: Arc<EnvSlot>) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(poll(slot, self.clone()))
+    pub fn spawn(&self, slot: Arc<EnvSlot>) {
+        self.tasks.spawn(poll(slot, self.clone()));
     }
 }
 
-/// Polls one environment until `stop` fires (or the task is aborted: discovery removed it).
+/// Polls one environment until it stops (removed by discovery, or the proxy shutting down).
 async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
     let Pollers {
         client,
         config,
         limit,
         warm,
-        mut stop,
+        tasks: _,
     } = pollers;
     if !matches!(slot.source, Source::Upstream { .. }) {
         return;
@@ -77,7 +79,7 @@ async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
             _ = tokio::time::sleep(period + jitter) => {}
             // A client saw a newer revision on another replica (OFREP freshness hint).
             _ = slot.poll_now.notified() => {}
-            _ = stop.changed() => return,
+            _ = slot.stop.cancelled() => return,
         }
     }
 }
@@ -121,12 +123,12 @@ pub async fn poll_once(
         }) => match slot.publish(document, received).await {
             Ok(published) => {
                 crate::telemetry::upstream_fetch(result, took);
-                *slot.upstream_etag.lock().expect("lock") = etag;
+                *slot.upstream_etag.lock() = etag;
                 let now = SystemTime::now();
                 slot.mark_success(now);
                 if let Published::NewRevision { revision, took } = published {
                     let build_ms = took.as_millis() as u64;
-                    tracing::info!(environment = %crate::logging::fingerprint(&slot.client_key), revision, build_ms, "environment document updated");
+                    tracing::info!(environment = %crate::keys::fingerprint(&slot.client_key), revision, build_ms, "environment document updated");
                     if let (Some(warm), Some(snapshot)) = (warm, slot.snapshot()) {
                         warm.save(slot, &snapshot, now).await;
                     }
@@ -221,7 +223,6 @@ async fn fetch(
         if let Some(etag) = slot
             .upstream_etag
             .lock()
-            .expect("lock")
             .as_deref()
             .and_then(|e| HeaderValue::from_str(e).ok())
         {
