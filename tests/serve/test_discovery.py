@@ -262,3 +262,30 @@ def test_usage_reports(flagpole, api):
     assert refused_key not in later, "a batch refused with 4xx was sent again"
     assert all(r["resource"] != "flags" for _, rows in _rows(api)[sent + 1:] for r in rows), \
         "the dropped batch's counts were reported again"
+
+
+def test_sigterm_reports_the_last_interval(flagpole, api):
+    """Requests served just before SIGTERM reach upstream: the usage reporter's last batch runs
+    after the drain, not at the moment the signal arrives."""
+    doc = make_document("disc_t", env_id=7006)
+    api.set(documents={"ser.t1": doc}, listing=[listed("disc_t", ("ser.t1", True, None))])
+    # An interval far longer than the test: only the batch sent at shutdown can carry the counts.
+    fp = start(flagpole, api, flagpole={"usage_report_interval_seconds": 3600})
+    fp.wait_live()
+    wait_until(lambda: status(fp, "/api/v1/flags/", "disc_t") == 200, 10, "environment served")
+    for _ in range(4):
+        assert fp.get("/api/v1/flags/", key="disc_t").status == 200
+    for _ in range(3):
+        assert fp.get("/api/v1/identities/?identifier=t1", key="disc_t").status == 200
+    assert _rows(api) == [], "no batch is due before the interval"
+    assert fp.stop() == 0
+    totals: dict = {}
+    with api.lock:
+        delivered = list(api.delivered)
+    for rows in delivered:
+        for row in rows:
+            assert row["client_side_key"] == "disc_t"
+            totals[row["resource"]] = totals.get(row["resource"], 0) + row["count"]
+    # The probe in wait_until above counts as flags too (at least one 200 before the loop).
+    assert totals.get("identities") == 3, totals
+    assert totals.get("flags", 0) >= 5, totals
