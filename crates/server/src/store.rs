@@ -342,7 +342,7 @@ impl Store {
         slot
     }
 
-    /// Makes the discovered environments exactly `listed` (spec §4.2): new ones are added
+    /// Makes the discovered environments exactly `listed`: new ones are added
     /// (polled from `Source::Upstream` with their first server key), server keys follow the
     /// listing (rotation), discovered environments no longer listed are removed. Configured
     /// environments and keys are never removed. Rate-limit buckets survive for kept keys.

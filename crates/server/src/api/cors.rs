@@ -1,4 +1,4 @@
-//! CORS (spec §2.6): an allowed `Origin` is echoed with credentials allowed; a preflight is
+//! CORS, as the Flagsmith Edge Proxy answers it: an allowed `Origin` is echoed with credentials allowed; a preflight is
 //! answered before routing with the requested method and headers and a 10-minute max age.
 //! Requests without an `Origin` header (SDKs on servers) pay one header lookup.
 
@@ -8,7 +8,7 @@ use super::{empty, Response};
 use crate::config::Config;
 
 /// How a preflight is answered: the Flagsmith API echoes the requested method with a 200;
-/// OFREP (spec ofrep §8) lists its methods with a 204.
+/// OFREP lists its methods with a 204.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Preflight {
     Flagsmith,

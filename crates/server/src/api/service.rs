@@ -156,7 +156,10 @@ impl Api {
             route if !is_get => {
                 let mut response = ApiError::new(
                     StatusCode::METHOD_NOT_ALLOWED,
-                    "method not allowed for this endpoint",
+                    format!(
+                        "method {method} is not allowed here; allowed: {}",
+                        route.allow()
+                    ),
                 )
                 .into_response();
                 response

@@ -1,4 +1,4 @@
-//! `proxy_key` discovery (spec flagsmith-api §4.2): every poll period, `GET
+//! `proxy_key` discovery: every poll period, `GET
 //! {api_url}/proxy/config/` with `X-Proxy-Key` lists the environments this proxy serves and
 //! their server keys. Each listing is applied whole: new environments are added and polled,
 //! server keys follow it (a key resolves only while active and unexpired), environments no

@@ -1,4 +1,4 @@
-//! Polling the upstream API for environment documents (spec §4.1, §4.3): concurrent but
+//! Polling the upstream API for environment documents: concurrent but
 //! bounded, jittered, conditional (`If-Modified-Since` as an IMF-fixdate, `If-None-Match`), with
 //! `Link: rel="next"` pages merged all-or-nothing. Any failure keeps the last good snapshot.
 //! Every fetch is counted by result (`200`, `304` or the kind of failure, [`FetchError`]) and

@@ -1,4 +1,4 @@
-//! Usage reporting with `proxy_key` (spec flagsmith-api §4.2): every
+//! Usage reporting with `proxy_key`: every
 //! `flagpole.usage_report_interval_seconds` the requests served since the last delivered batch
 //! are posted to `POST {api_url}/proxy/usage/` as a JSON array of rows
 //! `{"client_side_key","resource","count"}` (at most 1,000 a batch), each batch with its own

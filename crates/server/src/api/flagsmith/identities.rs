@@ -48,7 +48,11 @@ pub async fn post_identity(
         .map_err(|e| match e {
             BodyError::TooLarge => ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                "request body is larger than the configured limit",
+                format!(
+                    "the request body is larger than the limit of {} bytes \
+                     (flagpole.limits.max_body_bytes)",
+                    state.config.max_body_bytes
+                ),
             ),
             BodyError::Unreadable(message) => ApiError::bad_request(message),
         })?;

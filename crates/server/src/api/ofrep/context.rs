@@ -1,4 +1,4 @@
-//! An OFREP evaluation context → the Flagsmith inputs (spec ofrep §3): `targetingKey` becomes the
+//! An OFREP evaluation context → the Flagsmith inputs (OpenFeature OFREP: the evaluation context): `targetingKey` becomes the
 //! identity, scalar members become traits (JSON type kept), `null`s, objects and arrays are
 //! ignored, and a `traits` object is flattened under the flat members. Also the normalised form
 //! the ETag hashes, so the 304 decision needs no evaluation.

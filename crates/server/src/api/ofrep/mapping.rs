@@ -1,4 +1,4 @@
-//! One Flagsmith flag → one OFREP evaluation object (spec ofrep §4), written straight to bytes in
+//! One Flagsmith flag → one OFREP evaluation object, written straight to bytes in
 //! the order `key, value, reason, variant, metadata`.
 //!
 //! Flagsmith flags have an on/off bit and an optional value; OFREP has a typed value, a reason
@@ -62,7 +62,7 @@ pub fn write_flag(
     out.extend_from_slice(b"}}");
 }
 
-/// §4.1: the value sent, or `None` (disabled with a real value: the code default applies).
+/// The value sent, or `None` (disabled with a real value: the code default applies).
 fn value<'v>(enabled: bool, value: &'v Value, parse_json_strings: bool) -> Option<Cow<'v, Value>> {
     let empty = matches!(value, Value::Null) || value.as_str() == Some("");
     if enabled {
@@ -83,7 +83,7 @@ fn value<'v>(enabled: bool, value: &'v Value, parse_json_strings: bool) -> Optio
     (empty || value.is_boolean()).then(|| Cow::Owned(Value::Bool(false)))
 }
 
-/// §4.2: the OFREP reason (only the enum's members are ever sent).
+/// The OFREP reason (only the enum's members are ever sent).
 fn reason(enabled: bool, reason: &Reason<'_>) -> &'static str {
     if !enabled {
         return "DISABLED";
@@ -96,7 +96,7 @@ fn reason(enabled: bool, reason: &Reason<'_>) -> &'static str {
     }
 }
 
-/// §4.3: the variant, always present.
+/// The variant, always present.
 fn variant<'a>(enabled: bool, flag: &FlagResult<'a>) -> Cow<'a, str> {
     if !enabled {
         return Cow::Borrowed("disabled");

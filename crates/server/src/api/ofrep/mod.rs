@@ -125,7 +125,7 @@ async fn evaluation(
     if request.method() != Method::POST {
         return Err(Failure::general(
             StatusCode::METHOD_NOT_ALLOWED,
-            "OFREP evaluation takes POST",
+            format!("method {} is not allowed here; allowed: POST, OPTIONS", request.method()),
         ));
     }
     let (parts, body) = request.into_parts();
@@ -137,7 +137,7 @@ async fn evaluation(
             BodyError::TooLarge => Failure::general(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!(
-                    "the request body is larger than {} bytes",
+                    "the request body is larger than the limit of {} bytes (ofrep.max_body_bytes)",
                     config.max_body_bytes
                 ),
             ),
@@ -258,7 +258,7 @@ async fn evaluation(
     Ok(response)
 }
 
-/// `,"eventStreams":[…]`: where to listen for changes (spec ofrep §7.1). `since` is the current
+/// `,"eventStreams":[…]`: where to listen for changes (OFREP's `eventStreams` extension). `since` is the current
 /// event id, closing the gap between this response and the connect.
 fn write_event_streams(out: &mut Vec<u8>, config: &OfrepConfig, token: &str, snapshot: &Snapshot) {
     let uri = format!(
@@ -301,7 +301,7 @@ fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, 
     if request.method != Method::GET && request.method != Method::HEAD {
         return Err(Failure::general(
             StatusCode::METHOD_NOT_ALLOWED,
-            "the change stream takes GET",
+            format!("method {} is not allowed here; allowed: GET, OPTIONS", request.method),
         ));
     }
     let query = |name: &str| {
@@ -343,7 +343,7 @@ fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, 
     Ok(stream_response(body))
 }
 
-/// `flagConfigLastModified` / `flagConfigEtag` (spec ofrep §6.4): the client has seen, through
+/// `flagConfigLastModified` / `flagConfigEtag`: the client has seen, through
 /// a stream held by another replica, a revision this one may not have yet. A newer
 /// `flagConfigLastModified` makes this replica fetch now and wait (bounded) for it; an unknown
 /// `flagConfigEtag` alone only starts the fetch. Never a cause of a 304, never an error: the
@@ -483,7 +483,7 @@ fn authorise(
     Ok((authorised.kind, authorised.env, authorised.snapshot))
 }
 
-/// `W/"<32 hex>"` over everything a response body depends on (spec ofrep §6.2).
+/// `W/"<32 hex>"` over everything a response body depends on.
 fn etag(
     snapshot: &Snapshot,
     kind: KeyKind,
