@@ -10,7 +10,9 @@
 //! `$.flags`, `$.features` or `$.segments` (those see the trimmed context) and no segment outside
 //! the scope raises (the whole evaluation raises then; the trimmed one never reaches it).
 
-use super::*;
+use serde_json::Value;
+
+use crate::model::{Environment, NameId};
 
 /// What an evaluation covers.
 #[derive(Clone, Copy)]
