@@ -33,6 +33,7 @@ class ProxyApi:
         self.usage: list[tuple[dict, list]] = []  # (headers, rows) of every usage POST
         self.delivered: list[list] = []  # rows of the POSTs answered 2xx
         self.fetch_keys: list[tuple[str, str]] = []  # (X-Environment-Key, X-Proxy-Key)
+        self.close_connections = False  # answer with `Connection: close` (no pooled connection)
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +46,9 @@ class ProxyApi:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
+                if api.close_connections:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -268,9 +272,13 @@ def test_sigterm_reports_the_last_interval(flagpole, api):
     """Requests served just before SIGTERM reach upstream: the usage reporter's last batch runs
     after the drain, not at the moment the signal arrives."""
     doc = make_document("disc_t", env_id=7006)
-    api.set(documents={"ser.t1": doc}, listing=[listed("disc_t", ("ser.t1", True, None))])
+    # No connection is kept open for the last report to reuse: it must connect during shutdown.
+    api.set(documents={"ser.t1": doc}, listing=[listed("disc_t", ("ser.t1", True, None))],
+            close_connections=True)
     # An interval far longer than the test: only the batch sent at shutdown can carry the counts.
-    fp = start(flagpole, api, flagpole={"usage_report_interval_seconds": 3600})
+    config = {"proxy_key": PROXY_KEY, "api_url": api.api_url, "api_poll_frequency_seconds": POLL,
+              "flagpole": {"usage_report_interval_seconds": 3600}}
+    fp = flagpole(config=config, wait=False)
     fp.wait_live()
     wait_until(lambda: status(fp, "/api/v1/flags/", "disc_t") == 200, 10, "environment served")
     for _ in range(4):
