@@ -13,6 +13,9 @@
 //! share), `environment` (`Environment`), `client` (`Flagpole`/`Client`), `upstream` (fetch +
 //! refresh thread), `flags` (`Flags`/`Flag`), `explain` (the readable explanation), `errors`
 //! (the exceptions).
+// No FFI of our own: PyO3 wraps every call into Python, and results that borrow what they are
+// stored beside live in `self_cell`s.
+#![forbid(unsafe_code)]
 
 use pyo3::prelude::*;
 
