@@ -34,7 +34,22 @@ pub fn evaluate<'a>(
     env: &'a Environment,
     identity: Option<&'a Identity<'a>>,
 ) -> Result<EvaluationResult<'a>, EvalError> {
-    let mut ev = Evaluation::new(env, identity)?;
+    evaluate_scope(env, identity, Scope::All)
+}
+
+/// The environment's own flags: the evaluation, for no identity, of the context without its
+/// `segments` (every feature at its environment state, `STATIC`). This is what the Flagsmith API's
+/// `/flags` and the SDKs' environment flags are, without compiling that context separately.
+pub fn own_flags(env: &Environment) -> Result<EvaluationResult<'_>, EvalError> {
+    evaluate_scope(env, None, Scope::Unsegmented)
+}
+
+fn evaluate_scope<'a>(
+    env: &'a Environment,
+    identity: Option<&'a Identity<'a>>,
+    scope: Scope<'a>,
+) -> Result<EvaluationResult<'a>, EvalError> {
+    let mut ev = Evaluation::with_scope(env, identity, scope)?;
     let (segments, overrides) = ev.evaluate_segments()?;
     let flags = ev.evaluate_features(&overrides)?;
     let flags = ev.with_dependencies(flags);
@@ -87,6 +102,7 @@ impl<'a> Evaluation<'a> {
         let error = self.env.override_name_error.as_ref()?;
         match self.scope {
             Scope::All => Some(error),
+            Scope::Unsegmented => None,
             Scope::Feature(scope) => scope
                 .name_id
                 .filter(|&id| self.env.beside_unnamed_override[id as usize])
@@ -123,6 +139,8 @@ impl<'a> Evaluation<'a> {
                 }
             }
             (Scope::Feature(scope), None) => SegmentOrder::Listed(scope.segments.iter()),
+            // The context without segments.
+            (Scope::Unsegmented, _) => SegmentOrder::Listed([].iter()),
         };
         for (i, known_match) in order {
             let segment = &env.segments[i];
@@ -193,7 +211,7 @@ impl<'a> Evaluation<'a> {
     ) -> Result<Vec<FlagResult<'a>>, EvalError> {
         let env = self.env;
         let entries = match self.scope {
-            Scope::All => env.features.as_slice(),
+            Scope::All | Scope::Unsegmented => env.features.as_slice(),
             Scope::Feature(scope) => std::slice::from_ref(&env.features[scope.ctx]),
         };
         if entries.is_empty() {
@@ -251,6 +269,7 @@ impl<'a> Evaluation<'a> {
                 *entry.fallback.as_ref().map_err(Clone::clone)?,
                 entry.targeted,
             )),
+            Scope::Unsegmented => Ok((*entry.fallback.as_ref().map_err(Clone::clone)?, false)),
             // The trimmed `features` holds `key` only.
             Scope::Feature(scope) if name == scope.key => {
                 Ok((scope.ctx, !scope.segments.is_empty()))

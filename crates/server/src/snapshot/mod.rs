@@ -46,11 +46,8 @@ pub struct Snapshot {
     /// `/flags` per key kind, and `/flags?feature=` per key kind and feature name.
     flags: [PreparedBody; 2],
     feature_flags: [HashMap<String, PreparedBody>; 2],
-    /// The compiled environment, for identities.
+    /// The compiled environment, for identities (and its own flags, for callers without one).
     pub env: Environment,
-    /// The environment's own feature states without segments: the flags of a caller without
-    /// an identity (OFREP without a targeting key).
-    pub env_flags: Environment,
     /// OFREP's revision: the first 16 bytes of SHA-256 over the document's canonical JSON, as
     /// lowercase hex: equal on every replica and across restarts.
     pub content_revision: String,
@@ -84,10 +81,7 @@ impl Snapshot {
         revision: u64,
         compress: bool,
     ) -> Result<Snapshot, InputError> {
-        // The document is mapped to a context once; the environment flags below reuse its
-        // environment and features (mapping a large document costs more than compiling it).
-        let mut context = document_to_context(doc)?;
-        let (env, _) = Environment::from_context(&context)?;
+        let (env, _) = Environment::from_context(&document_to_context(doc)?)?;
         let project = doc.get("project");
         let server_only_ids: HashSet<String> = project
             .and_then(|p| p.get("server_key_only_feature_ids"))
@@ -125,20 +119,13 @@ impl Snapshot {
             }
         }
 
-        // Environment flags: the environment's own states, no segments, no identity (what the
-        // Flagsmith API and the SDKs' local evaluation return).
-        let mut own_states = serde_json::Map::new();
-        for key in ["environment", "features"] {
-            own_states.insert(key.to_owned(), context[key].take());
-        }
-        drop(context);
-        let own_states = Value::Object(own_states);
-        let (env_flags, _) = Environment::from_context(&own_states)?;
-        let content_revision = crate::canonical::hex(&crate::canonical::sha256(doc), 16);
-        // (name, enabled, value) of each environment flag, owned: the evaluation borrows
-        // `env_flags`, which moves into the snapshot.
-        let own_flags: Vec<(String, Value, Value)> = env_flags
-            .evaluate(None)
+        let content_revision =
+            crate::canonical::hex(&crate::canonical::sha256(doc), 16);
+        // (name, enabled, value) of each of the environment's own flags (no segments, no
+        // identity: what `/flags` serves), owned: the evaluation borrows `env`, which moves into
+        // the snapshot.
+        let own_flags: Vec<(String, Value, Value)> = env
+            .own_flags()
             .map_err(|e| {
                 InputError::new(
                     "$",
@@ -172,7 +159,6 @@ impl Snapshot {
             ],
             feature_flags: [HashMap::default(), HashMap::default()],
             env,
-            env_flags,
             content_revision,
             updated_at_ms: 0,
             ofrep_etags: Default::default(),

@@ -192,7 +192,7 @@ async fn evaluation(
     let identity = input.identifier.map(|id| Identity::new(id, &traits));
     let result = match &identity {
         Some(identity) => snapshot.env.evaluate(Some(identity)),
-        None => snapshot.env_flags.evaluate(None),
+        None => snapshot.env.own_flags(),
     }
     .map_err(|e| {
         tracing::error!(error = %e, "OFREP evaluation failed");
