@@ -119,8 +119,7 @@ impl Snapshot {
             }
         }
 
-        let content_revision =
-            crate::canonical::hex(&crate::canonical::sha256(doc), 16);
+        let content_revision = crate::canonical::hex(&crate::canonical::sha256(doc), 16);
         // (name, enabled, value) of each of the environment's own flags (no segments, no
         // identity: what `/flags` serves), owned: the evaluation borrows `env`, which moves into
         // the snapshot.

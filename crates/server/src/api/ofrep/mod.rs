@@ -125,7 +125,10 @@ async fn evaluation(
     if request.method() != Method::POST {
         return Err(Failure::general(
             StatusCode::METHOD_NOT_ALLOWED,
-            format!("method {} is not allowed here; allowed: POST, OPTIONS", request.method()),
+            format!(
+                "method {} is not allowed here; allowed: POST, OPTIONS",
+                request.method()
+            ),
         ));
     }
     let (parts, body) = request.into_parts();
@@ -301,7 +304,10 @@ fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, 
     if request.method != Method::GET && request.method != Method::HEAD {
         return Err(Failure::general(
             StatusCode::METHOD_NOT_ALLOWED,
-            format!("method {} is not allowed here; allowed: GET, OPTIONS", request.method),
+            format!(
+                "method {} is not allowed here; allowed: GET, OPTIONS",
+                request.method
+            ),
         ));
     }
     let query = |name: &str| {
