@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
+echo "== import cycles between source files (scripts/check_cycles.py)"
+python3 scripts/check_cycles.py
+
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -33,6 +33,7 @@ class ProxyApi:
         self.usage: list[tuple[dict, list]] = []  # (headers, rows) of every usage POST
         self.delivered: list[list] = []  # rows of the POSTs answered 2xx
         self.fetch_keys: list[tuple[str, str]] = []  # (X-Environment-Key, X-Proxy-Key)
+        self.close_connections = False  # answer with `Connection: close` (no pooled connection)
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +46,9 @@ class ProxyApi:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
+                if api.close_connections:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -262,3 +266,34 @@ def test_usage_reports(flagpole, api):
     assert refused_key not in later, "a batch refused with 4xx was sent again"
     assert all(r["resource"] != "flags" for _, rows in _rows(api)[sent + 1:] for r in rows), \
         "the dropped batch's counts were reported again"
+
+
+def test_sigterm_reports_the_last_interval(flagpole, api):
+    """Requests served just before SIGTERM reach upstream: the usage reporter's last batch runs
+    after the drain, not at the moment the signal arrives."""
+    doc = make_document("disc_t", env_id=7006)
+    # No connection is kept open for the last report to reuse: it must connect during shutdown.
+    api.set(documents={"ser.t1": doc}, listing=[listed("disc_t", ("ser.t1", True, None))],
+            close_connections=True)
+    # An interval far longer than the test: only the batch sent at shutdown can carry the counts.
+    config = {"proxy_key": PROXY_KEY, "api_url": api.api_url, "api_poll_frequency_seconds": POLL,
+              "flagpole": {"usage_report_interval_seconds": 3600}}
+    fp = flagpole(config=config, wait=False)
+    fp.wait_live()
+    wait_until(lambda: status(fp, "/api/v1/flags/", "disc_t") == 200, 10, "environment served")
+    for _ in range(4):
+        assert fp.get("/api/v1/flags/", key="disc_t").status == 200
+    for _ in range(3):
+        assert fp.get("/api/v1/identities/?identifier=t1", key="disc_t").status == 200
+    assert _rows(api) == [], "no batch is due before the interval"
+    assert fp.stop() == 0
+    totals: dict = {}
+    with api.lock:
+        delivered = list(api.delivered)
+    for rows in delivered:
+        for row in rows:
+            assert row["client_side_key"] == "disc_t"
+            totals[row["resource"]] = totals.get(row["resource"], 0) + row["count"]
+    # The probe in wait_until above counts as flags too (at least one 200 before the loop).
+    assert totals.get("identities") == 3, totals
+    assert totals.get("flags", 0) >= 5, totals

@@ -13,10 +13,10 @@ use pyo3::prelude::*;
 
 use crate::compiled::Compiled;
 use crate::environment::Environment;
+use crate::errors::UpstreamError;
 use crate::evaluator::Evaluator;
 use crate::flags::{Flags, Gil};
 use crate::upstream::{Shared, Upstream};
-use crate::UpstreamError;
 
 const DEFAULT_API_URL: &str = "https://edge.api.flagsmith.com/api/v1/";
 

@@ -1,36 +1,34 @@
 //! One compiled environment document, immutable and shared by `Arc` between Python objects,
-//! threads and the refresher: the engine's `Environment` (with segments, for identities), the
-//! environment flags (the document's own feature states, no segments, no identity: what the
-//! Flagsmith API and the SDKs' local evaluation return) computed once, and the feature names in
-//! result order so that `Flags` can look a flag up by name without going back to the engine.
+//! threads and the refresher: the engine's `Environment`, its own flags (no segments, no
+//! identity: what the Flagsmith API and the SDKs' `get_environment_flags()` return) evaluated
+//! once by the engine's `Environment::own_flags`, and the feature names in result order so that
+//! `Flags` can look a flag up by name without going back to the engine. Nothing in here touches
+//! Python, so callers may run any of it with the GIL released.
 //!
-//! And one identity's flags (`IdentityFlags`), evaluated lazily like the Flagsmith SDK's: a flag
-//! that is read is evaluated on its own (the engine's per-feature entry point: the identity
-//! override lookup and the segments that override that feature) and memoised; `all_flags` runs
-//! the whole evaluation once. Nothing in here touches Python, so callers may run any of it with
-//! the GIL released; values become Python objects only when the caller reads them.
-//!
-//! The engine's results borrow (`FlagResult<'a>`) from the environment and the identity. The
-//! structs here keep those owners in heap allocations that never move or change while the
-//! results exist (`Arc`s, a `Box`, and a `Vec` and a `Box<str>` that are never touched again),
-//! declare the results first so they are dropped first, and hand results out only at the
-//! lifetime of `&self`.
+//! The own flags borrow from the environment they were evaluated on (`FlagResult<'a>`), and both
+//! live in one `self_cell` (the environment is its owner), so no borrow is ever stretched.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
 
 use flagpole_engine::document::document_to_context;
-use flagpole_engine::{Environment, EvalError, FlagResult, Identity, Trait};
+use flagpole_engine::{Environment, FlagResult};
+use self_cell::self_cell;
 use serde_json::Value;
 
+/// The environment's own flags, in result (document) order.
+type OwnFlags<'env> = Vec<FlagResult<'env>>;
+
+self_cell!(
+    /// An environment and its own flags, which borrow from it.
+    struct EnvironmentCell {
+        owner: Environment,
+        #[covariant]
+        dependent: OwnFlags,
+    }
+);
+
 pub struct Compiled {
-    /// Environment flags, evaluated once at compile time. Borrow from `env_only`.
-    env_flags: Vec<FlagResult<'static>>,
-    /// The document's features without segments (what environment flags are evaluated on).
-    _env_only: Arc<Environment>,
-    /// The whole document compiled: segments, identity overrides, multivariate splits.
-    pub env: Environment,
+    cell: EnvironmentCell,
     /// Feature names in result order, and the reverse index.
     pub names: Vec<Box<str>>,
     pub index: HashMap<Box<str>, u32>,
@@ -43,50 +41,32 @@ pub struct Compiled {
 impl Compiled {
     /// Compiles a parsed environment document. The error is a sentence for `DocumentError`.
     pub fn from_document(doc: &Value) -> Result<Compiled, String> {
-        let context =
-            document_to_context(doc).map_err(|e| format!("invalid environment document: {e}"))?;
-        let (env, _) = Environment::from_context(&context)
-            .map_err(|e| format!("invalid environment document: {e}"))?;
-        let mut without_segments = context;
-        if let Some(map) = without_segments.as_object_mut() {
-            map.remove("segments");
-        }
-        let (env_only, _) = Environment::from_context(&without_segments)
-            .map_err(|e| format!("invalid environment document: {e}"))?;
-        let env_only = Arc::new(env_only);
-        // SAFETY: `env_only` is behind an `Arc` (its address does not change when the `Arc` moves,
-        // and moving an `Arc` asserts no uniqueness), is never mutated, and is stored in the same `Compiled` as the results, which are dropped first
-        // and only handed out at the lifetime of `&Compiled`.
-        let env_only_ref: &'static Environment = unsafe { &*(&*env_only as *const Environment) };
-        let result = env_only_ref.evaluate(None).map_err(|e| {
-            format!("invalid environment document: its flags cannot be evaluated: {e}")
-        })?;
-        let names: Vec<Box<str>> = result.flags.iter().map(|f| f.key.into()).collect();
+        let invalid = |e: &dyn std::fmt::Display| format!("invalid environment document: {e}");
+        let context = document_to_context(doc).map_err(|e| invalid(&e))?;
+        let (env, _) = Environment::from_context(&context).map_err(|e| invalid(&e))?;
+        drop(context);
+        let cell =
+            EnvironmentCell::try_new(env, |env| env.own_flags().map(|r| r.flags)).map_err(|e| {
+                format!("invalid environment document: its flags cannot be evaluated: {e}")
+            })?;
+        let names: Vec<Box<str>> = cell
+            .borrow_dependent()
+            .iter()
+            .map(|f| f.key.into())
+            .collect();
         let index = names
             .iter()
             .enumerate()
             .map(|(i, n)| (n.clone(), i as u32))
             .collect();
+        let text = |key: &str| doc.get(key).and_then(Value::as_str);
         Ok(Compiled {
-            env_flags: result.flags,
-            _env_only: env_only,
-            env,
+            cell,
             names,
             index,
-            api_key: doc
-                .get("api_key")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            name: doc
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            updated_at: doc
-                .get("updated_at")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            api_key: text("api_key").unwrap_or_default().to_owned(),
+            name: text("name").unwrap_or_default().to_owned(),
+            updated_at: text("updated_at").map(str::to_owned),
         })
     }
 
@@ -97,9 +77,14 @@ impl Compiled {
         Self::from_document(&doc)
     }
 
-    /// The environment flags (no identity, no segments).
+    /// The whole document compiled: segments, identity overrides, multivariate splits.
+    pub fn env(&self) -> &Environment {
+        self.cell.borrow_owner()
+    }
+
+    /// The environment's own flags (no identity, no segments).
     pub fn env_flags(&self) -> &[FlagResult<'_>] {
-        &self.env_flags
+        self.cell.borrow_dependent()
     }
 
     /// The position of a feature in results, by name.
@@ -107,143 +92,50 @@ impl Compiled {
         self.index.get(name).copied()
     }
 
-    /// The flag of `slot` in a whole result (results are in feature order; the scan is only a
-    /// fallback).
-    pub fn find<'r>(&self, flags: &'r [FlagResult<'r>], slot: u32) -> Option<&'r FlagResult<'r>> {
+    /// Where the flag of `slot` is in a whole result (results are in feature order; the scan is
+    /// only a fallback).
+    pub fn position(&self, flags: &[FlagResult<'_>], slot: u32) -> Option<usize> {
         let name = &*self.names[slot as usize];
         match flags.get(slot as usize) {
-            Some(f) if f.key == name => Some(f),
-            _ => flags.iter().find(|f| f.key == name),
+            Some(f) if f.key == name => Some(slot as usize),
+            _ => flags.iter().position(|f| f.key == name),
         }
     }
 }
 
-/// One identity as evaluation reads it, converted from Python once: the identifier and traits
-/// are owned here and borrowed by the engine's `Identity`.
-pub struct Subject {
-    // Declared first: borrows from the two below.
-    identity: Identity<'static>,
-    _traits: Vec<Trait<'static>>,
-    _identifier: Box<str>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Subject {
-    pub fn new(identifier: &str, traits: Vec<Trait<'static>>) -> Subject {
-        let identifier: Box<str> = identifier.into();
-        // SAFETY (both): the referents are the heap buffers of `identifier` and `traits`, which
-        // are stored in the same `Subject`, never mutated, and not moved by moving the
-        // `Subject`; `identity` is declared first, so it is dropped before them, and it is only
-        // handed out at the lifetime of `&self`.
-        let identifier_ref: &'static str = unsafe { &*(&*identifier as *const str) };
-        let traits_ref: &'static [Trait<'static>] =
-            unsafe { &*(traits.as_slice() as *const [Trait<'static>]) };
-        Subject {
-            identity: Identity::new(identifier_ref, traits_ref),
-            _traits: traits,
-            _identifier: identifier,
+    const EXAMPLE: &str = include_str!("../../../examples/environment.json");
+
+    #[test]
+    fn own_flags_are_the_documents_states_in_feature_order() {
+        let compiled = Compiled::from_bytes(EXAMPLE.as_bytes()).unwrap();
+        let doc: Value = serde_json::from_str(EXAMPLE).unwrap();
+        let states = doc["feature_states"].as_array().unwrap();
+        assert_eq!(compiled.env_flags().len(), states.len());
+        for (i, (flag, state)) in compiled.env_flags().iter().zip(states).enumerate() {
+            assert_eq!(flag.key, state["feature"]["name"]);
+            assert_eq!(*flag.enabled, state["enabled"]);
+            assert_eq!(flag.reason.as_str(), "STATIC");
+            assert_eq!(compiled.slot(flag.key), Some(i as u32));
+            assert_eq!(compiled.position(compiled.env_flags(), i as u32), Some(i));
         }
+        assert_eq!(compiled.slot("no such feature"), None);
     }
 
-    pub fn identity(&self) -> &Identity<'_> {
-        &self.identity
-    }
-}
-
-/// One identity's flags, evaluated lazily and memoised, as the Flagsmith SDK's `Flags` does:
-/// flags read one at a time are kept in read order; the whole evaluation is run once, when
-/// `all_flags` asks for it. Every method is pure Rust (no Python, never waits on a lock held
-/// across an evaluation), so callers may release the GIL around any of them.
-pub struct IdentityFlags {
-    // Results first: dropped before what they borrow from.
-    /// Flags evaluated one at a time, by slot, in read order.
-    read: Mutex<Vec<(u32, FlagResult<'static>)>>,
-    /// The whole evaluation, once run (an error is kept too: asking again raises it again).
-    all: OnceLock<Result<Vec<FlagResult<'static>>, EvalError>>,
-    subject: Box<Subject>,
-    compiled: Arc<Compiled>,
-}
-
-impl IdentityFlags {
-    pub fn new(compiled: Arc<Compiled>, subject: Subject) -> IdentityFlags {
-        IdentityFlags {
-            read: Mutex::new(Vec::new()),
-            all: OnceLock::new(),
-            subject: Box::new(subject),
-            compiled,
-        }
-    }
-
-    /// The environment and identity at the lifetime results are stored with.
-    fn owners(&self) -> (&'static Environment, &'static Identity<'static>) {
-        let env: *const Environment = &self.compiled.env;
-        let identity: *const Identity<'static> = &self.subject.identity;
-        // SAFETY: both live in heap allocations owned by `self` (`compiled` behind an `Arc`,
-        // `subject` in a `Box`) that never move or change while `self` exists; the results
-        // that borrow from them are stored in `read` and `all`, which are dropped first, and are
-        // only handed out at the lifetime of `&self`.
-        unsafe { (&*env, &*identity) }
-    }
-
-    fn read(&self) -> std::sync::MutexGuard<'_, Vec<(u32, FlagResult<'static>)>> {
-        self.read.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The flag in `slot` if it is already known: read before, or part of a whole evaluation.
-    pub fn known(&self, slot: u32) -> Option<FlagResult<'_>> {
-        if let Some((_, flag)) = self.read().iter().find(|(s, _)| *s == slot) {
-            return Some(flag.clone());
-        }
-        match self.all.get() {
-            Some(Ok(flags)) => self.compiled.find(flags, slot).cloned(),
-            _ => None,
-        }
-    }
-
-    /// Evaluates the feature in `slot` on its own and remembers it (if another thread got there
-    /// first, its flag is the one kept and returned).
-    pub fn evaluate_one(&self, slot: u32) -> Result<Option<FlagResult<'_>>, EvalError> {
-        let (env, identity) = self.owners();
-        let name = &self.compiled.names[slot as usize];
-        let Some(flag) = env.evaluate_feature(name, Some(identity))? else {
-            return Ok(None);
-        };
-        let mut read = self.read();
-        if let Some((_, kept)) = read.iter().find(|(s, _)| *s == slot) {
-            return Ok(Some(kept.clone()));
-        }
-        read.push((slot, flag.clone()));
-        Ok(Some(flag))
-    }
-
-    /// Runs the whole evaluation unless it has run.
-    pub fn evaluate_all(&self) -> &Result<Vec<FlagResult<'_>>, EvalError> {
-        if let Some(all) = self.all.get() {
-            return all;
-        }
-        let (env, identity) = self.owners();
-        // Two threads may both evaluate; the first result is kept (they are equal).
-        let _ = self.all.set(env.evaluate(Some(identity)).map(|r| r.flags));
-        self.all.get().expect("set above")
-    }
-
-    pub fn is_evaluated(&self) -> bool {
-        self.all.get().is_some()
-    }
-
-    /// Every flag, as the SDK lists them after a whole evaluation: the flags read one at a time
-    /// before it (in read order, as they were read), then the others in document order.
-    pub fn listed(&self) -> Result<Cow<'_, [FlagResult<'_>]>, EvalError> {
-        let all = self.evaluate_all().as_ref().map_err(Clone::clone)?;
-        let read = self.read();
-        if read.is_empty() {
-            return Ok(Cow::Borrowed(all));
-        }
-        let mut listed: Vec<FlagResult<'_>> = read.iter().map(|(_, f)| f.clone()).collect();
-        listed.extend(
-            all.iter()
-                .filter(|f| !read.iter().any(|(_, r)| r.key == f.key))
-                .cloned(),
+    #[test]
+    fn documents_that_do_not_compile_are_refused_with_a_sentence() {
+        let refused = Compiled::from_bytes(b"[1]").err().unwrap();
+        assert!(
+            refused.starts_with("invalid environment document: "),
+            "{refused}"
         );
-        Ok(Cow::Owned(listed))
+        let refused = Compiled::from_bytes(b"{").err().unwrap();
+        assert!(
+            refused.starts_with("invalid environment document: not JSON"),
+            "{refused}"
+        );
     }
 }

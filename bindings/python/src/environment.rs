@@ -8,9 +8,9 @@ use pyo3::types::PyBytes;
 
 use crate::compiled::Compiled;
 use crate::convert::json_from_py;
+use crate::errors::DocumentError;
 use crate::evaluator::Evaluator;
 use crate::flags::{Flags, Gil};
-use crate::DocumentError;
 
 pub fn compile_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Arc<Compiled>> {
     py.detach(|| Compiled::from_bytes(bytes))

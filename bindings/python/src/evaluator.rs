@@ -9,22 +9,17 @@
 
 use std::sync::Arc;
 
-use flagpole_engine::{EvalError, Identity};
+use flagpole_engine::Identity;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
-use crate::compiled::{Compiled, IdentityFlags, Subject};
+use crate::compiled::Compiled;
 use crate::convert::traits_from_py;
+use crate::errors::eval_error;
+use crate::explain;
 use crate::flags::{Flags, Gil};
-use crate::{explain, EvaluationError};
-
-pub fn eval_error(e: EvalError) -> PyErr {
-    EvaluationError::new_err(format!(
-        "the Flagsmith engine raises {:?} for this identity: {}",
-        e.kind, e.message
-    ))
-}
+use crate::identity::{IdentityFlags, Subject};
 
 /// What an evaluation runs against: one compiled document (loaded once per call, so a refresh
 /// is seen whole or not at all) and the handler for features the document does not have.
@@ -46,8 +41,8 @@ impl Evaluator {
         traits: Option<&Bound<'_, PyAny>>,
         gil: Gil,
     ) -> PyResult<Flags> {
-        let subject = Subject::new(identifier, traits_from_py(traits)?);
-        let lazy = IdentityFlags::new(self.compiled.clone(), subject);
+        let subject = Subject::of(identifier, traits_from_py(traits)?);
+        let lazy = IdentityFlags::of(self.compiled.clone(), subject);
         Ok(Flags::identity(
             self.compiled,
             lazy,
@@ -66,8 +61,8 @@ impl Evaluator {
         for item in identities.try_iter()? {
             let item = item?;
             let (identifier, traits) = identity_item(&item)?;
-            let subject = Subject::new(&identifier, traits_from_py(traits.as_ref())?);
-            batch.push(IdentityFlags::new(self.compiled.clone(), subject));
+            let subject = Subject::of(&identifier, traits_from_py(traits.as_ref())?);
+            batch.push(IdentityFlags::of(self.compiled.clone(), subject));
         }
         py.detach(|| {
             for lazy in &batch {

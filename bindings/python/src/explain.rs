@@ -9,6 +9,6 @@ use crate::compiled::Compiled;
 
 /// Evaluates, explains and renders. Pure Rust (runs with the GIL released).
 pub fn render(compiled: &Compiled, identity: &Identity<'_>) -> Result<String, EvalError> {
-    let explanation = explain(&compiled.env, Some(identity))?;
-    Ok(render_table(&compiled.env, Some(identity), &explanation))
+    let explanation = explain(compiled.env(), Some(identity))?;
+    Ok(render_table(compiled.env(), Some(identity), &explanation))
 }

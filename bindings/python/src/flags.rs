@@ -5,20 +5,20 @@
 //! An identity's `Flags` is lazy, as the SDK 6.3.0's is: reading one flag evaluates that feature
 //! only (memoised), `all_flags()` runs the whole evaluation once and lists the flags read before
 //! it first, in read order, then the others, exactly as the SDK does. Results are the engine's,
-//! borrowed from the environment the `Flags` keeps alive (see `compiled`); a `Flag` is a copy of
-//! one of them (a few references). Python objects are made only for what is read.
+//! borrowed from the environment the `Flags` keeps alive (see `compiled` and `identity`); a
+//! `Flag` keeps its `Flags` alive and names its result by position ([`Which`]), so it copies
+//! nothing and borrows nothing. Python objects are made only for what is read.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use flagpole_engine::FlagResult;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
-use crate::compiled::{Compiled, IdentityFlags};
+use crate::compiled::Compiled;
 use crate::convert::value_to_py;
-use crate::evaluator::eval_error;
-use crate::FeatureNotFoundError;
+use crate::errors::{eval_error, FeatureNotFoundError};
+use crate::identity::{IdentityFlags, Pick};
 
 /// Whether evaluations of a `Flags` release the GIL.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -45,10 +45,16 @@ enum Source {
     Identity(IdentityFlags),
 }
 
+/// Which flag of a `Flags`: a position in the environment's own flags, or in an identity's memo.
+#[derive(Clone, Copy)]
+enum Which {
+    Own(usize),
+    Identity(Pick),
+}
+
 /// The flags of one evaluation (an identity, or the environment).
 #[pyclass(frozen, module = "flagpole")]
 pub struct Flags {
-    // Declared first: its results borrow from `compiled`.
     source: Source,
     compiled: Arc<Compiled>,
     default_flag_handler: Option<Py<PyAny>>,
@@ -81,43 +87,54 @@ impl Flags {
 
     /// The flag of a feature, evaluated now if it has not been; `None` when the document has no
     /// feature of that name.
-    fn flag(&self, py: Python<'_>, feature_name: &str) -> PyResult<Option<FlagResult<'_>>> {
+    fn flag(&self, py: Python<'_>, feature_name: &str) -> PyResult<Option<Which>> {
         let Some(slot) = self.compiled.slot(feature_name) else {
             return Ok(None);
         };
         let lazy = match &self.source {
             Source::Environment => {
-                return Ok(self.compiled.find(self.compiled.env_flags(), slot).cloned())
+                let own = self.compiled.position(self.compiled.env_flags(), slot);
+                return Ok(own.map(Which::Own));
             }
             Source::Identity(lazy) => lazy,
         };
-        if let Some(flag) = lazy.known(slot) {
-            return Ok(Some(flag));
+        if let Some(pick) = lazy.known(slot) {
+            return Ok(Some(Which::Identity(pick)));
         }
         let result = if RELEASE_FOR_ONE_FLAG && self.gil == Gil::Release {
             py.detach(|| lazy.evaluate_one(slot))
         } else {
             lazy.evaluate_one(slot)
         };
-        result.map_err(eval_error)
+        Ok(result.map_err(eval_error)?.map(Which::Identity))
     }
 
     /// Every flag (the whole evaluation, run once), in the order `all_flags()` lists them.
-    fn every_flag(&self, py: Python<'_>) -> PyResult<Cow<'_, [FlagResult<'_>]>> {
+    fn every_flag(&self, py: Python<'_>) -> PyResult<Vec<Which>> {
         match &self.source {
-            Source::Environment => Ok(Cow::Borrowed(self.compiled.env_flags())),
+            Source::Environment => Ok((0..self.compiled.env_flags().len())
+                .map(Which::Own)
+                .collect()),
             Source::Identity(lazy) => {
                 if !lazy.is_evaluated() {
                     match self.gil {
-                        Gil::Release => py.detach(|| {
-                            lazy.evaluate_all();
-                        }),
-                        Gil::Hold => {
-                            lazy.evaluate_all();
-                        }
+                        Gil::Release => py.detach(|| lazy.evaluate_all()),
+                        Gil::Hold => lazy.evaluate_all(),
                     }
                 }
-                lazy.listed().map_err(eval_error)
+                let listed = lazy.listed().map_err(eval_error)?;
+                Ok(listed.into_iter().map(Which::Identity).collect())
+            }
+        }
+    }
+
+    /// Calls `f` with the flag `which` names.
+    fn with_flag<R>(&self, which: Which, f: impl FnOnce(&FlagResult<'_>) -> R) -> R {
+        match (which, &self.source) {
+            (Which::Own(i), _) => f(&self.compiled.env_flags()[i]),
+            (Which::Identity(pick), Source::Identity(lazy)) => lazy.with_flag(pick, f),
+            (Which::Identity(_), Source::Environment) => {
+                unreachable!("environment flags are named by Which::Own")
             }
         }
     }
@@ -139,8 +156,8 @@ impl Flags {
     fn all_flags(slf: &Bound<'_, Self>) -> PyResult<Vec<Flag>> {
         let flags = slf.get().every_flag(slf.py())?;
         Ok(flags
-            .iter()
-            .map(|result| Flag::new(slf, result.clone()))
+            .into_iter()
+            .map(|which| Flag::new(slf, which))
             .collect())
     }
 
@@ -150,21 +167,21 @@ impl Flags {
     fn get_flag(slf: &Bound<'_, Self>, feature_name: &str) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         match slf.get().flag(py, feature_name)? {
-            Some(result) => Ok(Py::new(py, Flag::new(slf, result))?.into_any()),
+            Some(which) => Ok(Py::new(py, Flag::new(slf, which))?.into_any()),
             None => slf.get().missing(py, feature_name),
         }
     }
 
     fn is_feature_enabled(&self, py: Python<'_>, feature_name: &str) -> PyResult<Py<PyAny>> {
         match self.flag(py, feature_name)? {
-            Some(flag) => value_to_py(py, flag.enabled),
+            Some(which) => self.with_flag(which, |flag| value_to_py(py, flag.enabled)),
             None => self.missing(py, feature_name)?.getattr(py, "enabled"),
         }
     }
 
     fn get_feature_value(&self, py: Python<'_>, feature_name: &str) -> PyResult<Py<PyAny>> {
         match self.flag(py, feature_name)? {
-            Some(flag) => value_to_py(py, flag.value),
+            Some(which) => self.with_flag(which, |flag| value_to_py(py, flag.value)),
             None => self.missing(py, feature_name)?.getattr(py, "value"),
         }
     }
@@ -187,29 +204,23 @@ impl Flags {
     }
 }
 
-/// One flag (a copy of one result of a `Flags`). Immutable.
+/// One flag (one result of a `Flags`, which it keeps alive). Immutable.
 #[pyclass(frozen, module = "flagpole")]
 pub struct Flag {
-    // Declared first: borrows from what `_parent` keeps alive.
-    result: FlagResult<'static>,
-    _parent: Py<Flags>,
+    parent: Py<Flags>,
+    which: Which,
 }
 
 impl Flag {
-    fn new(parent: &Bound<'_, Flags>, result: FlagResult<'_>) -> Flag {
-        // SAFETY: a result borrows only from the `Compiled` (and the identity) its `Flags` keeps
-        // in heap allocations that never move or change while that `Flags` exists; `_parent`
-        // keeps it alive for as long as this `Flag`, and the result is only handed out at the
-        // lifetime of `&self`.
-        let result = unsafe { std::mem::transmute::<FlagResult<'_>, FlagResult<'static>>(result) };
+    fn new(parent: &Bound<'_, Flags>, which: Which) -> Flag {
         Flag {
-            result,
-            _parent: parent.clone().unbind(),
+            parent: parent.clone().unbind(),
+            which,
         }
     }
 
-    fn result(&self) -> &FlagResult<'_> {
-        &self.result
+    fn with_result<R>(&self, f: impl FnOnce(&FlagResult<'_>) -> R) -> R {
+        self.parent.get().with_flag(self.which, f)
     }
 }
 
@@ -217,32 +228,32 @@ impl Flag {
 impl Flag {
     #[getter]
     fn enabled(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        value_to_py(py, self.result().enabled)
+        self.with_result(|r| value_to_py(py, r.enabled))
     }
 
     #[getter]
     fn value(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        value_to_py(py, self.result().value)
+        self.with_result(|r| value_to_py(py, r.value))
     }
 
     /// The feature id, from the deciding feature state's metadata (as the SDK reads it).
     #[getter]
     fn feature_id(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        match self.result().metadata.and_then(|m| m.get("id")) {
+        self.with_result(|r| match r.metadata.and_then(|m| m.get("id")) {
             Some(id) => value_to_py(py, id),
             None => Ok(py.None()),
-        }
+        })
     }
 
     #[getter]
     fn feature_name<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        PyString::new(py, self.result().key)
+        self.with_result(|r| PyString::new(py, r.key))
     }
 
     /// The engine's reason (`DEFAULT`, `STATIC`, `TARGETING_MATCH; segment=…`, `SPLIT; …`).
     #[getter]
     fn reason<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        PyString::new(py, self.result().reason.as_str())
+        self.with_result(|r| PyString::new(py, r.reason.as_str()))
     }
 
     #[getter]

@@ -7,55 +7,30 @@
 //! compiled environment is shared by `Arc` and swapped atomically when a refresh brings a new
 //! document.
 //!
-//! Modules: `compiled` (a document compiled once: engine environment + environment flags; one
-//! identity's lazily evaluated, memoised flags), `convert` (Python ↔ engine values, by type),
-//! `evaluator` (the evaluation entry points `Environment` and `Flagpole` share), `environment`
-//! (`Environment`), `client` (`Flagpole`/`Client`), `upstream` (fetch + refresh thread), `flags`
-//! (`Flags`/`Flag`), `explain` (the readable explanation).
+//! Modules: `compiled` (a document compiled once: engine environment + its own flags),
+//! `identity` (one identity's lazily evaluated, memoised flags), `convert` (Python ↔ engine
+//! values, by type), `evaluator` (the evaluation entry points `Environment` and `Flagpole`
+//! share), `environment` (`Environment`), `client` (`Flagpole`/`Client`), `upstream` (fetch +
+//! refresh thread), `flags` (`Flags`/`Flag`), `explain` (the readable explanation), `errors`
+//! (the exceptions).
+// No FFI of our own: PyO3 wraps every call into Python, and results that borrow what they are
+// stored beside live in `self_cell`s.
+#![forbid(unsafe_code)]
 
-use pyo3::create_exception;
-use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
 mod client;
 mod compiled;
 mod convert;
 mod environment;
+mod errors;
 mod evaluator;
 mod explain;
 mod flags;
+mod identity;
 mod upstream;
 
-create_exception!(
-    flagpole,
-    FlagpoleError,
-    PyException,
-    "Base class of flagpole's errors."
-);
-create_exception!(
-    flagpole,
-    DocumentError,
-    FlagpoleError,
-    "The environment document cannot be read or compiled."
-);
-create_exception!(
-    flagpole,
-    EvaluationError,
-    FlagpoleError,
-    "The Flagsmith engine raises for this input (for example an invalid regex in a segment)."
-);
-create_exception!(
-    flagpole,
-    FeatureNotFoundError,
-    FlagpoleError,
-    "The environment has no feature of this name (and no default_flag_handler was given)."
-);
-create_exception!(
-    flagpole,
-    UpstreamError,
-    FlagpoleError,
-    "The environment document could not be fetched; the last good document is still served."
-);
+use errors::{DocumentError, EvaluationError, FeatureNotFoundError, FlagpoleError, UpstreamError};
 
 #[pymodule]
 fn flagpole(m: &Bound<'_, PyModule>) -> PyResult<()> {

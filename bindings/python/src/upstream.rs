@@ -1,7 +1,9 @@
 //! Following an upstream `/api/v1/environment-document/` (a Flagpole or the Flagsmith API) with a
 //! server key: a blocking `ureq` client, conditional requests (`If-None-Match` with the last ETag,
 //! `If-Modified-Since` with the last `Last-Modified`), `Link: rel="next"` pages merged
-//! all-or-nothing, and the shared state the refresher swaps new documents into.
+//! all-or-nothing (where the next page is, and how pages merge, is the engine's
+//! `document::pages`, shared with the server), and the shared state the refresher swaps new
+//! documents into.
 //!
 //! No Python here: the refresh thread never takes the GIL, and callers that fetch on a Python
 //! thread do it with the GIL released. A fetch, parse or compile failure never replaces the
@@ -11,6 +13,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
+use flagpole_engine::document::pages::{merge_page, next_page, Url};
 use serde_json::Value;
 
 use crate::compiled::Compiled;
@@ -111,7 +114,10 @@ impl Upstream {
             return Err(format!("GET {url}: upstream answered {status}"));
         }
         let next = match response.headers().get("link").and_then(|v| v.to_str().ok()) {
-            Some(link) => next_link(link, url)?,
+            Some(link) => {
+                let page = Url::parse(url).map_err(|e| format!("bad api_url: {e}"))?;
+                next_page(link, &page)?.map(String::from)
+            }
             None => None,
         };
         let body = response
@@ -129,69 +135,6 @@ impl Upstream {
         }
         Ok((document, next))
     }
-}
-
-/// `scheme://authority` of an absolute URL.
-fn origin(url: &str) -> Option<&str> {
-    let scheme_end = url.find("://")? + 3;
-    let rest = &url[scheme_end..];
-    let end = rest.find('/').map_or(url.len(), |i| scheme_end + i);
-    Some(&url[..end])
-}
-
-/// The `rel="next"` target of a `Link` header; relative targets resolve against the page's
-/// origin, and a target on another origin is an error (the server key must not leak).
-fn next_link(header: &str, base: &str) -> Result<Option<String>, String> {
-    for part in header.split(',') {
-        let mut pieces = part.split(';');
-        let target = pieces.next().unwrap_or("").trim();
-        let is_next = pieces.any(|p| {
-            p.trim().strip_prefix("rel=").is_some_and(|rel| {
-                rel.trim_matches('"')
-                    .split_whitespace()
-                    .any(|r| r == "next")
-            })
-        });
-        if !is_next {
-            continue;
-        }
-        let target = target
-            .strip_prefix('<')
-            .and_then(|t| t.strip_suffix('>'))
-            .ok_or("malformed Link header")?;
-        let base_origin = origin(base).ok_or("bad api_url")?;
-        let url = if target.contains("://") {
-            target.to_owned()
-        } else if target.starts_with('/') {
-            format!("{base_origin}{target}")
-        } else {
-            let dir = &base[..base.rfind('/').map_or(base.len(), |i| i + 1)];
-            format!("{dir}{target}")
-        };
-        if origin(&url) != Some(base_origin) {
-            return Err(format!("next link {url} is on another origin"));
-        }
-        return Ok(Some(url));
-    }
-    Ok(None)
-}
-
-/// Appends a later page's identity overrides to the first page.
-fn merge_page(document: &mut Value, page: Value) -> Result<(), String> {
-    let extra = match page.get("identity_overrides") {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Array(items)) => items.clone(),
-        Some(_) => return Err("identity_overrides is not a list".into()),
-    };
-    match document.get_mut("identity_overrides") {
-        Some(Value::Array(items)) => items.extend(extra),
-        _ => {
-            if let Some(map) = document.as_object_mut() {
-                map.insert("identity_overrides".into(), Value::Array(extra));
-            }
-        }
-    }
-    Ok(())
 }
 
 #[derive(Default)]
@@ -307,25 +250,5 @@ impl Shared {
     pub fn stop(&self) {
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.wake.notify_all();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn next_links_resolve_on_the_same_origin_only() {
-        let base = "http://h:1/api/v1/environment-document/";
-        assert_eq!(
-            next_link(
-                r#"</api/v1/environment-document/?page=2>; rel="next""#,
-                base
-            )
-            .unwrap(),
-            Some("http://h:1/api/v1/environment-document/?page=2".into())
-        );
-        assert!(next_link(r#"<http://evil/x>; rel="next""#, base).is_err());
-        assert_eq!(next_link(r#"</x>; rel="prev""#, base).unwrap(), None);
     }
 }

@@ -5,6 +5,10 @@
 //! Identity overrides become virtual segments, one per distinct set of overrides, matching on
 //! `$.identity.identifier IN [...]` with priority −∞. JSON cannot spell −∞, so it is written as
 //! the number `-1e999`, which every float parser (ours and Python's) reads as −infinity.
+//!
+//! [`pages`]: where the next page of a paginated document is, and how pages merge.
+
+pub mod pages;
 
 use indexmap::IndexMap;
 use serde_json::{json, Map, Value};

@@ -20,6 +20,9 @@
 //! algorithm), [`result`], [`document`] (environment document → context, as the SDKs map it),
 //! [`explain`] (why an identity gets a value).
 
+// Everything here is safe Rust; the shells' few FFI calls live in their own crates.
+#![forbid(unsafe_code)]
+
 mod compile;
 mod condition;
 pub mod document;
@@ -73,6 +76,15 @@ impl Environment {
         identity: Option<&'a Identity<'a>>,
     ) -> Result<EvaluationResult<'a>, EvalError> {
         evaluate::evaluate(self, identity)
+    }
+
+    /// The environment's own flags: no identity, no segments, every feature at its environment
+    /// state with the reason `STATIC`. This is what the Flagsmith API's `/flags` serves and what
+    /// the SDKs' `get_environment_flags()` returns; it equals [`Environment::evaluate`] with no
+    /// identity of the context without its `segments`, which therefore need not be compiled
+    /// separately. The result has no segments.
+    pub fn own_flags(&self) -> Result<EvaluationResult<'_>, EvalError> {
+        evaluate::own_flags(self)
     }
 
     /// One flag for an identity (or none), by feature name, evaluating only what that feature

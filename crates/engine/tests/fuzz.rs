@@ -357,6 +357,7 @@ proptest! {
         if let Ok((env, _diagnostics)) = Environment::from_context(&ctx) {
             evaluate_context_identity(&env, &ctx);
             let _ = env.evaluate(None);
+            let _ = env.own_flags();
             for (identifier, traits_json, key) in &ids {
                 let traits: Vec<Trait<'_>> = traits_json
                     .as_object()
@@ -376,6 +377,7 @@ proptest! {
     fn arbitrary_json_contexts_never_panic(ctx in any_json()) {
         if let Ok((env, _)) = Environment::from_context(&ctx) {
             let _ = env.evaluate(None);
+            let _ = env.own_flags();
         }
     }
 }

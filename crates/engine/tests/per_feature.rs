@@ -7,6 +7,8 @@
 //!   cycles, missing keys, bad regexes, names that differ from keys), the per-feature result is
 //!   exactly the whole evaluation of the context trimmed to that feature (`features` reduced to
 //!   it, `segments` to those that override it), errors included: the definition.
+//! - `Environment::own_flags`, the other scoped evaluation: exactly the evaluation, for no
+//!   identity, of the context without `segments`, errors included.
 
 use std::borrow::Cow;
 
@@ -420,6 +422,38 @@ fn trimmed(ctx: &Value, key: &str) -> Value {
 }
 
 type Single = Result<Option<Value>, EvalError>;
+type Whole = Result<Vec<Value>, EvalError>;
+
+fn own_flags(env: &Environment) -> Whole {
+    env.own_flags().map(|r| {
+        assert!(r.segments.is_empty());
+        r.flags.iter().map(flag_json).collect()
+    })
+}
+
+/// The context without `segments`, compiled and evaluated for no identity.
+fn whole_without_segments(ctx: &Value) -> Whole {
+    let mut unsegmented = ctx.clone();
+    unsegmented.as_object_mut().unwrap().remove("segments");
+    let (env, _) =
+        Environment::from_context(&unsegmented).expect("a context without segments compiles");
+    env.evaluate(None)
+        .map(|r| r.flags.iter().map(flag_json).collect())
+}
+
+#[test]
+fn example_document_own_flags_are_its_unsegmented_evaluation() {
+    let doc: Value = serde_json::from_str(EXAMPLE).unwrap();
+    let ctx = flagpole_engine::document::document_to_context(&doc).unwrap();
+    let (env, _) = Environment::from_context(&ctx).unwrap();
+    let own = own_flags(&env).unwrap();
+    assert_eq!(Ok(own.clone()), whole_without_segments(&ctx));
+    assert_eq!(own.len(), doc["feature_states"].as_array().unwrap().len());
+    assert!(own.iter().all(|f| f["reason"] == "STATIC"));
+    // The whole evaluation for no identity differs: targeted features are `DEFAULT` there.
+    let whole = env.evaluate(None).unwrap();
+    assert!(whole.flags.iter().any(|f| f.reason.as_str() == "DEFAULT"));
+}
 
 fn single(env: &Environment, key: &str, identity: Option<&Identity<'_>>) -> Single {
     env.evaluate_feature(key, identity)
@@ -468,5 +502,13 @@ proptest! {
             }
             prop_assert_eq!(single(&env, &key, None), whole_of_trimmed(&ctx, &key, None));
         }
+    }
+
+    #[test]
+    fn own_flags_are_the_evaluation_of_the_context_without_segments(
+        ctx in prop_oneof![context(true), context(false)],
+    ) {
+        let (env, _) = Environment::from_context(&ctx).unwrap();
+        prop_assert_eq!(own_flags(&env), whole_without_segments(&ctx));
     }
 }

@@ -11,7 +11,7 @@ use flagpole_engine::{document, Diagnostic, Environment, Identity, InputError, T
 use serde_json::{json, Value};
 
 use crate::{ContextArgs, EvalCommand, IdentityArgs};
-use flagpole_server::http::identities::write_identity_response;
+use flagpole_server::snapshot::identity_response;
 use flagpole_server::snapshot::{KeyKind, Snapshot};
 
 /// Why a command failed, mapped to an exit code.
@@ -195,7 +195,7 @@ fn identity_body(
         return Ok(());
     }
     let result = snapshot.env.evaluate(Some(&identity)).map_err(raises)?;
-    write_identity_response(out, snapshot, KeyKind::Server, identifier, traits, &result);
+    identity_response::write(out, snapshot, KeyKind::Server, identifier, traits, &result);
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! `flagpole`: the command-line entry point. A thin shell: it parses arguments, reads files and
 //! hands the work to the engine (and, for `serve`, to the server).
+#![forbid(unsafe_code)]
 
 mod check_cmd;
 mod eval_cmd;

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use crate::config::{Example, Plan};
-use crate::logging::{self, STARTUP_TARGET};
+use crate::logging::STARTUP_TARGET;
 use crate::store::{EnvSlot, Source, Store};
 
 /// Prints the start-up lines.
@@ -50,7 +50,7 @@ pub fn print(store: &Store, address: SocketAddr, plan: &Plan, json: bool) {
                     Source::File(p) => format!("file {}", p.display()),
                     _ => "upstream".to_owned(),
                 };
-                let environment = logging::fingerprint(&env.client_key);
+                let environment = crate::keys::fingerprint(&env.client_key);
                 let line = format!("environment {environment} from {source}");
                 if json {
                     tracing::info!(target: STARTUP_TARGET, %environment, %source, "{line}");

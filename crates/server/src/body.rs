@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-/// Bodies smaller than this are never compressed (spec: compression from 1,000 bytes).
+/// Bodies smaller than this are never compressed (as the Flagsmith Edge Proxy does: compression from 1,000 bytes).
 pub const COMPRESS_MIN_BYTES: usize = 1000;
 
 /// Bodies larger than this get no Brotli variant. At the quality an update can afford, Brotli

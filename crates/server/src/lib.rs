@@ -4,21 +4,31 @@
 //! caller-independent response → the [`Store`](store::Store) swaps it in atomically → a request
 //! looks up its key, evaluates only what depends on the identity, and writes bytes.
 
+// Layers, each depending only on those listed before it (ARCHITECTURE.md, "Invariants"):
+// foundations …
 pub mod background;
-pub mod banner;
 pub mod body;
+pub mod canonical;
 pub mod config;
-pub mod http;
+pub mod json;
+pub mod keys;
 pub mod logging;
 pub mod memory;
-pub mod ofrep;
 pub mod rate_limit;
-pub mod server;
-pub mod snapshot;
-pub mod sources;
-pub mod store;
-pub mod telemetry;
 pub mod usage;
+// … one environment at one revision, then all of them …
+pub mod snapshot;
+pub mod store;
+// … what feeds and watches the store …
+pub mod shutdown;
+pub mod sources;
+pub mod streams;
+pub mod telemetry;
+// … the front doors, and the listener they are served on.
+pub mod api;
+pub mod server;
+// … and what `serve` prints once it listens.
+pub mod banner;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,6 +38,7 @@ use std::time::SystemTime;
 use tokio::sync::Semaphore;
 
 use crate::config::Config;
+use crate::shutdown::Shutdown;
 use crate::sources::{local_file, upstream, warm_start::WarmStart};
 use crate::store::{EnvSlot, Source, Store};
 
@@ -53,8 +64,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let config = Arc::new(startup.config);
     telemetry::init(&config);
 
+    let shutdown = Shutdown::new();
     let example = startup.plan.example != config::Example::No;
-    let (store, plan) = build_store(&config, example)?;
+    let (store, plan) = build_store(&config, example, &shutdown)?;
     let store = Arc::new(store);
 
     // Bind at once, so orchestrators see a live process while documents load.
@@ -69,8 +81,6 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     banner::print(&store, address, &startup.plan, config.logging.json);
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut tasks = Vec::new();
     let warm = match &config.upstream.snapshot_dir {
         Some(dir) => {
             Some(Arc::new(WarmStart::new(dir.clone()).map_err(|e| {
@@ -94,11 +104,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             }
             Plan::File(path) => {
                 local_file::load(&slot, &path).await;
-                tasks.push(tokio::spawn(local_file::watch(
-                    slot.clone(),
-                    path,
-                    stop_rx.clone(),
-                )));
+                shutdown.spawn(local_file::watch(slot.clone(), path));
             }
             Plan::Upstream => {
                 if let Some(warm) = &warm {
@@ -119,17 +125,17 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         config: config.clone(),
         limit: Arc::new(Semaphore::new(config.upstream.max_concurrent_fetches)),
         warm: warm.clone(),
-        stop: stop_rx.clone(),
+        tasks: shutdown.tasks.clone(),
     });
     if let Some(pollers) = &pollers {
         for slot in store.environments() {
             if let Source::Upstream { .. } = &slot.source {
-                tasks.push(pollers.spawn(slot.clone()));
+                pollers.spawn(slot.clone());
             }
         }
     }
 
-    let streams = Arc::new(ofrep::sse::Streams::new(&config, &store));
+    let streams = Arc::new(streams::Streams::new(&config, &store));
     if let (Some(proxy_key), Some(pollers)) = (&config.environments.proxy_key, &pollers) {
         // The first listing is awaited (bounded by the poll timeout), so that the environments
         // it names are known before requests are served.
@@ -140,33 +146,30 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             pollers.clone(),
         );
         discovery.sync_once().await;
-        tasks.push(tokio::spawn(discovery.run()));
-        tasks.push(tokio::spawn(sources::usage_report::run(
+        shutdown.spawn(discovery.run(shutdown.requested.clone()));
+        shutdown.spawn(sources::usage_report::run(
             store.clone(),
             pollers.client.clone(),
             config.clone(),
             proxy_key.clone(),
-            stop_rx.clone(),
-        )));
+            shutdown.drained.clone(),
+        ));
     }
-    let api = http::Api::new(http::AppState {
+    let api = api::Api::new(api::AppState {
         store: store.clone(),
         config: config.clone(),
-        streams: streams.clone(),
+        streams,
     });
-    let shutdown_store = store.clone();
-    server::serve(listener, api, &config, async move {
-        server::signal().await;
+    let requested = shutdown.requested.clone();
+    tokio::spawn(async move {
+        shutdown::signal().await;
         tracing::info!("shutting down: draining requests in flight");
-        shutdown_store.begin_shutdown();
-        // Change streams never end by themselves: end them so the drain can finish.
-        streams.close_all();
-    })
-    .await;
-    let _ = stop_tx.send(true);
-    for task in tasks {
-        task.abort();
-    }
+        requested.cancel();
+    });
+    server::serve(listener, api, &config, shutdown.requested.clone()).await;
+    // The drain and the background work's last steps share one budget.
+    let deadline = std::time::Instant::now() + config.server.shutdown_timeout;
+    shutdown.finish(deadline).await;
     Ok(())
 }
 
@@ -181,10 +184,15 @@ type StartPlan = Vec<(Arc<EnvSlot>, Plan)>;
 
 /// Environments from the config: local files first (their client key is their `api_key`), then
 /// upstream pairs not covered by a file; the bundled example when the start plan says so.
-fn build_store(config: &Config, example: bool) -> Result<(Store, StartPlan), String> {
-    let store = Store::with_rate_limits(
+fn build_store(
+    config: &Config,
+    example: bool,
+    shutdown: &Shutdown,
+) -> Result<(Store, StartPlan), String> {
+    let store = Store::new(
         config.limits.rate_limit_per_key_rps,
         config.ofrep.rate_limit_per_key_rps,
+        shutdown.requested.clone(),
     );
     let mut plan = Vec::new();
     let mut server_keys: BTreeMap<&str, Vec<String>> = BTreeMap::new();

@@ -1,6 +1,6 @@
 //! Logging set-up (`tracing`): a human format by default, JSON with `logging.log_format=json`,
 //! the level from `logging.log_level` unless `RUST_LOG` is set. Keys never appear in logs: they
-//! are shown as a short, non-reversible fingerprint. With `logging.enable_access_log` the
+//! are shown as a short, non-reversible fingerprint (`keys::fingerprint`). With `logging.enable_access_log` the
 //! access log (target `flagpole::access`, at INFO) is let through whatever the level, unless
 //! `RUST_LOG` says otherwise. With JSON, every line Flagpole writes is JSON: the start-up lines
 //! (target [`STARTUP_TARGET`], let through like the access log) and a fatal error too
@@ -9,6 +9,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing_subscriber::EnvFilter;
+
+/// The `tracing` target of the access log (written by the front doors, let through here).
+pub const ACCESS_LOG_TARGET: &str = "flagpole::access";
 
 /// The target of the lines printed at start (address, keys to try).
 pub const STARTUP_TARGET: &str = "flagpole::startup";
@@ -25,7 +28,7 @@ pub fn init(level: &str, json: bool, access_log: bool) {
         directives.push_str("=info");
         if access_log {
             directives.push(',');
-            directives.push_str(crate::http::ACCESS_LOG_TARGET);
+            directives.push_str(ACCESS_LOG_TARGET);
             directives.push_str("=info");
         }
         EnvFilter::new(directives)
@@ -68,11 +71,4 @@ fn level_directive(level: &str) -> &str {
         "off" | "none" => "off",
         _ => level,
     }
-}
-
-/// `abc…` + 8 hex digits of a hash: enough to tell keys apart in logs, useless to an attacker.
-pub fn fingerprint(key: &str) -> String {
-    let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
-    let prefix: String = key.chars().take(3).collect();
-    format!("{prefix}…{:08x}", (hash >> 32) as u32)
 }

@@ -5,15 +5,17 @@
 
 // A fast hasher: the key table is looked up per request and rebuilt only when keys change.
 use foldhash::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use crate::ofrep::sse::StreamEvent;
 use crate::rate_limit::KeyLimits;
 use crate::snapshot::{KeyKind, Snapshot};
 
@@ -42,8 +44,9 @@ pub struct EnvSlot {
     pub upstream_etag: Mutex<Option<String>>,
     /// Serialises publishing (builders run one at a time per environment).
     publish: tokio::sync::Mutex<()>,
-    /// The latest OFREP change event: one shared cell that every open stream watches.
-    pub events: tokio::sync::watch::Sender<Option<Arc<StreamEvent>>>,
+    /// The content revision served now: one shared cell that change streams and waiting
+    /// requests watch (a plain notification; the stream module renders it per protocol).
+    pub revisions: tokio::sync::watch::Sender<Option<Arc<Revision>>>,
     /// Wakes the upstream poller before its period is up (a client has seen a newer revision
     /// elsewhere), and when that last happened (at most once a second).
     pub poll_now: tokio::sync::Notify,
@@ -54,8 +57,18 @@ pub struct EnvSlot {
     pub discovered: bool,
     /// The server key upstream fetches use, once discovery has rotated it.
     fetch_key: Mutex<Option<String>>,
-    /// Set when the environment is removed: its change streams end.
-    pub retired: tokio::sync::watch::Sender<bool>,
+    /// Cancelled when the environment stops being served: removed by discovery, or the proxy
+    /// shutting down (a child of the store's token). Its poller and change streams end.
+    pub stop: CancellationToken,
+}
+
+/// A content revision, as announced to whoever watches an environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revision {
+    /// The document's `updated_at` in Unix milliseconds (0 when unknown).
+    pub updated_at_ms: u64,
+    /// The snapshot's content revision (equal on every replica).
+    pub content_revision: String,
 }
 
 /// What publishing a document did.
@@ -78,19 +91,19 @@ impl EnvSlot {
             last_error: Mutex::new(None),
             upstream_etag: Mutex::new(None),
             publish: tokio::sync::Mutex::new(()),
-            events: tokio::sync::watch::Sender::new(None),
+            revisions: tokio::sync::watch::Sender::new(None),
             poll_now: tokio::sync::Notify::new(),
             last_forced_poll: Mutex::new(None),
             usage: Default::default(),
             discovered: false,
             fetch_key: Mutex::new(None),
-            retired: tokio::sync::watch::Sender::new(false),
+            stop: CancellationToken::new(),
         }
     }
 
     /// The server key to fetch this environment's document with (upstream sources only).
     pub fn fetch_key(&self) -> Option<String> {
-        if let Some(key) = self.fetch_key.lock().expect("lock").clone() {
+        if let Some(key) = self.fetch_key.lock().clone() {
             return Some(key);
         }
         match &self.source {
@@ -100,12 +113,12 @@ impl EnvSlot {
     }
 
     fn set_fetch_key(&self, key: &str) {
-        *self.fetch_key.lock().expect("lock") = Some(key.to_owned());
+        *self.fetch_key.lock() = Some(key.to_owned());
     }
 
-    /// The environment is no longer served: end its change streams.
+    /// The environment is no longer served: its poller and change streams end.
     pub fn retire(&self) {
-        self.retired.send_replace(true);
+        self.stop.cancel();
     }
 
     /// The current snapshot (a reference-count increment; never blocks).
@@ -127,7 +140,7 @@ impl EnvSlot {
         if document.get("api_key").and_then(Value::as_str) != Some(self.client_key.as_str()) {
             return Err(format!(
                 "the document's api_key is not this environment's client key ({})",
-                crate::logging::fingerprint(&self.client_key)
+                crate::keys::fingerprint(&self.client_key)
             ));
         }
         let current = self.snapshot();
@@ -136,9 +149,7 @@ impl EnvSlot {
         let (built, document) = crate::background::run(move || {
             let bytes = match received {
                 Some(bytes) => bytes,
-                None => {
-                    Bytes::from(serde_json::to_vec(&document).expect("a JSON value serialises"))
-                }
+                None => Bytes::from(crate::json::to_vec(&document)),
             };
             if let Some(current) = &current {
                 if current.document.bytes == bytes {
@@ -162,12 +173,15 @@ impl EnvSlot {
         let previous = self.snapshot.swap(Some(snapshot.clone()));
         // Announce only a new content revision: bytes that differ in layout alone (member
         // order, whitespace) change nothing a client could refetch.
-        let event = StreamEvent::announcing(&snapshot);
-        self.events.send_if_modified(|latest| {
-            if latest.as_ref().is_some_and(|l| l.id == event.id) {
+        let announced = Revision {
+            updated_at_ms: snapshot.updated_at_ms,
+            content_revision: snapshot.content_revision.clone(),
+        };
+        self.revisions.send_if_modified(|latest| {
+            if latest.as_deref() == Some(&announced) {
                 return false;
             }
-            *latest = Some(Arc::new(event));
+            *latest = Some(Arc::new(announced));
             true
         });
         // After the swap, off the request path: compress the new document (served uncompressed
@@ -190,7 +204,7 @@ impl EnvSlot {
         if !matches!(self.source, Source::Upstream { .. }) {
             return false;
         }
-        let mut last = self.last_forced_poll.lock().expect("lock");
+        let mut last = self.last_forced_poll.lock();
         let now = std::time::Instant::now();
         if last.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
             return false;
@@ -206,17 +220,17 @@ impl EnvSlot {
             .unwrap_or_default()
             .as_millis() as u64;
         self.last_success_ms.store(ms.max(1), Ordering::Release);
-        let mut last = self.last_error.lock().expect("lock");
+        let mut last = self.last_error.lock();
         if last.take().is_some() {
-            tracing::info!(environment = %crate::logging::fingerprint(&self.client_key), "environment document updates recovered");
+            tracing::info!(environment = %crate::keys::fingerprint(&self.client_key), "environment document updates recovered");
         }
     }
 
     /// Records a failure; logs only when the reason changes.
     pub fn mark_failure(&self, reason: String) {
-        let mut last = self.last_error.lock().expect("lock");
+        let mut last = self.last_error.lock();
         if last.as_deref() != Some(reason.as_str()) {
-            let environment = crate::logging::fingerprint(&self.client_key);
+            let environment = crate::keys::fingerprint(&self.client_key);
             if self.snapshot().is_some() {
                 tracing::warn!(%environment, %reason, "environment document update failed; serving the last good document");
             } else {
@@ -234,7 +248,7 @@ impl EnvSlot {
     }
 
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().expect("lock").clone()
+        self.last_error.lock().clone()
     }
 }
 
@@ -284,14 +298,21 @@ pub struct Store {
     writer: Mutex<()>,
     /// Requests a second per key: (Flagsmith API, OFREP); `None` = unlimited.
     rate_limits: (Option<u32>, Option<u32>),
-    shutting_down: AtomicBool,
+    /// The proxy's shutdown: every environment's `stop` is a child of it.
+    shutdown: CancellationToken,
 }
 
 impl Store {
-    /// An empty store whose keys get these per-key rate limits (Flagsmith API, OFREP).
-    pub fn with_rate_limits(flagsmith_rps: Option<u32>, ofrep_rps: Option<u32>) -> Store {
+    /// An empty store whose keys get these per-key rate limits (Flagsmith API, OFREP), and
+    /// whose environments stop when `shutdown` is cancelled.
+    pub fn new(
+        flagsmith_rps: Option<u32>,
+        ofrep_rps: Option<u32>,
+        shutdown: CancellationToken,
+    ) -> Store {
         Store {
             rate_limits: (flagsmith_rps, ofrep_rps),
+            shutdown,
             ..Store::default()
         }
     }
@@ -307,8 +328,9 @@ impl Store {
     }
 
     /// Adds a configured environment reachable with its client key and any server keys.
-    pub fn add(&self, slot: EnvSlot, server_keys: &[String]) -> Arc<EnvSlot> {
-        let _writing = self.writer.lock().expect("lock");
+    pub fn add(&self, mut slot: EnvSlot, server_keys: &[String]) -> Arc<EnvSlot> {
+        let _writing = self.writer.lock();
+        slot.stop = self.shutdown.child_token();
         let slot = Arc::new(slot);
         let mut table = KeyTable::clone(&self.table.load());
         table.keys.insert(
@@ -325,12 +347,12 @@ impl Store {
         slot
     }
 
-    /// Makes the discovered environments exactly `listed` (spec §4.2): new ones are added
+    /// Makes the discovered environments exactly `listed`: new ones are added
     /// (polled from `Source::Upstream` with their first server key), server keys follow the
     /// listing (rotation), discovered environments no longer listed are removed. Configured
     /// environments and keys are never removed. Rate-limit buckets survive for kept keys.
     pub fn apply_discovery(&self, listed: &[DiscoveredEnv]) -> KeyChanges {
-        let _writing = self.writer.lock().expect("lock");
+        let _writing = self.writer.lock();
         let current = self.table.load_full();
         let mut changes = KeyChanges::default();
         let mut table = KeyTable::default();
@@ -359,6 +381,7 @@ impl Store {
                         },
                     );
                     slot.discovered = true;
+                    slot.stop = self.shutdown.child_token();
                     let slot = Arc::new(slot);
                     table.envs.push(slot.clone());
                     changes.added.push(slot.clone());
@@ -428,12 +451,9 @@ impl Store {
         keys
     }
 
-    pub fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::Release);
-    }
-
+    /// Whether the proxy is shutting down (readiness answers 503 from then on).
     pub fn is_shutting_down(&self) -> bool {
-        self.shutting_down.load(Ordering::Acquire)
+        self.shutdown.is_cancelled()
     }
 }
 

@@ -14,7 +14,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use flagpole_engine::Identity;
-use flagpole_server::http::identities::{write_identity_response, IdentityRequest};
+use flagpole_server::api::flagsmith::identities::IdentityRequest;
+use flagpole_server::snapshot::identity_response;
 use flagpole_server::snapshot::{KeyKind, Snapshot};
 
 struct Counting;
@@ -81,7 +82,7 @@ fn main() {
             let identity = Identity::new("bench-user", &[]);
             let result = snapshot.env.evaluate(Some(&identity)).expect("evaluate");
             let mut body = Vec::with_capacity(256 + 96 * result.flags.len());
-            write_identity_response(&mut body, &snapshot, kind, "bench-user", &[], &result);
+            identity_response::write(&mut body, &snapshot, kind, "bench-user", &[], &result);
             std::hint::black_box(&body);
         });
         let post = counted(|| {
@@ -89,7 +90,7 @@ fn main() {
             let identity = Identity::new(&request.identifier, &request.traits);
             let result = snapshot.env.evaluate(Some(&identity)).expect("evaluate");
             let mut body = Vec::with_capacity(256 + 96 * result.flags.len());
-            write_identity_response(
+            identity_response::write(
                 &mut body,
                 &snapshot,
                 kind,

@@ -2,25 +2,18 @@
 //! segment verdicts are memoised, and a dependency cycle is cut (its flags read as missing, the
 //! segments that hit it do not match, and its flags end with a CIRCULAR_DEPENDENCY reason).
 
-use super::*;
+use crate::error::{EvalError, PyErrorKind};
+use crate::model::Environment;
+use crate::result::{FlagResult, Reason};
 
-/// State of the `$.flags` mapping (the reference's `_LazyFlags` and `_DependencyResolver`).
+use super::evaluation::{Dependencies, Evaluation};
+
 /// The outcome of `flags[name]`.
 pub(super) enum FlagLookup<'a> {
     /// The lookup raised `KeyError`: no node.
     NoNode,
     /// A node: the resolved flag, or null.
     Node(Option<FlagResult<'a>>),
-}
-
-#[derive(Default)]
-pub(super) struct Dependencies<'a> {
-    pub(super) used: bool,
-    pub(super) resolved: Vec<(&'a str, FlagResult<'a>)>,
-    pub(super) cyclic: Vec<&'a str>,
-    pub(super) cycle_hits: u64,
-    pub(super) resolving: Vec<&'a str>,
-    pub(super) segment_matches: Vec<Option<bool>>,
 }
 
 impl<'a> Evaluation<'a> {
@@ -161,5 +154,13 @@ impl<'a> Evaluation<'a> {
         }
         self.deps().segment_matches[index] = Some(matches);
         Ok(matches)
+    }
+}
+
+/// The reason of a flag no override won: DEFAULT when a segment targets its name, else STATIC.
+fn fallback_reason<'a>(env: &Environment, name: &str) -> Reason<'a> {
+    match env.name_ids.get(name) {
+        Some(&id) if env.targeted[id as usize] => Reason::Default,
+        _ => Reason::Static,
     }
 }

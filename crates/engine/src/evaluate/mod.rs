@@ -11,22 +11,21 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
-
 use crate::condition::Condition;
-use crate::error::{EvalError, PyErrorKind};
+use crate::error::EvalError;
 use crate::hashing::hashed_percentage;
 use crate::identity::Identity;
-use crate::model::*;
+use crate::model::{Environment, FeatureEntry, Quantifier, Rule};
 use crate::property::{Property, Query};
 use crate::result::{EvaluationResult, FlagResult, Reason, SegmentResult, VariantChoice};
+use crate::value::{Scalar, TraitValue};
 
 mod dependencies;
+mod evaluation;
 mod query;
 mod scope;
 
-use crate::value::{Scalar, TraitValue};
-use dependencies::Dependencies;
+pub(crate) use evaluation::Evaluation;
 use scope::{FeatureScope, Overrides, Scope, SegmentOrder};
 
 /// Evaluates the environment for an identity (`None` = no identity, as for an absent, null or
@@ -35,7 +34,22 @@ pub fn evaluate<'a>(
     env: &'a Environment,
     identity: Option<&'a Identity<'a>>,
 ) -> Result<EvaluationResult<'a>, EvalError> {
-    let mut ev = Evaluation::new(env, identity)?;
+    evaluate_scope(env, identity, Scope::All)
+}
+
+/// The environment's own flags: the evaluation, for no identity, of the context without its
+/// `segments` (every feature at its environment state, `STATIC`). This is what the Flagsmith API's
+/// `/flags` and the SDKs' environment flags are, without compiling that context separately.
+pub fn own_flags(env: &Environment) -> Result<EvaluationResult<'_>, EvalError> {
+    evaluate_scope(env, None, Scope::Unsegmented)
+}
+
+fn evaluate_scope<'a>(
+    env: &'a Environment,
+    identity: Option<&'a Identity<'a>>,
+    scope: Scope<'a>,
+) -> Result<EvaluationResult<'a>, EvalError> {
+    let mut ev = Evaluation::with_scope(env, identity, scope)?;
     let (segments, overrides) = ev.evaluate_segments()?;
     let flags = ev.evaluate_features(&overrides)?;
     let flags = ev.with_dependencies(flags);
@@ -62,82 +76,7 @@ pub fn evaluate_feature<'a>(
     Ok(flags.into_iter().find(|f| f.key == key.as_str()))
 }
 
-/// The identity key after enrichment: the caller's key when truthy, else `<env key>_<identifier>`.
-enum IdentityKey<'a> {
-    Given(&'a TraitValue<'a>),
-    /// Derived; the text is in `key_text`.
-    Derived,
-}
-
-pub(crate) struct Evaluation<'a> {
-    pub(crate) env: &'a Environment,
-    scope: Scope<'a>,
-    identity: Option<&'a Identity<'a>>,
-    key: Option<IdentityKey<'a>>,
-    /// `str(identity key)`, the multivariate and percentage-split hashing id.
-    key_text: Option<Cow<'a, str>>,
-    deps: Option<Dependencies<'a>>,
-}
-
 impl<'a> Evaluation<'a> {
-    pub(crate) fn new(
-        env: &'a Environment,
-        identity: Option<&'a Identity<'a>>,
-    ) -> Result<Self, EvalError> {
-        Self::with_scope(env, identity, Scope::All)
-    }
-
-    pub(crate) fn with_scope(
-        env: &'a Environment,
-        identity: Option<&'a Identity<'a>>,
-        scope: Scope<'a>,
-    ) -> Result<Self, EvalError> {
-        let (key, key_text) = match identity {
-            None => (None, None),
-            Some(id) => match &id.key {
-                Some(k) if k.is_truthy() => {
-                    let text = match k {
-                        TraitValue::Str(s) => Cow::Borrowed(s.as_ref()),
-                        other => {
-                            let mut text = String::new();
-                            other.write_pystr(&mut text);
-                            Cow::Owned(text)
-                        }
-                    };
-                    (Some(IdentityKey::Given(k)), Some(text))
-                }
-                _ => {
-                    let env_key = env.env_key.as_ref().map_err(Clone::clone)?;
-                    let identifier = id
-                        .identifier
-                        .as_ref()
-                        .ok_or_else(|| EvalError::key("'identifier'"))?;
-                    let mut text = String::with_capacity(env_key.len() + 1 + 36);
-                    text.push_str(env_key);
-                    text.push('_');
-                    identifier.write_pystr(&mut text);
-                    (Some(IdentityKey::Derived), Some(Cow::Owned(text)))
-                }
-            },
-        };
-        let deps = env.reads_flags.then(|| Dependencies {
-            segment_matches: vec![None; env.segments.len()],
-            ..Default::default()
-        });
-        Ok(Evaluation {
-            env,
-            scope,
-            identity,
-            key,
-            key_text,
-            deps,
-        })
-    }
-
-    fn cycle_hits(&self) -> u64 {
-        self.deps.as_ref().map_or(0, |d| d.cycle_hits)
-    }
-
     /// The flags with what the `$.flags` mapping resolved on the way: those results win, and
     /// the flags of a dependency cycle get its reason.
     fn with_dependencies(&self, mut flags: Vec<FlagResult<'a>>) -> Vec<FlagResult<'a>> {
@@ -163,6 +102,7 @@ impl<'a> Evaluation<'a> {
         let error = self.env.override_name_error.as_ref()?;
         match self.scope {
             Scope::All => Some(error),
+            Scope::Unsegmented => None,
             Scope::Feature(scope) => scope
                 .name_id
                 .filter(|&id| self.env.beside_unnamed_override[id as usize])
@@ -199,6 +139,8 @@ impl<'a> Evaluation<'a> {
                 }
             }
             (Scope::Feature(scope), None) => SegmentOrder::Listed(scope.segments.iter()),
+            // The context without segments.
+            (Scope::Unsegmented, _) => SegmentOrder::Listed([].iter()),
         };
         for (i, known_match) in order {
             let segment = &env.segments[i];
@@ -269,7 +211,7 @@ impl<'a> Evaluation<'a> {
     ) -> Result<Vec<FlagResult<'a>>, EvalError> {
         let env = self.env;
         let entries = match self.scope {
-            Scope::All => env.features.as_slice(),
+            Scope::All | Scope::Unsegmented => env.features.as_slice(),
             Scope::Feature(scope) => std::slice::from_ref(&env.features[scope.ctx]),
         };
         if entries.is_empty() {
@@ -327,6 +269,7 @@ impl<'a> Evaluation<'a> {
                 *entry.fallback.as_ref().map_err(Clone::clone)?,
                 entry.targeted,
             )),
+            Scope::Unsegmented => Ok((*entry.fallback.as_ref().map_err(Clone::clone)?, false)),
             // The trimmed `features` holds `key` only.
             Scope::Feature(scope) if name == scope.key => {
                 Ok((scope.ctx, !scope.segments.is_empty()))
@@ -467,13 +410,6 @@ impl<'a> Evaluation<'a> {
             Some(v) => v.coerce(),
             None => Ok(Scalar::Null),
         }
-    }
-}
-
-fn fallback_reason<'a>(env: &Environment, name: &str) -> Reason<'a> {
-    match env.name_ids.get(name) {
-        Some(&id) if env.targeted[id as usize] => Reason::Default,
-        _ => Reason::Static,
     }
 }
 

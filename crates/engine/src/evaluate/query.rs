@@ -1,13 +1,20 @@
 //! What a condition's JSONPath property reads: answers from the identity, from a resolved flag,
 //! or, for queries that need it, from the whole context materialised as the reference sees it.
 
-use super::*;
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::error::EvalError;
 use crate::jsonpath::{Found, JsonPathQuery, LazyFlags};
+use crate::model::RootEntry;
 use crate::property::{into_static, is_scalar, walk, Query, Step};
-use crate::value::{coerce_json, coerce_str};
+use crate::result::{FlagResult, Reason, VariantChoice};
+use crate::value::{coerce_json, coerce_str, Scalar, TraitValue};
 
 use super::dependencies::FlagLookup;
-use super::scope::{trimmed_features, trimmed_segments};
+use super::evaluation::{Evaluation, IdentityKey};
+use super::scope::{trimmed_features, trimmed_segments, Scope};
 
 impl<'a> Evaluation<'a> {
     pub(super) fn query(&mut self, query: &'a Query) -> Result<Scalar<'a>, EvalError> {

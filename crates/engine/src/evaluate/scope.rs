@@ -1,4 +1,5 @@
-//! What one evaluation covers: the whole context, or the context trimmed to one feature.
+//! What one evaluation covers: the whole context, the context trimmed to one feature, or the
+//! context without its segments (the environment's own flags).
 //!
 //! The trimmed context is what the Flagsmith SDKs evaluate when a single flag is read: the same
 //! context with `features` reduced to that feature and `segments` to the segments that override
@@ -10,7 +11,9 @@
 //! `$.flags`, `$.features` or `$.segments` (those see the trimmed context) and no segment outside
 //! the scope raises (the whole evaluation raises then; the trimmed one never reaches it).
 
-use super::*;
+use serde_json::Value;
+
+use crate::model::{Environment, NameId};
 
 /// What an evaluation covers.
 #[derive(Clone, Copy)]
@@ -19,6 +22,9 @@ pub(crate) enum Scope<'a> {
     All,
     /// The context trimmed to one feature.
     Feature(FeatureScope<'a>),
+    /// The context without `segments`: every feature at its environment state, never targeted
+    /// (`STATIC`). No segment is tested, so no condition, query or `$.flags` read runs.
+    Unsegmented,
 }
 
 #[derive(Clone, Copy)]
@@ -62,7 +68,7 @@ impl Scope<'_> {
     /// Whether `$.flags.<key>` can resolve: every feature, or only the scope's own.
     pub fn has_feature(&self, key: &str) -> bool {
         match self {
-            Scope::All => true,
+            Scope::All | Scope::Unsegmented => true,
             Scope::Feature(scope) => scope.key == key,
         }
     }
@@ -72,7 +78,8 @@ impl Scope<'_> {
 pub(super) enum Overrides {
     /// Indexed by name id: a whole evaluation meets most names.
     Dense(Vec<Option<(usize, usize)>>),
-    /// A short list: a per-feature evaluation meets the names of a few segments' overrides.
+    /// A short list: a per-feature evaluation meets the names of a few segments' overrides (an
+    /// unsegmented one, none).
     Sparse(Vec<(NameId, (usize, usize))>),
 }
 
@@ -80,7 +87,7 @@ impl Overrides {
     pub fn new(env: &Environment, scope: Scope<'_>) -> Self {
         match scope {
             Scope::All => Overrides::Dense(vec![None; env.names.len()]),
-            Scope::Feature(_) => Overrides::Sparse(Vec::new()),
+            Scope::Feature(_) | Scope::Unsegmented => Overrides::Sparse(Vec::new()),
         }
     }
 

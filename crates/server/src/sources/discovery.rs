@@ -1,21 +1,20 @@
-//! `proxy_key` discovery (spec flagsmith-api §4.2): every poll period, `GET
+//! `proxy_key` discovery: every poll period, `GET
 //! {api_url}/proxy/config/` with `X-Proxy-Key` lists the environments this proxy serves and
 //! their server keys. Each listing is applied whole: new environments are added and polled,
 //! server keys follow it (a key resolves only while active and unexpired), environments no
 //! longer listed are removed (their poller stopped, their streams ended). Configured pairs are
 //! never removed. A listing that cannot be fetched or read changes nothing.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
-use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::upstream::Pollers;
-use crate::logging::fingerprint;
-use crate::ofrep::sse::Streams;
+use crate::keys::fingerprint;
 use crate::store::{DiscoveredEnv, Store};
+use crate::streams::Streams;
 
 /// The discovery loop's state: what it polls with, and the pollers it started.
 pub struct Discovery {
@@ -23,8 +22,6 @@ pub struct Discovery {
     store: Arc<Store>,
     streams: Arc<Streams>,
     pollers: Pollers,
-    /// Pollers of discovered environments, by client key.
-    running: HashMap<String, JoinHandle<()>>,
     /// The last failure (logged once per change).
     last_error: Option<String>,
 }
@@ -61,14 +58,12 @@ impl Discovery {
             store,
             streams,
             pollers,
-            running: HashMap::new(),
             last_error: None,
         }
     }
 
-    /// Polls the listing until shutdown.
-    pub async fn run(mut self) {
-        let mut stop = self.pollers.stop.clone();
+    /// Polls the listing until `stop` is cancelled (the proxy shutting down).
+    pub async fn run(mut self, stop: CancellationToken) {
         loop {
             let period = self
                 .pollers
@@ -79,12 +74,9 @@ impl Discovery {
             let jitter = period.mul_f64(rand::random::<f64>() * 0.1);
             tokio::select! {
                 _ = tokio::time::sleep(period + jitter) => {}
-                _ = stop.changed() => break,
+                _ = stop.cancelled() => break,
             }
             self.sync_once().await;
-        }
-        for (_, poller) in self.running.drain() {
-            poller.abort();
         }
     }
 
@@ -112,17 +104,14 @@ impl Discovery {
             if let Some(warm) = &self.pollers.warm {
                 warm.restore(slot).await;
             }
-            self.running
-                .insert(slot.client_key.clone(), self.pollers.spawn(slot.clone()));
+            self.pollers.spawn(slot.clone());
         }
         for slot in &changes.rotated {
             tracing::info!(environment = %fingerprint(&slot.client_key), "server keys changed by key discovery");
         }
         for slot in &changes.removed {
             tracing::info!(environment = %fingerprint(&slot.client_key), "environment removed by key discovery");
-            if let Some(poller) = self.running.remove(&slot.client_key) {
-                poller.abort();
-            }
+            // Retiring the environment ends its poller and its change streams.
             self.streams.unregister(slot);
         }
     }

@@ -46,12 +46,8 @@ pub async fn load(slot: &Arc<EnvSlot>, path: &Path) {
     }
 }
 
-/// Watches the file and reloads it on change until `stop` fires.
-pub async fn watch(
-    slot: Arc<EnvSlot>,
-    path: PathBuf,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
+/// Watches the file and reloads it on change until the environment stops.
+pub async fn watch(slot: Arc<EnvSlot>, path: PathBuf) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let file_name = path.file_name().map(|n| n.to_owned());
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -103,7 +99,7 @@ pub async fn watch(
                 while rx.try_recv().is_ok() {}
                 load(&slot, &path).await;
             }
-            _ = stop.changed() => return,
+            _ = slot.stop.cancelled() => return,
         }
     }
 }

@@ -1,6 +1,7 @@
-//! Polling the upstream API for environment documents (spec §4.1, §4.3): concurrent but
+//! Polling the upstream API for environment documents: concurrent but
 //! bounded, jittered, conditional (`If-Modified-Since` as an IMF-fixdate, `If-None-Match`), with
-//! `Link: rel="next"` pages merged all-or-nothing. Any failure keeps the last good snapshot.
+//! `Link: rel="next"` pages merged all-or-nothing (the engine's `document::pages` decides where the
+//! next page is and merges it). Any failure keeps the last good snapshot.
 //! Every fetch is counted by result (`200`, `304` or the kind of failure, [`FetchError`]) and
 //! timed, for the metrics.
 
@@ -8,10 +9,12 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use flagpole_engine::document::pages::{merge_page, next_page};
 use reqwest::header::{HeaderMap, HeaderValue, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LINK};
 use reqwest::StatusCode;
 use serde_json::Value;
 use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::sources::warm_start::WarmStart;
@@ -38,23 +41,24 @@ pub struct Pollers {
     /// Bounds concurrent fetches across environments.
     pub limit: Arc<Semaphore>,
     pub warm: Option<Arc<WarmStart>>,
-    pub stop: tokio::sync::watch::Receiver<bool>,
+    /// Where pollers run (the proxy's shutdown waits for them).
+    pub tasks: TaskTracker,
 }
 
 impl Pollers {
-    pub fn spawn(&self, slot: Arc<EnvSlot>) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(poll(slot, self.clone()))
+    pub fn spawn(&self, slot: Arc<EnvSlot>) {
+        self.tasks.spawn(poll(slot, self.clone()));
     }
 }
 
-/// Polls one environment until `stop` fires (or the task is aborted: discovery removed it).
+/// Polls one environment until it stops (removed by discovery, or the proxy shutting down).
 async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
     let Pollers {
         client,
         config,
         limit,
         warm,
-        mut stop,
+        tasks: _,
     } = pollers;
     if !matches!(slot.source, Source::Upstream { .. }) {
         return;
@@ -80,7 +84,7 @@ async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
             _ = tokio::time::sleep(period + jitter) => {}
             // A client saw a newer revision on another replica (OFREP freshness hint).
             _ = slot.poll_now.notified() => {}
-            _ = stop.changed() => return,
+            _ = slot.stop.cancelled() => return,
         }
     }
 }
@@ -124,12 +128,12 @@ pub async fn poll_once(
         }) => match slot.publish(document, received).await {
             Ok(published) => {
                 crate::telemetry::upstream_fetch(result, took);
-                *slot.upstream_etag.lock().expect("lock") = etag;
+                *slot.upstream_etag.lock() = etag;
                 let now = SystemTime::now();
                 slot.mark_success(now);
                 if let Published::NewRevision { revision, took } = published {
                     let build_ms = took.as_millis() as u64;
-                    tracing::info!(environment = %crate::logging::fingerprint(&slot.client_key), revision, build_ms, "environment document updated");
+                    tracing::info!(environment = %crate::keys::fingerprint(&slot.client_key), revision, build_ms, "environment document updated");
                     if let (Some(warm), Some(snapshot)) = (warm, slot.snapshot()) {
                         warm.save(slot, &snapshot, now).await;
                     }
@@ -224,7 +228,6 @@ async fn fetch(
         if let Some(etag) = slot
             .upstream_etag
             .lock()
-            .expect("lock")
             .as_deref()
             .and_then(|e| HeaderValue::from_str(e).ok())
         {
@@ -303,7 +306,7 @@ async fn read_page(
         return Err(FetchError::new(kind, format!("upstream answered {status}")));
     }
     let next = match response.headers().get(LINK).and_then(|v| v.to_str().ok()) {
-        Some(link) => next_link(link, base).map_err(|e| FetchError::new("pagination", e))?,
+        Some(link) => next_page(link, base).map_err(|e| FetchError::new("pagination", e))?,
         None => None,
     };
     let body = response.bytes().await.map_err(FetchError::transport)?;
@@ -323,76 +326,4 @@ async fn read_page(
         ));
     }
     Ok((document, next, body))
-}
-
-/// The `rel="next"` target of a `Link` header, resolved against the page URL; cross-origin is an error.
-pub fn next_link(header: &str, base: &reqwest::Url) -> Result<Option<reqwest::Url>, String> {
-    for part in header.split(',') {
-        let mut pieces = part.split(';');
-        let target = pieces.next().unwrap_or("").trim();
-        let is_next = pieces.any(|p| {
-            let p = p.trim();
-            p.strip_prefix("rel=").is_some_and(|rel| {
-                rel.trim_matches('"')
-                    .split_whitespace()
-                    .any(|r| r == "next")
-            })
-        });
-        if !is_next {
-            continue;
-        }
-        let target = target
-            .strip_prefix('<')
-            .and_then(|t| t.strip_suffix('>'))
-            .ok_or("malformed Link header")?;
-        let url = base
-            .join(target)
-            .map_err(|e| format!("bad next link: {e}"))?;
-        if url.origin() != base.origin() {
-            return Err(format!("next link {url} is on another origin"));
-        }
-        return Ok(Some(url));
-    }
-    Ok(None)
-}
-
-/// Appends a later page's identity overrides to the first page.
-fn merge_page(document: &mut Value, page: Value) -> Result<(), String> {
-    let extra = match page.get("identity_overrides") {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Array(items)) => items.clone(),
-        Some(_) => return Err("identity_overrides is not a list".into()),
-    };
-    match document.get_mut("identity_overrides") {
-        Some(Value::Array(items)) => items.extend(extra),
-        _ => {
-            document
-                .as_object_mut()
-                .expect("checked object")
-                .insert("identity_overrides".into(), Value::Array(extra));
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn next_links_resolve_and_stay_on_origin() {
-        let base = reqwest::Url::parse("http://up.test/api/v1/environment-document/").unwrap();
-        let next = next_link(
-            r#"</api/v1/environment-document/?page=2>; rel="next""#,
-            &base,
-        )
-        .unwrap()
-        .unwrap();
-        assert_eq!(
-            next.as_str(),
-            "http://up.test/api/v1/environment-document/?page=2"
-        );
-        assert_eq!(next_link(r#"<?page=3>; rel="prev""#, &base).unwrap(), None);
-        assert!(next_link(r#"<http://evil.test/x>; rel="next""#, &base).is_err());
-    }
 }

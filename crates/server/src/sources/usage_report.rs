@@ -1,4 +1,4 @@
-//! Usage reporting with `proxy_key` (spec flagsmith-api §4.2): every
+//! Usage reporting with `proxy_key`: every
 //! `flagpole.usage_report_interval_seconds` the requests served since the last delivered batch
 //! are posted to `POST {api_url}/proxy/usage/` as a JSON array of rows
 //! `{"client_side_key","resource","count"}` (at most 1,000 a batch), each batch with its own
@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::store::{EnvSlot, Store};
@@ -32,36 +33,57 @@ struct Row {
     served_total: u64,
 }
 
-/// Reports until shutdown, then makes one last attempt.
+/// Reports until `drained` (the proxy has stopped serving and its requests in flight have
+/// finished), then makes one last attempt that includes them.
 pub async fn run(
     store: Arc<Store>,
     client: reqwest::Client,
     config: Arc<Config>,
     proxy_key: String,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    drained: CancellationToken,
 ) {
     let mut queue: VecDeque<Batch> = VecDeque::new();
+    let interval = config
+        .upstream
+        .usage_report_interval
+        .max(std::time::Duration::from_millis(100));
     loop {
         let stopping = tokio::select! {
-            _ = tokio::time::sleep(config.upstream.usage_report_interval.max(std::time::Duration::from_millis(100))) => false,
-            _ = stop.changed() => true,
+            _ = tokio::time::sleep(interval) => false,
+            _ = drained.cancelled() => true,
         };
         if queue.is_empty() {
             queue.extend(collect(&store));
         }
-        while let Some(batch) = queue.front() {
-            match send(&client, &config, &proxy_key, batch).await {
-                Outcome::Delivered | Outcome::Dropped => {
-                    let batch = queue.pop_front().expect("front exists");
-                    for row in batch.rows {
-                        row.env.usage.mark_reported(row.resource, row.served_total);
-                    }
-                }
-                Outcome::Retry => break,
-            }
-        }
+        deliver(&mut queue, &client, &config, &proxy_key).await;
         if stopping {
+            // A batch left over from an earlier round went out first; what was served since
+            // goes now, once.
+            if queue.is_empty() {
+                queue.extend(collect(&store));
+                deliver(&mut queue, &client, &config, &proxy_key).await;
+            }
             return;
+        }
+    }
+}
+
+/// Sends queued batches in order until one must be retried later.
+async fn deliver(
+    queue: &mut VecDeque<Batch>,
+    client: &reqwest::Client,
+    config: &Config,
+    proxy_key: &str,
+) {
+    while let Some(batch) = queue.front() {
+        match send(client, config, proxy_key, batch).await {
+            Outcome::Delivered | Outcome::Dropped => {
+                let batch = queue.pop_front().expect("front exists");
+                for row in batch.rows {
+                    row.env.usage.mark_reported(row.resource, row.served_total);
+                }
+            }
+            Outcome::Retry => break,
         }
     }
 }
@@ -123,7 +145,7 @@ async fn send(
         .header("X-Proxy-Key", proxy_key)
         .header("Idempotency-Key", &batch.key)
         .header("Content-Type", "application/json")
-        .body(serde_json::to_vec(&body).expect("rows serialise"))
+        .body(crate::json::to_vec(&body))
         .timeout(config.upstream.poll_timeout)
         .send()
         .await;

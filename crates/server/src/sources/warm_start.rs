@@ -36,7 +36,7 @@ impl WarmStart {
         let document = snapshot.document.bytes.clone();
         let meta = json!({
             "saved_at_ms": at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64,
-            "upstream_etag": slot.upstream_etag.lock().expect("lock").clone(),
+            "upstream_etag": slot.upstream_etag.lock().clone(),
         });
         let result = crate::background::run(move || {
             write_atomic(&stem.with_extension("json"), &document)?;
@@ -75,11 +75,11 @@ impl WarmStart {
             .and_then(Value::as_u64)
             .map(|ms| UNIX_EPOCH + Duration::from_millis(ms));
         slot.mark_success(saved_at.unwrap_or(UNIX_EPOCH + Duration::from_millis(1)));
-        *slot.upstream_etag.lock().expect("lock") = meta
+        *slot.upstream_etag.lock() = meta
             .get("upstream_etag")
             .and_then(Value::as_str)
             .map(str::to_owned);
-        tracing::info!(environment = %crate::logging::fingerprint(&slot.client_key), "serving the warm-start snapshot until upstream answers");
+        tracing::info!(environment = %crate::keys::fingerprint(&slot.client_key), "serving the warm-start snapshot until upstream answers");
         true
     }
 }

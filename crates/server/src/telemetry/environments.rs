@@ -1,6 +1,6 @@
 //! The per-environment metric families and the open-stream count, written as Prometheus text
 //! when scraped, straight from the store. Environments are labelled with the key fingerprint
-//! (`crate::logging::fingerprint`), never the key.
+//! (`crate::keys::fingerprint`), never the key.
 
 use std::fmt::Write as _;
 use std::time::SystemTime;
@@ -38,7 +38,7 @@ impl EnvFacts {
         });
         let last_success = env.last_success();
         EnvFacts {
-            fingerprint: crate::logging::fingerprint(&env.client_key),
+            fingerprint: crate::keys::fingerprint(&env.client_key),
             source: source_name(&env.source),
             document,
             last_success,
@@ -46,7 +46,7 @@ impl EnvFacts {
                 .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64()),
             last_error: env.last_error(),
             requests: Resource::ALL.map(|r| (r, env.usage.served(r))),
-            streams: env.events.receiver_count(),
+            streams: env.revisions.receiver_count(),
         }
     }
 }

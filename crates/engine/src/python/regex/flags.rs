@@ -1,6 +1,6 @@
 //! Inline flags (`(?i)`, `(?-s:…)`, …) and escapes shared by the translator.
 
-use super::*;
+use super::translator::{err, Flags, Tok, Translator};
 
 pub(super) const F_I: u8 = 1;
 pub(super) const F_M: u8 = 2;

@@ -1,34 +1,13 @@
 //! The translator proper: Python `re` syntax in, an equivalent `fancy-regex` pattern out, with
 //! Python's own error messages for patterns Python rejects.
 
-use super::*;
+use super::flags::{apply_flags, simple_escape, F_A, F_T, F_U};
+use super::translator::{
+    boundary, cat_class, err, is_identifier, lit, unsupported, Cat, ClassItem, Flags, Item, Kind,
+    Tok, Translator, INF, MAXREPEAT,
+};
 
 impl Translator {
-    pub(super) fn new(pattern: &str) -> Result<Translator, String> {
-        let mut toks = Vec::with_capacity(pattern.len());
-        let mut chars = pattern.chars();
-        while let Some(c) = chars.next() {
-            if c == '\\' {
-                match chars.next() {
-                    Some(e) => toks.push(Tok::E(e)),
-                    None => return err("bad escape (end of pattern)"),
-                }
-            } else {
-                toks.push(Tok::C(c));
-            }
-        }
-        Ok(Translator {
-            toks,
-            pos: 0,
-            groups: vec![Some((0, 0))],
-            names: HashMap::new(),
-            forward_refs: Vec::new(),
-            lookbehind: 0,
-            saw_a: false,
-            saw_u: false,
-        })
-    }
-
     pub(super) fn translate(mut self) -> Result<String, String> {
         let mut flags = Flags::default();
         let (text, _, _) = self.parse_sub(&mut flags, true)?;
@@ -42,63 +21,6 @@ impl Translator {
             return err(format!("invalid group reference {g}"));
         }
         Ok(text)
-    }
-
-    pub(super) fn peek(&self) -> Option<Tok> {
-        self.toks.get(self.pos).copied()
-    }
-
-    pub(super) fn get(&mut self) -> Option<Tok> {
-        let t = self.peek();
-        if t.is_some() {
-            self.pos += 1;
-        }
-        t
-    }
-
-    pub(super) fn eat(&mut self, c: char) -> bool {
-        if self.peek() == Some(Tok::C(c)) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Up to `n` following plain tokens whose char satisfies `pred`.
-    pub(super) fn get_while(&mut self, n: usize, pred: impl Fn(char) -> bool) -> String {
-        let mut s = String::new();
-        while s.len() < n {
-            match self.peek() {
-                Some(Tok::C(c)) if pred(c) => {
-                    s.push(c);
-                    self.pos += 1;
-                }
-                _ => break,
-            }
-        }
-        s
-    }
-
-    pub(super) fn get_until(&mut self, term: char, what: &str) -> Result<String, String> {
-        let mut s = String::new();
-        loop {
-            match self.get() {
-                None if s.is_empty() => return err(format!("missing {what}")),
-                None => return err(format!("missing {term}, unterminated name")),
-                Some(Tok::C(c)) if c == term => {
-                    if s.is_empty() {
-                        return err(format!("missing {what}"));
-                    }
-                    return Ok(s);
-                }
-                Some(Tok::C(c)) => s.push(c),
-                Some(Tok::E(c)) => {
-                    s.push('\\');
-                    s.push(c);
-                }
-            }
-        }
     }
 
     /// `_parse_sub`: alternation. Returns (pattern, min width, max width).

@@ -1,0 +1,73 @@
+//! The one authorisation step every front door takes: key → environment → rate limit →
+//! (counted) → snapshot. How the key is presented (which header) and how a refusal reads are
+//! each API's own; the order of the checks and what they consult are shared here.
+
+use std::sync::Arc;
+
+use crate::keys::KeyKind;
+use crate::snapshot::Snapshot;
+use crate::store::{EnvSlot, Store};
+use crate::usage::Resource;
+
+/// Which API is asking: each has its own rate-limit bucket per key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Flagsmith,
+    Ofrep,
+}
+
+/// What a front door accepts.
+#[derive(Clone, Copy, Debug)]
+pub struct Gate {
+    pub family: Family,
+    pub client_keys: bool,
+    pub server_keys: bool,
+    /// Count the request as a use of this resource once the key is accepted (before the
+    /// snapshot is loaded: a 503 for a loading environment is still a use).
+    pub counts_as: Option<Resource>,
+}
+
+/// A key accepted, with its environment's current snapshot.
+#[derive(Debug)]
+pub struct Authorised {
+    pub kind: KeyKind,
+    pub env: Arc<EnvSlot>,
+    pub snapshot: Arc<Snapshot>,
+}
+
+/// Why a key was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    UnknownKey,
+    /// Over the key's rate: retry after this many whole seconds.
+    RateLimited(u64),
+    /// A kind of key this front door does not accept.
+    KindNotAllowed,
+    /// The environment's first document has not arrived yet.
+    NotLoaded,
+}
+
+pub fn authorise(store: &Store, key: &str, gate: Gate) -> Result<Authorised, Refusal> {
+    let entry = store.lookup(key).ok_or(Refusal::UnknownKey)?;
+    let limiter = match gate.family {
+        Family::Flagsmith => entry.limits.flagsmith.as_ref(),
+        Family::Ofrep => entry.limits.ofrep.as_ref(),
+    };
+    crate::rate_limit::check(limiter).map_err(Refusal::RateLimited)?;
+    let allowed = match entry.kind {
+        KeyKind::Client => gate.client_keys,
+        KeyKind::Server => gate.server_keys,
+    };
+    if !allowed {
+        return Err(Refusal::KindNotAllowed);
+    }
+    if let Some(resource) = gate.counts_as {
+        entry.env.usage.count(resource);
+    }
+    let snapshot = entry.env.snapshot().ok_or(Refusal::NotLoaded)?;
+    Ok(Authorised {
+        kind: entry.kind,
+        env: entry.env,
+        snapshot,
+    })
+}

@@ -1,0 +1,164 @@
+//! One Flagsmith flag → one OFREP evaluation object, written straight to bytes in
+//! the order `key, value, reason, variant, metadata`.
+//!
+//! Flagsmith flags have an on/off bit and an optional value; OFREP has a typed value, a reason
+//! and a variant. The on/off bit drives valueless and boolean flags (a disabled flag reads
+//! `false`: a kill switch), a disabled flag with a real value sends no value (the code default
+//! applies), and the variant is always present because the Python provider requires it.
+
+use std::borrow::Cow;
+
+use flagpole_engine::{FlagResult, Reason, VariantChoice};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::canonical;
+use crate::snapshot::KeyKind;
+
+/// Writes one evaluation object.
+pub fn write_flag(
+    out: &mut Vec<u8>,
+    flag: &FlagResult<'_>,
+    kind: KeyKind,
+    parse_json_strings: bool,
+) {
+    let enabled = flagpole_engine::value::json_truthy(flag.enabled);
+    out.extend_from_slice(b"{\"key\":");
+    crate::json::write(out, flag.key);
+    if let Some(value) = value(enabled, flag.value, parse_json_strings) {
+        out.extend_from_slice(b",\"value\":");
+        // Canonical member order and number spelling: the body must depend only on what the
+        // content revision hashes, not on how the document happened to be written.
+        canonical::write_with(out, value.as_ref(), canonical::Numbers::Typed);
+    }
+    out.extend_from_slice(b",\"reason\":\"");
+    out.extend_from_slice(reason(enabled, &flag.reason).as_bytes());
+    out.extend_from_slice(b"\",\"variant\":");
+    crate::json::write(out, variant(enabled, flag).as_ref());
+    out.extend_from_slice(b",\"metadata\":{");
+    if let Some(id) = flag
+        .metadata
+        .and_then(|m| m.get("id"))
+        .filter(|id| id.is_number())
+    {
+        out.extend_from_slice(b"\"flagsmithFeatureId\":");
+        crate::json::write(out, id);
+        out.push(b',');
+    }
+    out.extend_from_slice(if enabled {
+        b"\"flagsmithEnabled\":true"
+    } else {
+        b"\"flagsmithEnabled\":false"
+    });
+    if kind == KeyKind::Server {
+        out.extend_from_slice(b",\"flagsmithReason\":");
+        crate::json::write(out, flag.reason.as_str());
+        if let Reason::TargetingMatch(text) = flag.reason {
+            let segment = text.split_once("segment=").map_or(text, |(_, s)| s);
+            out.extend_from_slice(b",\"flagsmithSegment\":");
+            crate::json::write(out, segment);
+        }
+    }
+    out.extend_from_slice(b"}}");
+}
+
+/// The value sent, or `None` (disabled with a real value: the code default applies).
+fn value<'v>(enabled: bool, value: &'v Value, parse_json_strings: bool) -> Option<Cow<'v, Value>> {
+    let empty = matches!(value, Value::Null) || value.as_str() == Some("");
+    if enabled {
+        if empty {
+            return Some(Cow::Owned(Value::Bool(true)));
+        }
+        if parse_json_strings {
+            if let Some(text) = value.as_str().filter(|t| t.starts_with(['{', '['])) {
+                if let Ok(parsed) = serde_json::from_str::<Value>(text) {
+                    if parsed.is_object() || parsed.is_array() {
+                        return Some(Cow::Owned(parsed));
+                    }
+                }
+            }
+        }
+        return Some(Cow::Borrowed(value));
+    }
+    (empty || value.is_boolean()).then(|| Cow::Owned(Value::Bool(false)))
+}
+
+/// The OFREP reason (only the enum's members are ever sent).
+fn reason(enabled: bool, reason: &Reason<'_>) -> &'static str {
+    if !enabled {
+        return "DISABLED";
+    }
+    match reason {
+        Reason::Static | Reason::Default => "STATIC",
+        Reason::TargetingMatch(_) => "TARGETING_MATCH",
+        Reason::Split(_) => "SPLIT",
+        Reason::CircularDependency => "UNKNOWN",
+    }
+}
+
+/// The variant, always present.
+fn variant<'a>(enabled: bool, flag: &FlagResult<'a>) -> Cow<'a, str> {
+    if !enabled {
+        return Cow::Borrowed("disabled");
+    }
+    match flag.variant {
+        VariantChoice::Control => Cow::Borrowed("control"),
+        VariantChoice::Key(Value::String(key)) => Cow::Borrowed(key),
+        VariantChoice::Key(key) if !key.is_null() => Cow::Owned(key.to_string()),
+        _ if matches!(flag.reason, Reason::Split(_)) => {
+            let mut bytes = Vec::new();
+            canonical::write(&mut bytes, flag.value);
+            let digest: [u8; 32] = Sha256::digest(&bytes).into();
+            Cow::Owned(format!("mv-{}", canonical::hex(&digest, 4)))
+        }
+        _ => Cow::Borrowed("enabled"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_follow_the_on_off_bit() {
+        assert_eq!(
+            value(true, &Value::Null, false).unwrap().as_ref(),
+            &json!(true)
+        );
+        assert_eq!(
+            value(true, &json!(""), false).unwrap().as_ref(),
+            &json!(true)
+        );
+        assert_eq!(value(true, &json!(10), false).unwrap().as_ref(), &json!(10));
+        assert_eq!(
+            value(false, &Value::Null, false).unwrap().as_ref(),
+            &json!(false)
+        );
+        assert_eq!(
+            value(false, &json!(true), false).unwrap().as_ref(),
+            &json!(false)
+        );
+        assert!(value(false, &json!("Hi"), false).is_none());
+        assert_eq!(
+            value(true, &json!("{\"a\":1}"), true).unwrap().as_ref(),
+            &json!({"a": 1})
+        );
+        assert_eq!(
+            value(true, &json!("{\"a\":1}"), false).unwrap().as_ref(),
+            &json!("{\"a\":1}")
+        );
+        assert_eq!(
+            value(true, &json!("[oops"), true).unwrap().as_ref(),
+            &json!("[oops")
+        );
+    }
+
+    #[test]
+    fn reasons_are_the_ofrep_enum() {
+        assert_eq!(reason(false, &Reason::TargetingMatch("x")), "DISABLED");
+        assert_eq!(reason(true, &Reason::Default), "STATIC");
+        assert_eq!(reason(true, &Reason::Split("SPLIT; weight=50")), "SPLIT");
+        assert_eq!(reason(true, &Reason::CircularDependency), "UNKNOWN");
+    }
+}

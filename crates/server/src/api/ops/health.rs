@@ -1,0 +1,66 @@
+//! Health: liveness (the process serves HTTP) and readiness (every environment has a document
+//! and none is stale, judged when asked).
+
+use std::time::SystemTime;
+
+use http::{header, HeaderValue, StatusCode};
+use serde_json::json;
+
+use crate::api::{full, AppState, Response};
+use crate::store::Source;
+
+pub fn liveness() -> Response {
+    json_response(StatusCode::OK, &json!({"status": "ok"}))
+}
+
+pub fn readiness(state: &AppState) -> Response {
+    let envs = state.store.environments();
+    let envs_empty = envs.is_empty();
+    let now = SystemTime::now();
+    let mut reason = None;
+    let mut oldest: Option<SystemTime> = None;
+    let allowed = state
+        .config
+        .health
+        .stale_grace
+        .map(|grace| state.config.upstream.poll_frequency + grace * envs.len() as u32);
+    for env in envs {
+        match (env.snapshot(), env.last_success()) {
+            (Some(_), Some(at)) => {
+                oldest = Some(oldest.map_or(at, |o| o.min(at)));
+                let polled = matches!(env.source, Source::Upstream { .. });
+                let age = now.duration_since(at).unwrap_or_default();
+                if polled && allowed.is_some_and(|allowed| age > allowed) {
+                    reason.get_or_insert("environment document(s) stale.");
+                }
+            }
+            _ => reason = Some("environment document(s) not updated."),
+        }
+    }
+    if envs_empty {
+        // With `proxy_key`, until discovery has listed an environment.
+        reason = Some("no environments.");
+    }
+    if state.store.is_shutting_down() {
+        reason = Some("shutting down.");
+    }
+    let last = oldest.map(|t| {
+        chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    });
+    let status = if reason.is_some() {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    let body = json!({"status": if reason.is_some() { "error" } else { "ok" }, "reason": reason, "last_successful_update": last});
+    json_response(status, &body)
+}
+
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
+    let mut response = full(status, crate::json::to_vec(body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}

@@ -1,0 +1,33 @@
+//! `GET /metrics`: Prometheus text exposition. The exporter's own metrics (requests, upstream
+//! fetches, build info) followed by the per-environment families read from the store now. 404
+//! when `flagpole.metrics.enabled` is false.
+
+use http::{header, HeaderValue, StatusCode};
+
+use crate::api::{full, AppState, Response};
+use crate::telemetry::{self, environments};
+
+const CONTENT_TYPE: HeaderValue =
+    HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
+
+/// The exposition, or `None` when metrics are disabled.
+pub fn metrics(state: &AppState) -> Option<Response> {
+    let prometheus = telemetry::prometheus().filter(|_| state.config.telemetry.metrics)?;
+    let now = std::time::SystemTime::now();
+    let facts: Vec<_> = state
+        .store
+        .environments()
+        .iter()
+        .map(|env| environments::EnvFacts::of(env, now))
+        .collect();
+    let mut text = prometheus.render();
+    if !text.is_empty() && !text.ends_with("\n\n") {
+        text.push('\n');
+    }
+    environments::render(&mut text, &facts, state.streams.open_count());
+    let mut response = full(StatusCode::OK, text);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, CONTENT_TYPE);
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Some(response)
+}

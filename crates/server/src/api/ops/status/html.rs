@@ -1,0 +1,279 @@
+//! The status page as HTML: one self-contained document (inline CSS, no script, nothing loaded),
+//! every value HTML-escaped. Cells carry `data-field` (and rows `data-environment`) so that tools
+//! and tests can find a value without depending on the layout.
+
+use std::fmt::Write as _;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::report::Report;
+use crate::telemetry::environments::EnvFacts;
+
+const STYLE: &str = "\
+:root{color-scheme:light dark;--bg:#f6f7f9;--card:#fff;--fg:#1d2330;--muted:#667085;\
+--line:#e4e7ec;--ok:#067647;--okbg:#dcfae6;--bad:#b42318;--badbg:#fee4e2;--wait:#93370d;\
+--waitbg:#fef0c7}\
+@media (prefers-color-scheme:dark){:root{--bg:#0f1218;--card:#171b24;--fg:#e6e9ef;\
+--muted:#98a2b3;--line:#2a3040;--okbg:#053321;--ok:#75e0a7;--badbg:#55160c;--bad:#fda29b;\
+--waitbg:#4e1d09;--wait:#fec84b}}\
+*{box-sizing:border-box}\
+body{margin:0;padding:24px;background:var(--bg);color:var(--fg);\
+font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif}\
+header{display:flex;align-items:baseline;gap:12px;margin-bottom:16px}\
+h1{font-size:22px;margin:0}\
+.muted{color:var(--muted)}\
+dl.summary{display:flex;flex-wrap:wrap;gap:12px;margin:0 0 20px}\
+dl.summary div{background:var(--card);border:1px solid var(--line);border-radius:8px;\
+padding:10px 14px;min-width:150px}\
+dt{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}\
+dd{margin:2px 0 0;font-size:18px;font-weight:600}\
+.table{background:var(--card);border:1px solid var(--line);border-radius:8px;overflow-x:auto}\
+table{border-collapse:collapse;width:100%}\
+th,td{text-align:left;padding:8px 12px;border-bottom:1px solid var(--line);vertical-align:top}\
+th{font-size:12px;color:var(--muted);font-weight:600;text-transform:uppercase;\
+letter-spacing:.04em;white-space:nowrap}\
+tr:last-child td{border-bottom:0}\
+code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}\
+.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+.badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:12px;font-weight:600}\
+.ok{background:var(--okbg);color:var(--ok)}.failing{background:var(--badbg);color:var(--bad)}\
+.loading{background:var(--waitbg);color:var(--wait)}\
+.error{color:var(--bad);max-width:360px;overflow-wrap:anywhere}\
+ul.requests{list-style:none;margin:0;padding:0;white-space:nowrap}\
+footer{margin-top:16px;font-size:12px}";
+
+/// `& < > " '` as entities.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `2024-06-01 12:00:00 UTC`.
+pub fn when(at: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(at)
+        .format("%Y-%m-%d %H:%M:%S UTC")
+        .to_string()
+}
+
+/// `4.2 s`, `3 min 5 s`, `2 h 3 min`, `1 d 2 h`.
+pub fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0);
+    if s < 60.0 {
+        return format!("{s:.1} s");
+    }
+    let whole = s as u64;
+    let (d, h, m, sec) = (
+        whole / 86_400,
+        whole / 3600 % 24,
+        whole / 60 % 60,
+        whole % 60,
+    );
+    match (d, h) {
+        (0, 0) => format!("{m} min {sec} s"),
+        (0, h) => format!("{h} h {m} min"),
+        (d, h) => format!("{d} d {h} h"),
+    }
+}
+
+/// `12,345`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A resource as the page names it (short; `data-resource` carries the real name).
+pub fn shown_resource(resource: crate::usage::Resource) -> &'static str {
+    match resource {
+        crate::usage::Resource::EnvironmentDocument => "document",
+        other => other.name(),
+    }
+}
+
+fn cell(out: &mut String, field: &str, class: &str, html: &str) {
+    let _ = write!(out, "<td data-field=\"{field}\"");
+    if !class.is_empty() {
+        let _ = write!(out, " class=\"{class}\"");
+    }
+    let _ = write!(out, ">{html}</td>");
+}
+
+fn row(out: &mut String, e: &EnvFacts) {
+    let (state, label) = match (&e.document, &e.last_error) {
+        (_, Some(_)) => ("failing", "failing"),
+        (None, None) => ("loading", "not loaded"),
+        (Some(_), None) => ("ok", "ok"),
+    };
+    let _ = write!(out, "<tr data-environment=\"{}\">", escape(&e.fingerprint));
+    cell(
+        out,
+        "environment",
+        "",
+        &format!("<code>{}</code>", escape(&e.fingerprint)),
+    );
+    cell(
+        out,
+        "state",
+        "",
+        &format!("<span class=\"badge {state}\">{label}</span>"),
+    );
+    cell(out, "source", "", &escape(e.source));
+    let dash = "<span class=\"muted\">—</span>";
+    match &e.document {
+        Some((revision, content, bytes, _)) => {
+            cell(out, "revision", "num", &revision.to_string());
+            // The first 12 hex digits (all of it on hover): enough to compare replicas.
+            let short: String = content.chars().take(12).collect();
+            let html = format!(
+                "<code title=\"{}\">{}</code>",
+                escape(content),
+                escape(&short)
+            );
+            cell(out, "content_revision", "", &html);
+            cell(
+                out,
+                "document_bytes",
+                "num",
+                &format!("{} B", grouped(*bytes as u64)),
+            );
+        }
+        None => {
+            for (field, class) in [
+                ("revision", "num"),
+                ("content_revision", ""),
+                ("document_bytes", "num"),
+            ] {
+                cell(out, field, class, dash);
+            }
+        }
+    }
+    match e.last_success {
+        Some(at) => cell(out, "last_success", "", &escape(&when(at))),
+        None => cell(out, "last_success", "", "never"),
+    }
+    match e.age_seconds {
+        Some(age) => cell(out, "age", "num", &escape(&duration(age))),
+        None => cell(out, "age", "num", dash),
+    }
+    let mut requests = String::from("<ul class=\"requests\">");
+    for (resource, n) in &e.requests {
+        let _ = write!(
+            requests,
+            "<li data-resource=\"{}\"><span class=\"muted\">{}</span> {}</li>",
+            escape(resource.name()),
+            escape(shown_resource(*resource)),
+            grouped(*n)
+        );
+    }
+    requests.push_str("</ul>");
+    cell(out, "requests", "", &requests);
+    cell(out, "streams", "num", &e.streams.to_string());
+    match &e.last_error {
+        Some(error) => cell(out, "last_error", "error", &escape(error)),
+        None => cell(out, "last_error", "", dash),
+    }
+    out.push_str("</tr>\n");
+}
+
+/// The whole page.
+pub fn page(report: &Report) -> String {
+    let mut out = String::with_capacity(8192);
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <meta http-equiv=\"refresh\" content=\"30\">\
+         <title>Flagpole status</title><style>{STYLE}</style></head><body>\n\
+         <header><h1>Flagpole</h1><span class=\"muted\">version \
+         <span data-field=\"version\">{}</span></span></header>\n<dl class=\"summary\">",
+        escape(report.version)
+    );
+    let failing = report
+        .environments
+        .iter()
+        .filter(|e| e.last_error.is_some())
+        .count();
+    let summary = [
+        ("uptime", "Uptime", duration(report.uptime_seconds)),
+        ("started_at", "Started", when(report.started_at)),
+        (
+            "environment_count",
+            "Environments",
+            report.environments.len().to_string(),
+        ),
+        ("failing_count", "Failing updates", failing.to_string()),
+        (
+            "open_streams",
+            "Open streams",
+            report.open_streams.to_string(),
+        ),
+    ];
+    for (field, title, value) in summary {
+        let _ = write!(
+            out,
+            "<div><dt>{title}</dt><dd data-field=\"{field}\">{}</dd></div>",
+            escape(&value)
+        );
+    }
+    out.push_str(
+        "</dl>\n<div class=\"table\"><table><thead><tr><th>Environment</th><th>State</th>\
+         <th>Source</th><th>Revision</th><th>Content revision</th><th>Document</th>\
+         <th>Last success</th><th>Age</th><th>Requests</th><th>Streams</th><th>Last error</th>\
+         </tr></thead><tbody>\n",
+    );
+    for e in &report.environments {
+        row(&mut out, e);
+    }
+    if report.environments.is_empty() {
+        out.push_str("<tr><td colspan=\"11\" class=\"muted\">no environments</td></tr>\n");
+    }
+    let generated = report
+        .now
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    let _ = write!(
+        out,
+        "</tbody></table></div>\n<footer class=\"muted\">Generated <span data-field=\"generated_at\" \
+         data-unix=\"{generated}\">{}</span>; refreshes every 30 s. Environments are shown by key \
+         fingerprint. JSON: <code>?format=json</code>.</footer>\n</body></html>\n",
+        escape(&when(report.now))
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(
+            escape("<a href=\"x\">&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"
+        );
+        assert_eq!(duration(4.24), "4.2 s");
+        assert_eq!(duration(185.0), "3 min 5 s");
+        assert_eq!(duration(7380.0), "2 h 3 min");
+        assert_eq!(duration(93_600.0), "1 d 2 h");
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1234), "1,234");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+    }
+}

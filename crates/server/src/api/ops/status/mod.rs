@@ -1,0 +1,114 @@
+//! `GET /proxy/status`: what this proxy serves and how fresh it is, for people (a small
+//! self-contained HTML page) and for tools (JSON with `Accept: application/json` or
+//! `?format=json`). Process: version, start time, uptime, open change streams. Per environment:
+//! key fingerprint, source, revision and content revision, last successful update and age, the
+//! last error, document size, requests served per resource, open streams.
+//!
+//! Nothing secret is shown: environments appear as key fingerprints, and any configured key
+//! that an error message happens to contain is replaced by its fingerprint.
+
+use std::time::SystemTime;
+
+use http::{header, request::Parts, HeaderValue, StatusCode};
+use serde_json::{json, Map, Value};
+
+mod html;
+mod report;
+
+use crate::api::{full, AppState, Response};
+use report::Report;
+
+pub fn status(state: &AppState, request: &Parts) -> Response {
+    let report = Report::read(state);
+    let (body, content_type) = if wants_json(request) {
+        let body = serde_json::to_vec_pretty(&to_json(&report)).expect("serialise");
+        (body, "application/json")
+    } else {
+        (html::page(&report).into_bytes(), "text/html; charset=utf-8")
+    };
+    let mut response = full(StatusCode::OK, body);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::VARY, HeaderValue::from_static("Accept"));
+    // The page is self-contained: it loads nothing and runs nothing.
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// JSON for `?format=json`, or an `Accept` naming JSON and not HTML; HTML otherwise.
+fn wants_json(request: &Parts) -> bool {
+    let format = request.uri.query().and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "format")
+            .map(|(_, v)| v.into_owned())
+    });
+    match format.as_deref() {
+        Some("json") => return true,
+        Some("html") => return false,
+        _ => {}
+    }
+    let accept = request
+        .headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    accept.contains("application/json") && !accept.contains("text/html")
+}
+
+/// RFC 3339 UTC, to the millisecond.
+pub fn rfc3339(at: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn to_json(report: &Report) -> Value {
+    let environments: Vec<Value> = report
+        .environments
+        .iter()
+        .map(|e| {
+            let requests: Map<String, Value> = e
+                .requests
+                .iter()
+                .map(|(r, n)| (r.name().to_owned(), json!(n)))
+                .collect();
+            let (revision, content_revision, bytes, updated_ms) = match &e.document {
+                Some((rev, content, bytes, updated)) => {
+                    (json!(rev), json!(content), json!(bytes), *updated)
+                }
+                None => (Value::Null, Value::Null, Value::Null, 0),
+            };
+            json!({
+                "environment": e.fingerprint,
+                "source": e.source,
+                "loaded": e.document.is_some(),
+                "revision": revision,
+                "content_revision": content_revision,
+                "document_bytes": bytes,
+                "document_updated_at": (updated_ms > 0).then(|| rfc3339(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(updated_ms))),
+                "last_success": e.last_success.map(rfc3339),
+                "age_seconds": e.age_seconds,
+                "last_error": e.last_error,
+                "requests": requests,
+                "streams": e.streams,
+            })
+        })
+        .collect();
+    json!({
+        "version": report.version,
+        "generated_at": rfc3339(report.now),
+        "started_at": rfc3339(report.started_at),
+        "uptime_seconds": report.uptime_seconds,
+        "open_streams": report.open_streams,
+        "environments": environments,
+    })
+}

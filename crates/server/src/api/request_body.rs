@@ -1,0 +1,27 @@
+//! Reading a request body whole, bounded. Shared by the front doors that take a body
+//! (identities POST, OFREP); each maps the failure to its own error shape.
+
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+
+/// Why a body was not read.
+#[derive(Debug)]
+pub enum BodyError {
+    /// Longer than the limit.
+    TooLarge,
+    /// The connection failed or the framing was broken.
+    Unreadable(String),
+}
+
+/// Reads a request body of at most `limit` bytes. The body is read up to the limit even when
+/// `Content-Length` already says it is too large: a client still sending would otherwise see a
+/// broken connection instead of the 413.
+pub async fn read(body: Incoming, limit: usize) -> Result<bytes::Bytes, BodyError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
+        Err(e) => Err(BodyError::Unreadable(format!(
+            "the request body could not be read: {e}"
+        ))),
+    }
+}

@@ -1,0 +1,27 @@
+//! What a caller's key is, and how a key may be shown. Everything above this module (store,
+//! front doors, logs, the status page) refers to keys through these two things, so that a key
+//! never reaches a log line or a page in the clear.
+
+/// Which kind of key a caller presented. Client keys see filtered results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyKind {
+    Server,
+    Client,
+}
+
+impl KeyKind {
+    /// A dense index, for per-kind tables.
+    pub(crate) fn index(self) -> usize {
+        match self {
+            KeyKind::Server => 0,
+            KeyKind::Client => 1,
+        }
+    }
+}
+
+/// `abc…` + 8 hex digits of a hash: enough to tell keys apart in logs, useless to an attacker.
+pub fn fingerprint(key: &str) -> String {
+    let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
+    let prefix: String = key.chars().take(3).collect();
+    format!("{prefix}…{:08x}", (hash >> 32) as u32)
+}

@@ -1,0 +1,77 @@
+//! The proxy's one shutdown, in two phases, each a cancellation token:
+//!
+//! 1. `requested` (SIGINT/SIGTERM): the listener stops accepting, connections still waiting for
+//!    their first request close, readiness answers 503, and every environment's `stop` token (a
+//!    child of this one) fires: its poller, file watcher and change streams end.
+//! 2. `drained` (requests in flight have finished, or `shutdown_timeout_seconds` passed): the
+//!    background work that reports on served requests finishes — the usage reporter posts its
+//!    last batch, which then includes the requests of the drain.
+//!
+//! Every background task is spawned on `tasks`, so "stop" means: wait for them (bounded by
+//! what is left of the timeout), then exit. Nothing is aborted mid-write.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+#[derive(Clone, Debug, Default)]
+pub struct Shutdown {
+    /// Phase 1: stop serving.
+    pub requested: CancellationToken,
+    /// Phase 2: requests have drained; background tasks finish.
+    pub drained: CancellationToken,
+    /// The background tasks waited for at exit.
+    pub tasks: TaskTracker,
+}
+
+impl Shutdown {
+    pub fn new() -> Shutdown {
+        Shutdown::default()
+    }
+
+    /// Runs `task` in the background until it returns; exit waits for it.
+    pub fn spawn<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.tasks.spawn(task);
+    }
+
+    /// Phase 2, then waits for the background tasks until `deadline`.
+    pub async fn finish(&self, deadline: Instant) {
+        self.requested.cancel();
+        self.drained.cancel();
+        self.tasks.close();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if tokio::time::timeout(left.max(Duration::from_millis(100)), self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("shutdown timeout reached with background work unfinished");
+        }
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

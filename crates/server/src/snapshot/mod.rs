@@ -1,0 +1,315 @@
+//! One environment at one document revision: the compiled engine plus every response that does
+//! not depend on the caller, serialised (and compressed) once, when the document changes.
+//! A snapshot is immutable; a new document builds a new snapshot off to the side, and the store
+//! swaps it in whole.
+
+pub mod etag_memo;
+pub mod identity_response;
+
+use std::collections::HashSet;
+
+// A fast hasher for the per-request lookups (feature names, keys): the tables are built from
+// the document and the config, never from what callers send, so flooding is not a concern.
+use foldhash::HashMap;
+
+use flagpole_engine::document::{document_to_context, feature_catalog};
+use flagpole_engine::{Environment, EvaluationResult, InputError};
+use serde_json::Value;
+
+use crate::body::PreparedBody;
+pub use crate::keys::KeyKind;
+
+/// Documents at least this large are compressed after the swap rather than before it.
+const DEFER_COMPRESSION_BYTES: usize = 256 * 1024;
+
+/// What the REST API shows about one feature, pre-serialised.
+#[derive(Debug)]
+pub struct FeatureMeta {
+    pub name: String,
+    /// `{"feature":{"id":…,"name":…,"type":…},"enabled":`: the part of a flag object that only
+    /// depends on the document.
+    pub prefix: Vec<u8>,
+    /// In `project.server_key_only_feature_ids`: never shown to client keys.
+    pub server_only: bool,
+}
+
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Increments when the document's content changes; an equal document keeps it.
+    pub revision: u64,
+    /// The document's `updated_at`, as given.
+    pub updated_at: Option<String>,
+    /// `updated_at` as an HTTP date (for `Last-Modified` / `If-Modified-Since`).
+    pub last_modified: Option<String>,
+    /// The document as received (pages merged), for server keys.
+    pub document: PreparedBody,
+    /// `/flags` per key kind, and `/flags?feature=` per key kind and feature name.
+    flags: [PreparedBody; 2],
+    feature_flags: [HashMap<String, PreparedBody>; 2],
+    /// The compiled environment, for identities (and its own flags, for callers without one).
+    pub env: Environment,
+    /// OFREP's revision: the first 16 bytes of SHA-256 over the document's canonical JSON, as
+    /// lowercase hex: equal on every replica and across restarts.
+    pub content_revision: String,
+    /// `updated_at` in Unix milliseconds (0 when missing or unreadable).
+    pub updated_at_ms: u64,
+    /// OFREP ETags of recently answered request bodies (empty for each new revision).
+    pub ofrep_etags: etag_memo::EtagMemo,
+    /// Per feature, in result order.
+    features: Vec<FeatureMeta>,
+    feature_index: HashMap<String, usize>,
+    /// `project.hide_disabled_flags`: client keys do not see disabled flags.
+    pub hide_disabled: bool,
+}
+
+impl Snapshot {
+    /// Builds a snapshot from a parsed document. Errors if the engine cannot compile it.
+    pub fn build(doc: &Value, revision: u64) -> Result<Snapshot, InputError> {
+        let document_bytes = crate::json::to_vec(doc);
+        let snapshot = Self::build_with_bytes(doc, document_bytes, revision, true)?;
+        snapshot.finish_compression();
+        Ok(snapshot)
+    }
+
+    /// Builds from a parsed document and its serialised bytes; `compress` prepares compressed
+    /// variants of the bodies (a server wants them, a one-off command does not). The document's
+    /// own variants are deferred: call [`finish_compression`](Self::finish_compression) once the
+    /// snapshot is being served.
+    pub fn build_with_bytes(
+        doc: &Value,
+        document_bytes: impl Into<bytes::Bytes>,
+        revision: u64,
+        compress: bool,
+    ) -> Result<Snapshot, InputError> {
+        let (env, _) = Environment::from_context(&document_to_context(doc)?)?;
+        let project = doc.get("project");
+        let server_only_ids: HashSet<String> = project
+            .and_then(|p| p.get("server_key_only_feature_ids"))
+            .and_then(Value::as_array)
+            .map(|ids| ids.iter().map(Value::to_string).collect())
+            .unwrap_or_default();
+        let hide_disabled = project
+            .and_then(|p| p.get("hide_disabled_flags"))
+            .and_then(Value::as_bool)
+            == Some(true);
+
+        // Feature metadata, in feature_states order (the engine's result order); a repeated name
+        // keeps its first position and its last state, as the SDK's mapping does.
+        let mut features: Vec<FeatureMeta> = Vec::new();
+        let mut feature_index = HashMap::default();
+        for info in feature_catalog(doc) {
+            let mut prefix = br#"{"feature":{"id":"#.to_vec();
+            crate::json::write(&mut prefix, &info.id);
+            prefix.extend_from_slice(br#","name":"#);
+            crate::json::write(&mut prefix, &info.name);
+            prefix.extend_from_slice(br#","type":"#);
+            crate::json::write(&mut prefix, &info.kind);
+            prefix.extend_from_slice(br#"},"enabled":"#);
+            let meta = FeatureMeta {
+                server_only: server_only_ids.contains(&info.id.to_string()),
+                name: info.name,
+                prefix,
+            };
+            match feature_index.get(&meta.name) {
+                Some(&i) => features[i] = meta,
+                None => {
+                    feature_index.insert(meta.name.clone(), features.len());
+                    features.push(meta);
+                }
+            }
+        }
+
+        let content_revision = crate::canonical::hex(&crate::canonical::sha256(doc), 16);
+        // (name, enabled, value) of each of the environment's own flags (no segments, no
+        // identity: what `/flags` serves), owned: the evaluation borrows `env`, which moves into
+        // the snapshot.
+        let own_flags: Vec<(String, Value, Value)> = env
+            .own_flags()
+            .map_err(|e| {
+                InputError::new(
+                    "$",
+                    format!("the environment's flags cannot be evaluated: {e}"),
+                )
+            })?
+            .flags
+            .iter()
+            .map(|f| (f.key.to_owned(), f.enabled.clone(), f.value.clone()))
+            .collect();
+
+        let mut snapshot = Snapshot {
+            revision,
+            updated_at: doc
+                .get("updated_at")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            last_modified: None,
+            document: {
+                // Only a large document's compression is worth deferring; a small one is
+                // served compressed from its first request.
+                let document = PreparedBody::deferred(document_bytes, compress);
+                if document.bytes.len() < DEFER_COMPRESSION_BYTES {
+                    document.compress();
+                }
+                document
+            },
+            flags: [
+                PreparedBody::new(Vec::new(), false),
+                PreparedBody::new(Vec::new(), false),
+            ],
+            feature_flags: [HashMap::default(), HashMap::default()],
+            env,
+            content_revision,
+            updated_at_ms: 0,
+            ofrep_etags: Default::default(),
+            features,
+            feature_index,
+            hide_disabled,
+        };
+        snapshot.updated_at_ms = snapshot.updated_at.as_deref().map_or(0, unix_ms);
+        snapshot.last_modified = snapshot.updated_at.as_deref().and_then(http_date);
+        for kind in [KeyKind::Server, KeyKind::Client] {
+            let mut list = vec![b'['];
+            let mut per_feature = HashMap::default();
+            for (key, enabled, value) in &own_flags {
+                let mut one = Vec::new();
+                if snapshot.write_flag(&mut one, kind, key, enabled, value) {
+                    if list.len() > 1 {
+                        list.push(b',');
+                    }
+                    list.extend_from_slice(&one);
+                    per_feature.insert(key.clone(), PreparedBody::new(one, compress));
+                }
+            }
+            list.push(b']');
+            snapshot.flags[kind.index()] = PreparedBody::new(list, compress);
+            snapshot.feature_flags[kind.index()] = per_feature;
+        }
+        Ok(snapshot)
+    }
+
+    /// Compresses what [`build_with_bytes`](Self::build_with_bytes) deferred (the document).
+    pub fn finish_compression(&self) {
+        self.document.compress();
+    }
+
+    pub fn flags(&self, kind: KeyKind) -> &PreparedBody {
+        &self.flags[kind.index()]
+    }
+
+    pub fn feature_flag(&self, kind: KeyKind, name: &str) -> Option<&PreparedBody> {
+        self.feature_flags[kind.index()].get(name)
+    }
+
+    /// Whether a caller with this kind of key may see a flag: client keys never see server-only
+    /// features, nor disabled flags when the project hides them.
+    pub fn is_visible(&self, kind: KeyKind, name: &str, enabled: &Value) -> bool {
+        self.visible_meta(kind, name, enabled).is_some()
+    }
+
+    fn visible_meta(&self, kind: KeyKind, name: &str, enabled: &Value) -> Option<&FeatureMeta> {
+        let meta = &self.features[*self.feature_index.get(name)?];
+        let hidden = kind == KeyKind::Client
+            && (meta.server_only || (self.hide_disabled && enabled == &Value::Bool(false)));
+        (!hidden).then_some(meta)
+    }
+
+    /// Writes one flag object (`{"feature":{…},"enabled":…,"feature_state_value":…}`) unless the
+    /// key kind may not see it. Returns whether it wrote.
+    pub fn write_flag(
+        &self,
+        out: &mut Vec<u8>,
+        kind: KeyKind,
+        name: &str,
+        enabled: &Value,
+        value: &Value,
+    ) -> bool {
+        let Some(meta) = self.visible_meta(kind, name, enabled) else {
+            return false;
+        };
+        out.extend_from_slice(&meta.prefix);
+        crate::json::write(out, enabled);
+        out.extend_from_slice(br#","feature_state_value":"#);
+        crate::json::write(out, value);
+        out.push(b'}');
+        true
+    }
+
+    /// Writes the flags of an evaluation as a JSON array, filtered for the key kind.
+    pub fn write_flags(&self, out: &mut Vec<u8>, kind: KeyKind, result: &EvaluationResult<'_>) {
+        out.push(b'[');
+        let mut first = true;
+        for flag in &result.flags {
+            let mark = out.len();
+            if !first {
+                out.push(b',');
+            }
+            if self.write_flag(out, kind, flag.key, flag.enabled, flag.value) {
+                first = false;
+            } else {
+                out.truncate(mark);
+            }
+        }
+        out.push(b']');
+    }
+}
+
+/// RFC 3339 (`2023-07-14T16:12:00.000000Z`; no offset means UTC), as a time.
+fn parse_rfc3339(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|d| d.with_timezone(&chrono::Utc))
+        .or_else(|_| {
+            chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f").map(|n| n.and_utc())
+        })
+        .ok()
+}
+
+/// RFC 3339 (`2023-07-14T16:12:00.000000Z`) → IMF-fixdate (`Fri, 14 Jul 2023 16:12:00 GMT`).
+pub fn http_date(rfc3339: &str) -> Option<String> {
+    let parsed = parse_rfc3339(rfc3339)?;
+    Some(parsed.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
+}
+
+/// RFC 3339 → Unix milliseconds (0 when unreadable or before 1970).
+fn unix_ms(rfc3339: &str) -> u64 {
+    parse_rfc3339(rfc3339).map_or(0, |t| u64::try_from(t.timestamp_millis()).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = include_str!("../../../../examples/environment.json");
+
+    #[test]
+    fn client_keys_never_see_server_only_features() {
+        let doc: Value = serde_json::from_str(EXAMPLE).unwrap();
+        let s = Snapshot::build(&doc, 1).unwrap();
+        let server = String::from_utf8(s.flags(KeyKind::Server).bytes.to_vec()).unwrap();
+        let client = String::from_utf8(s.flags(KeyKind::Client).bytes.to_vec()).unwrap();
+        assert!(server.contains("internal_debug_panel"));
+        assert!(!client.contains("internal_debug_panel"));
+        assert!(s
+            .feature_flag(KeyKind::Client, "internal_debug_panel")
+            .is_none());
+        assert!(s
+            .feature_flag(KeyKind::Server, "internal_debug_panel")
+            .is_some());
+    }
+
+    #[test]
+    fn http_dates() {
+        assert_eq!(
+            http_date("2024-06-01T12:00:00.000000Z").as_deref(),
+            Some("Sat, 01 Jun 2024 12:00:00 GMT")
+        );
+        assert_eq!(
+            http_date("2024-06-01T14:00:00+02:00").as_deref(),
+            Some("Sat, 01 Jun 2024 12:00:00 GMT")
+        );
+        assert_eq!(
+            http_date("2024-06-01T12:00:00.123").as_deref(),
+            Some("Sat, 01 Jun 2024 12:00:00 GMT")
+        );
+        assert_eq!(http_date("yesterday"), None);
+    }
+}
