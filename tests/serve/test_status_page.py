@@ -251,3 +251,29 @@ def test_status_page_in_a_browser(flagpole, upstream, tmp_path):
     data = screenshot.read_bytes()
     assert data.startswith(PNG) and len(data) > 10_000, f"{screenshot}: {len(data)} bytes"
     print(f"status page: {res['browserVersion']}, screenshot {screenshot}")
+
+
+def test_refused_requests_are_counted_apart_from_served_ones(flagpole, upstream, tmp_path):
+    fp, _ = start_mixed(flagpole, upstream, tmp_path)
+    fp.wait_ready(10)
+    fp_up = printed_fingerprints(fp)[-1]
+    for _ in range(2):
+        assert fp.get("/api/v1/flags/", UP.client_key).status == 200
+    # Refused with the environment's key: no identifier, an unknown feature, a bad OFREP context.
+    assert fp.get("/api/v1/identities/", UP.client_key).status == 400
+    assert fp.get("/api/v1/flags/?feature=no_such_feature", UP.client_key).status == 404
+    assert fp.request("POST", "/ofrep/v1/evaluate/flags", UP.client_key,
+                      {"X-API-Key": UP.client_key}, {"context": []}).status == 400
+    # Refused before any environment: no key, an unknown key.
+    assert fp.get("/api/v1/flags/").status == 401
+    assert fp.get("/api/v1/flags/", "not-a-key-anywhere").status == 401
+
+    status = status_json(fp)
+    up = by_fingerprint(status)[fp_up]
+    assert up["requests"] == {"flags": 2, "identities": 0, "environment-document": 0}, up
+    assert up["rejected"] == 3, up
+    assert status["unrecognised_keys"] == 2, status
+    html = fp.get("/proxy/status").body.decode()
+    row = html.split(f'data-environment="{fp_up}"', 1)[1].split("</tr>", 1)[0]
+    assert 'data-field="rejected"' in row and ">3<" in row, row
+    assert 'data-field="unrecognised_keys">2<' in html

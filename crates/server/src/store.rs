@@ -300,6 +300,8 @@ pub struct Store {
     rate_limits: (Option<u32>, Option<u32>),
     /// The proxy's shutdown: every environment's `stop` is a child of it.
     shutdown: CancellationToken,
+    /// Requests whose key reached no environment (or that had none).
+    pub unrecognised: crate::usage::Unrecognised,
 }
 
 impl Store {

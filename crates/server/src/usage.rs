@@ -1,6 +1,8 @@
 //! Requests served per environment and resource: one relaxed atomic add per request. Read by the
 //! status page and metrics (totals) and by usage reporting to the Flagsmith API with `proxy_key`
-//! (what was served since the last batch it delivered).
+//! (what was served since the last batch it delivered). Requests refused with a 4xx are counted
+//! apart (per environment when the key was known, else once for the process): they were not
+//! served, and are never reported upstream as use.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -35,11 +37,37 @@ pub struct Usage {
     served: [AtomicU64; 3],
     /// What usage reporting has delivered (or dropped) so far.
     reported: [AtomicU64; 3],
+    /// Requests with this environment's key refused with a 4xx (bad input, unknown flag, over
+    /// the rate limit, a kind of key not allowed).
+    rejected: AtomicU64,
+}
+
+/// Requests refused before an environment was known: no key, or a key that reaches none.
+#[derive(Debug, Default)]
+pub struct Unrecognised(AtomicU64);
+
+impl Unrecognised {
+    pub fn count(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 impl Usage {
     pub fn count(&self, resource: Resource) {
         self.served[resource as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn reject(&self) {
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests refused with a 4xx since start.
+    pub fn rejected(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
     }
 
     /// Requests served since start.

@@ -1,5 +1,6 @@
 //! The one authorisation step every front door takes: key → environment → rate limit →
-//! (counted) → snapshot. How the key is presented (which header) and how a refusal reads are
+//! snapshot (→ counted). Refusals are counted too: an unknown key once for the process, the
+//! rest on the environment the key reached. How the key is presented (which header) and how a refusal reads are
 //! each API's own; the order of the checks and what they consult are shared here.
 
 use std::sync::Arc;
@@ -22,8 +23,8 @@ pub struct Gate {
     pub family: Family,
     pub client_keys: bool,
     pub server_keys: bool,
-    /// Count the request as a use of this resource once the key is accepted (before the
-    /// snapshot is loaded: a 503 for a loading environment is still a use).
+    /// Count the request as a use of this resource once the key is accepted and the snapshot
+    /// loaded (a front door that may still refuse the request counts it itself).
     pub counts_as: Option<Resource>,
 }
 
@@ -48,23 +49,30 @@ pub enum Refusal {
 }
 
 pub fn authorise(store: &Store, key: &str, gate: Gate) -> Result<Authorised, Refusal> {
-    let entry = store.lookup(key).ok_or(Refusal::UnknownKey)?;
+    let Some(entry) = store.lookup(key) else {
+        store.unrecognised.count();
+        return Err(Refusal::UnknownKey);
+    };
     let limiter = match gate.family {
         Family::Flagsmith => entry.limits.flagsmith.as_ref(),
         Family::Ofrep => entry.limits.ofrep.as_ref(),
     };
-    crate::rate_limit::check(limiter).map_err(Refusal::RateLimited)?;
+    if let Err(seconds) = crate::rate_limit::check(limiter) {
+        entry.env.usage.reject();
+        return Err(Refusal::RateLimited(seconds));
+    }
     let allowed = match entry.kind {
         KeyKind::Client => gate.client_keys,
         KeyKind::Server => gate.server_keys,
     };
     if !allowed {
+        entry.env.usage.reject();
         return Err(Refusal::KindNotAllowed);
     }
+    let snapshot = entry.env.snapshot().ok_or(Refusal::NotLoaded)?;
     if let Some(resource) = gate.counts_as {
         entry.env.usage.count(resource);
     }
-    let snapshot = entry.env.snapshot().ok_or(Refusal::NotLoaded)?;
     Ok(Authorised {
         kind: entry.kind,
         env: entry.env,

@@ -21,6 +21,8 @@ pub struct EnvFacts {
     pub age_seconds: Option<f64>,
     pub last_error: Option<String>,
     pub requests: [(Resource, u64); 3],
+    /// Requests with this environment's key refused with a 4xx.
+    pub rejected: u64,
     /// Open change streams on this environment (OFREP and Flagsmith real-time; a request
     /// waiting up to `ofrep.freshness_wait_ms` for a newer revision counts while it waits).
     pub streams: usize,
@@ -46,6 +48,7 @@ impl EnvFacts {
                 .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64()),
             last_error: env.last_error(),
             requests: Resource::ALL.map(|r| (r, env.usage.served(r))),
+            rejected: env.usage.rejected(),
             streams: env.revisions.receiver_count(),
         }
     }
@@ -233,6 +236,7 @@ mod tests {
             age_seconds: None,
             last_error: Some("boom".into()),
             requests: Resource::ALL.map(|r| (r, 2)),
+            rejected: 0,
             streams: 0,
         }];
         let mut out = String::new();

@@ -4,14 +4,21 @@
 use http::request::Parts;
 use http::{header, StatusCode};
 
-use super::authorise;
+use super::{authorise, tally};
 use crate::api::error::ApiError;
 use crate::api::{empty, respond, AppState, Response};
 use crate::snapshot::KeyKind;
+use crate::snapshot::Snapshot;
+use crate::usage::Resource;
 
 pub fn environment_document(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
+    let authorised = authorise(state, &request.headers)?;
+    let answer = answer(request, authorised.kind, &authorised.snapshot);
+    tally(&authorised.env, Resource::EnvironmentDocument, answer)
+}
+
+fn answer(request: &Parts, kind: KeyKind, snapshot: &Snapshot) -> Result<Response, ApiError> {
     let headers = &request.headers;
-    let (kind, snapshot) = authorise(state, headers, crate::usage::Resource::EnvironmentDocument)?;
     if kind != KeyKind::Server {
         return Err(ApiError::unauthorized(
             "the environment document needs a server-side key",

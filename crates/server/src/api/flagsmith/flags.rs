@@ -2,23 +2,26 @@
 
 use http::request::Parts;
 
-use super::authorise;
+use super::{authorise, tally};
 use crate::api::error::ApiError;
 use crate::api::{respond, AppState, Response};
+use crate::usage::Resource;
 
 pub fn flags(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
     let headers = &request.headers;
-    let (kind, snapshot) = authorise(state, headers, crate::usage::Resource::Flags)?;
+    let authorised = authorise(state, headers)?;
+    let (kind, snapshot) = (authorised.kind, &authorised.snapshot);
     let feature = request.uri.query().and_then(|q| {
         url::form_urlencoded::parse(q.as_bytes())
             .find(|(k, _)| k == "feature")
             .map(|(_, v)| v)
     });
-    match feature {
+    let answer = match feature {
         None => Ok(respond::prepared(headers, snapshot.flags(kind), None)),
         Some(name) => match snapshot.feature_flag(kind, &name) {
             Some(body) => Ok(respond::prepared(headers, body, None)),
             None => Err(ApiError::not_found(format!("feature '{name}' not found"))),
         },
-    }
+    };
+    tally(&authorised.env, Resource::Flags, answer)
 }

@@ -12,15 +12,22 @@ use hyper::body::Incoming;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::authorise;
+use super::{authorise, tally};
+use crate::api::authorise::Authorised;
 use crate::api::error::ApiError;
 use crate::api::request_body::{self, BodyError};
 use crate::api::{respond, AppState, Response};
 use crate::snapshot::{KeyKind, Snapshot};
+use crate::usage::Resource;
 
 pub fn get_identity(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
-    let headers = &request.headers;
-    let (kind, snapshot) = authorise(state, headers, crate::usage::Resource::Identities)?;
+    let authorised = authorise(state, &request.headers)?;
+    let answer = get_answer(request, &authorised);
+    tally(&authorised.env, Resource::Identities, answer)
+}
+
+fn get_answer(request: &Parts, authorised: &Authorised) -> Result<Response, ApiError> {
+    let (headers, kind, snapshot) = (&request.headers, authorised.kind, &authorised.snapshot);
     let identifier = request
         .uri
         .query()
@@ -33,7 +40,7 @@ pub fn get_identity(state: &AppState, request: &Parts) -> Result<Response, ApiEr
         .ok_or_else(|| {
             ApiError::bad_request("identifier: a non-empty query parameter is required")
         })?;
-    let body = identity_response(&snapshot, kind, &identifier, &[])?;
+    let body = identity_response(snapshot, kind, &identifier, &[])?;
     Ok(respond::dynamic(headers, body))
 }
 
@@ -42,7 +49,18 @@ pub async fn post_identity(
     request: Request<Incoming>,
 ) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
-    let (kind, snapshot) = authorise(state, &parts.headers, crate::usage::Resource::Identities)?;
+    let authorised = authorise(state, &parts.headers)?;
+    let answer = post_answer(state, &parts, body, &authorised).await;
+    tally(&authorised.env, Resource::Identities, answer)
+}
+
+async fn post_answer(
+    state: &AppState,
+    parts: &Parts,
+    body: Incoming,
+    authorised: &Authorised,
+) -> Result<Response, ApiError> {
+    let (kind, snapshot) = (authorised.kind, &authorised.snapshot);
     let body = request_body::read(body, state.config.limits.max_body_bytes)
         .await
         .map_err(|e| match e {
@@ -57,7 +75,7 @@ pub async fn post_identity(
             BodyError::Unreadable(message) => ApiError::bad_request(message),
         })?;
     let request = IdentityRequest::parse(&body, state.config.limits.max_trait_value_length)?;
-    let response = identity_response(&snapshot, kind, &request.identifier, &request.traits)?;
+    let response = identity_response(snapshot, kind, &request.identifier, &request.traits)?;
     Ok(respond::dynamic(&parts.headers, response))
 }
 

@@ -111,15 +111,25 @@ pub async fn evaluate(
     flag: Option<&str>,
 ) -> Response {
     let asked = flag.map_or(Asked::Bulk, Asked::Flag);
-    evaluation(state, request, flag)
-        .await
-        .unwrap_or_else(|failure| failure.into_response(asked))
+    let mut known = None;
+    match evaluation(state, request, flag, &mut known).await {
+        Ok(response) => response,
+        Err(failure) => {
+            // Refused with the environment known: counted there (refusals by the
+            // authorisation step are counted by it).
+            if let (Some(env), true) = (known, failure.status.is_client_error()) {
+                env.usage.reject();
+            }
+            failure.into_response(asked)
+        }
+    }
 }
 
 async fn evaluation(
     state: &AppState,
     request: Request<Incoming>,
     flag: Option<&str>,
+    known: &mut Option<Arc<EnvSlot>>,
 ) -> Result<Response, Failure> {
     let config = &state.config.ofrep;
     if request.method() != Method::POST {
@@ -133,6 +143,7 @@ async fn evaluation(
     }
     let (parts, body) = request.into_parts();
     let (kind, env, mut snapshot) = authorise(state, &parts.headers)?;
+    *known = Some(env.clone());
     let stream = state.streams.of(&env.client_key);
     let body = request_body::read(body, config.max_body_bytes)
         .await
@@ -432,6 +443,11 @@ fn authorise(
     headers: &HeaderMap,
 ) -> Result<(KeyKind, Arc<EnvSlot>, Arc<Snapshot>), Failure> {
     let unauthorised = |details: &str| Failure::general(StatusCode::UNAUTHORIZED, details);
+    // Refused before a key reached an environment.
+    let unrecognised = |details: &str| {
+        state.store.unrecognised.count();
+        unauthorised(details)
+    };
     let mut presented: Option<&str> = None;
     let candidates = [
         headers.get("x-api-key").and_then(|v| v.to_str().ok()),
@@ -453,13 +469,13 @@ fn authorise(
         }
         match presented {
             Some(other) if other != key => {
-                return Err(unauthorised("the request presents two different keys"))
+                return Err(unrecognised("the request presents two different keys"))
             }
             _ => presented = Some(key),
         }
     }
     let key = presented.ok_or_else(|| {
-        unauthorised("missing key: send X-API-Key, Authorization: Bearer, or X-Environment-Key")
+        unrecognised("missing key: send X-API-Key, Authorization: Bearer, or X-Environment-Key")
     })?;
     let gate = Gate {
         family: Family::Ofrep,

@@ -182,6 +182,7 @@ fn row(out: &mut String, e: &EnvFacts) {
     }
     requests.push_str("</ul>");
     cell(out, "requests", "", &requests);
+    cell(out, "rejected", "num", &grouped(e.rejected));
     cell(out, "streams", "num", &e.streams.to_string());
     match &e.last_error {
         Some(error) => cell(out, "last_error", "error", &escape(error)),
@@ -222,6 +223,11 @@ pub fn page(report: &Report) -> String {
             "Open streams",
             report.open_streams.to_string(),
         ),
+        (
+            "unrecognised_keys",
+            "Unknown or missing keys",
+            grouped(report.unrecognised_keys),
+        ),
     ];
     for (field, title, value) in summary {
         let _ = write!(
@@ -233,7 +239,8 @@ pub fn page(report: &Report) -> String {
     out.push_str(
         "</dl>\n<div class=\"table\"><table><thead><tr><th>Environment</th><th>State</th>\
          <th>Source</th><th>Revision</th><th>Content revision</th><th>Document</th>\
-         <th>Last success</th><th>Age</th><th>Requests</th><th>Streams</th><th>Last error</th>\
+         <th>Last success</th><th>Age</th><th>Served</th><th>Refused (4xx)</th><th>Streams</th>\
+         <th>Last error</th>\
          </tr></thead><tbody>\n",
     );
     for e in &report.environments {

@@ -2,7 +2,8 @@
 //! self-contained HTML page) and for tools (JSON with `Accept: application/json` or
 //! `?format=json`). Process: version, start time, uptime, open change streams. Per environment:
 //! key fingerprint, source, revision and content revision, last successful update and age, the
-//! last error, document size, requests served per resource, open streams.
+//! last error, document size, requests served per resource and refused (4xx), open streams;
+//! and the requests refused because their key reached no environment.
 //!
 //! Nothing secret is shown: environments appear as key fingerprints, and any configured key
 //! that an error message happens to contain is replaced by its fingerprint.
@@ -99,6 +100,7 @@ fn to_json(report: &Report) -> Value {
                 "age_seconds": e.age_seconds,
                 "last_error": e.last_error,
                 "requests": requests,
+                "rejected": e.rejected,
                 "streams": e.streams,
             })
         })
@@ -109,6 +111,7 @@ fn to_json(report: &Report) -> Value {
         "started_at": rfc3339(report.started_at),
         "uptime_seconds": report.uptime_seconds,
         "open_streams": report.open_streams,
+        "unrecognised_keys": report.unrecognised_keys,
         "environments": environments,
     })
 }

@@ -13,6 +13,8 @@ pub struct Report {
     pub started_at: SystemTime,
     pub uptime_seconds: f64,
     pub open_streams: usize,
+    /// Requests refused because their key (or its absence) reached no environment.
+    pub unrecognised_keys: u64,
     pub environments: Vec<EnvFacts>,
 }
 
@@ -37,6 +39,7 @@ impl Report {
             started_at,
             uptime_seconds: uptime.as_secs_f64(),
             open_streams: state.streams.open_count(),
+            unrecognised_keys: state.store.unrecognised.total(),
             environments,
         }
     }
