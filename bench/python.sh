@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo run --quiet --profile profiling --locked -p flagpole-bench --bin gen-docs -- --out bench/out/docs >/dev/null
 wheels=bindings/python/target/wheels
-rm -f "$wheels"/flagpole-*.whl
+rm -f "$wheels"/*.whl
 .venv/bin/maturin build --quiet --release --locked -m bindings/python/Cargo.toml --out "$wheels"
-.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole-*.whl
+.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole_python-*.whl
 .venv/bin/python bench/python/bench.py bench/out/docs --json-out bench/out/python.json "$@"

@@ -74,9 +74,11 @@ fi
 
 echo "== python bindings wheel (bindings/python, installed into .venv)"
 wheels=bindings/python/target/wheels
-rm -f "$wheels"/flagpole-*.whl
+rm -f "$wheels"/*.whl
 .venv/bin/maturin build --release --locked -m bindings/python/Cargo.toml --out "$wheels"
-.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole-*.whl
+# The distribution was called `flagpole` before; a .venv from then holds it under that name.
+.venv/bin/python -m pip uninstall --quiet --yes flagpole >/dev/null 2>&1 || true
+.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole_python-*.whl
 
 # The OFREP browser test (tests/ofrep/test_ofrep_browser.py) drives the system Chromium through
 # playwright-core (installed by `npm ci` with the other Node test dependencies; it never downloads a
