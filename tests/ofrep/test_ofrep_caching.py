@@ -82,7 +82,7 @@ def etag(fp, path: str, ctx, key: str = MAIN.server_key, raw: bytes | None = Non
 # --------------------------------------------------------------------------------------------
 
 
-def test_line13_identical_requests_identical_answers(srv, main_setup, start_flagpole, tmp_path):
+def test_identical_requests_identical_answers(srv, main_setup, start_flagpole, tmp_path):
     first = snapshot(srv)
     assert_same(snapshot(srv), first, REQUESTS, "the same process answered the same request differently")
     assert len({e for _, e in first}) == len(first), "different requests must not share an ETag"
@@ -102,7 +102,7 @@ def test_line13_identical_requests_identical_answers(srv, main_setup, start_flag
 
 
 @pytest.mark.parametrize("path", [pytest.param(BULK, id="bulk"), pytest.param(flag_path("typed_trait"), id="single")])
-def test_line14_etag_inputs(srv, path):
+def test_etag_inputs(srv, path):
     base = {"targetingKey": "u1", "plan": "pro", "level": 1}
     e = etag(srv, path, base)
 
@@ -157,7 +157,7 @@ def test_line14_etag_inputs(srv, path):
     assert r_int.header("etag") != r_float.header("etag"), "different bodies behind one ETag"
 
 
-def test_line14_etag_is_per_flag_and_per_endpoint(srv):
+def test_etag_is_per_flag_and_per_endpoint(srv):
     tags = {etag(srv, flag_path(n), PRO) for n in ("flag_on", "flag_off", "text", "seg_feat")}
     tags.add(etag(srv, BULK, PRO))
     assert len(tags) == 5
@@ -170,7 +170,7 @@ def test_line14_etag_is_per_flag_and_per_endpoint(srv):
 
 @pytest.mark.parametrize("path", [pytest.param(BULK, id="bulk"), pytest.param(flag_path("seg_feat"), id="single")])
 @pytest.mark.parametrize("ctx", [pytest.param(None, id="env-level"), pytest.param(PRO, id="identity")])
-def test_line15_if_none_match(srv, path, ctx):
+def test_if_none_match(srv, path, ctx):
     body = {} if ctx is None else {"context": ctx}
     first = post(srv, path, body, key=MAIN.server_key)
     ok_json(first)
@@ -217,7 +217,7 @@ def bulk_metadata(fp, key: str = REV.server_key) -> dict:
     return ok_json(r)["metadata"]
 
 
-def test_line16_revisions(start_flagpole, tmp_path):
+def test_revisions(start_flagpole, tmp_path):
     upstream = Upstream().start()
     try:
         doc0 = REV.document
@@ -261,7 +261,7 @@ def test_line16_revisions(start_flagpole, tmp_path):
         upstream.stop()
 
 
-def test_line17_freshness_hints(start_flagpole, tmp_path):
+def test_freshness_hints(start_flagpole, tmp_path):
     """§6.4: `flagConfigEtag` alone never yields a 304; a newer `flagConfigLastModified` makes a
     lagging replica (here: one that would not poll for ten minutes) fetch and serve the newer
     document within the freshness wait (2 s by default)."""

@@ -53,7 +53,7 @@ def padded_body(size: int) -> bytes:
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_line06_bad_input(srv, endpoint):
+def test_bad_input(srv, endpoint):
     path, ekey = path_of(endpoint), error_key(endpoint)
 
     def send(body=None, raw=None, headers=None):
@@ -101,7 +101,7 @@ def test_line06_bad_input(srv, endpoint):
         assert ok_bulk(want)[FLAG]["reason"] == "TARGETING_MATCH"
 
 
-def test_line06_configured_body_limit(start_flagpole, main_setup, tmp_path):
+def test_configured_body_limit(start_flagpole, main_setup, tmp_path):
     config = dict(main_setup.config, ofrep={"max_body_bytes": 1000})
     fp = start_flagpole(config=config, workdir=tmp_path / "limit", serving_key=MAIN.server_key)
     ct = {"Content-Type": "application/json"}
@@ -117,7 +117,7 @@ def test_line06_configured_body_limit(start_flagpole, main_setup, tmp_path):
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_line07_require_targeting_key(srv, opts_srv, endpoint):
+def test_require_targeting_key(srv, opts_srv, endpoint):
     path, ekey = path_of(endpoint), error_key(endpoint)
     for raw in (b"{}", b"", b'{"context":null}', b'{"context":{}}', b'{"context":{"plan":"pro"}}',
                 b'{"context":{"targetingKey":""}}', b'{"context":{"targetingKey":null}}'):
@@ -145,7 +145,7 @@ def assert_401(resp, ekey):
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_line08_authentication(srv, endpoint):
+def test_authentication(srv, endpoint):
     path, ekey = path_of(endpoint), error_key(endpoint)
     ctx = {"context": {"targetingKey": "u1", "plan": "pro"}}
 
@@ -230,7 +230,7 @@ def assert_no_internals(srv, text: str) -> None:
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_line19_retry_after_and_500(srv, endpoint):
+def test_retry_after_and_500(srv, endpoint):
     path, ekey = path_of(endpoint), error_key(endpoint)
     # Every Retry-After is an integer ≥ 1.
     seen = 0

@@ -23,7 +23,7 @@ def py_client(srv, domain: str, headers: dict[str, str]):
     return api.get_client(domain)
 
 
-def test_line27_python_provider(srv):
+def test_python_provider(srv):
     client = py_client(srv, "flagpole-ofrep-python", {"X-API-Key": MAIN.server_key})
 
     d = client.get_boolean_details("flag_on", False)
@@ -82,7 +82,7 @@ def run_node(node_dir, tmp_path, request: dict) -> list[dict]:
     return results
 
 
-def test_line28_js_server_provider(srv, node_ofrep_dir, tmp_path):
+def test_js_server_provider(srv, node_ofrep_dir, tmp_path):
     mv_users = fx.mv_identities(MAIN.document, 1)
     bearer = [["Authorization", f"Bearer {MAIN.server_key}"]]
     providers = {

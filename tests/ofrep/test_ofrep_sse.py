@@ -120,7 +120,7 @@ def tokens(value: str | None) -> set[str]:
 
 
 @pytest.mark.parametrize("env", [pytest.param(MAIN, id="main"), pytest.param(HIDE, id="hide")])
-def test_line20_bulk_advertises_one_stream(srv, env):
+def test_bulk_advertises_one_stream(srv, env):
     # Default settings: SSE on, the endpoint form, inactivityDelaySec 120, K = the server key.
     token = sse_token(env.client_key, env.server_key)
     assert TOKEN.match(token)
@@ -133,7 +133,7 @@ def test_line20_bulk_advertises_one_stream(srv, env):
                 f"{key} {ctx}:\n got {dict(pairs)['eventStreams']}\nwant {want}"
 
 
-def test_line20_url_form_settings_and_off(srv, main_setup, start_flagpole, tmp_path):
+def test_url_form_settings_and_off(srv, main_setup, start_flagpole, tmp_path):
     ref, ref_pairs = bulk_pairs(srv, MAIN.client_key, PRO)
     token = sse_token(MAIN.client_key, MAIN.server_key)
     since = event_id_of(MAIN.document)
@@ -182,7 +182,7 @@ def test_line20_url_form_settings_and_off(srv, main_setup, start_flagpole, tmp_p
 # --------------------------------------------------------------------------------------------
 
 
-def test_line22_stream_headers_preamble_and_heartbeats(sse, open_stream):
+def test_stream_headers_preamble_and_heartbeats(sse, open_stream):
     token = sse_token(SSE_A.client_key, SSE_A.server_key)
     since = event_id_of(SSE_A.document)
     uri = advertised(sse.fp, SSE_A.client_key)
@@ -215,7 +215,7 @@ def test_line22_stream_headers_preamble_and_heartbeats(sse, open_stream):
         assert PREAMBLE.match(h.wait_preamble(5) + "\n"), h
 
 
-def test_line22_flushed_at_once(srv, open_stream):
+def test_flushed_at_once(srv, open_stream):
     # The main server keeps the default heartbeat (15 s): what arrives at once was flushed at once.
     # Without `since`, the current event follows the preamble (§7.3).
     t0 = time.monotonic()
@@ -229,7 +229,7 @@ def test_line22_flushed_at_once(srv, open_stream):
     assert s.blocks[1] == s.events[0].block
 
 
-def test_line22_bad_token(sse, open_stream):
+def test_bad_token(sse, open_stream):
     token = sse_token(SSE_A.client_key, SSE_A.server_key)
     since = event_id_of(SSE_A.document)
     flipped = ("B" if token[5] == "A" else "A").join((token[:5], token[6:]))
@@ -259,7 +259,7 @@ def test_line22_bad_token(sse, open_stream):
     assert s.status == 200, s
 
 
-def test_line22_routing(sse, open_stream):
+def test_routing(sse, open_stream):
     token = sse_token(SSE_A.client_key, SSE_A.server_key)
     since = event_id_of(SSE_A.document)
     # Unknown query parameters are ignored, order does not matter, extra leading slashes are
@@ -282,7 +282,7 @@ def test_line22_routing(sse, open_stream):
 # --------------------------------------------------------------------------------------------
 
 
-def test_line23_one_event_per_revision(sse, open_stream):
+def test_one_event_per_revision(sse, open_stream):
     env, token = SSE_ONE, sse_token(SSE_ONE.client_key, SSE_ONE.server_key)
     doc0 = env.document
     uri = advertised(sse.fp, env.client_key)
@@ -329,7 +329,7 @@ def test_line23_one_event_per_revision(sse, open_stream):
         assert all(b == PING or b in [e.block for e in s.events] for b in s.blocks[1:]), s.blocks
 
 
-def test_line23_same_revision_no_event(sse, open_stream, start_flagpole, tmp_path):
+def test_same_revision_no_event(sse, open_stream, start_flagpole, tmp_path):
     """A reload that yields the same `rev` is no new revision: no event (§7.3, line 16)."""
     # A local file rewritten with other bytes (indentation, member order), same content.
     env = SSE_SAME
@@ -370,7 +370,7 @@ def test_line23_same_revision_no_event(sse, open_stream, start_flagpole, tmp_pat
     assert not problems, "\n".join(problems)
 
 
-def test_line23_burst_collapses(sse, open_stream):
+def test_burst_collapses(sse, open_stream):
     env = SSE_BURST
     uri = advertised(sse.fp, env.client_key)
     streams = [open_stream(sse.fp.port, uri) for _ in range(3)]
@@ -405,7 +405,7 @@ def test_line23_burst_collapses(sse, open_stream):
 # --------------------------------------------------------------------------------------------
 
 
-def test_line24_catch_up(sse, open_stream):
+def test_catch_up(sse, open_stream):
     env = SSE_RC
     token = sse_token(env.client_key, env.server_key)
     doc0 = env.document

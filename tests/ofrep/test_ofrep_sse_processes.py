@@ -79,7 +79,7 @@ def stream_status(fp, token: str, since: str | None = None, headers=None) -> int
 # --------------------------------------------------------------------------------------------
 
 
-def test_line21_tokens_replicas_secrets_and_logs(start_flagpole, tmp_path):
+def test_tokens_replicas_secrets_and_logs(start_flagpole, tmp_path):
     paths = write_docs(tmp_path / "docs", [TOK, TWO, SOLO])
     with_secret = token_config(paths, SECRET)
     # Replica 1 logs at debug level, replica 2 at the default level.

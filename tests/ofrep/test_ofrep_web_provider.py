@@ -65,7 +65,7 @@ def query(url: str) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
 
 
-def test_line29_js_web_provider(start_flagpole, node_ofrep_dir, tmp_path):
+def test_js_web_provider(start_flagpole, node_ofrep_dir, tmp_path):
     paths = write_fixture_documents(tmp_path / "docs", [WEB])
     fp = start_flagpole(config=local_config(paths, [WEB]), workdir=tmp_path / "web", serving_key=WEB.server_key)
     doc0 = WEB.document

@@ -27,7 +27,7 @@ from documents import make_document
 REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 
-# Config keys (api spec §3) and their aliases: any environment variable with one of these names
+# Config keys (the Edge Proxy's `config.json`) and their aliases: any environment variable with one of these names
 # (case-insensitive) would override the test's config, so they are scrubbed from the child's env.
 CONFIG_ENV_KEYS = {
     "environment_key_pairs",

@@ -1,7 +1,7 @@
-"""Bad input against a real `flagpole serve` (api spec §2.7, OFREP spec §5): huge headers, 10 MB
-bodies (Content-Length, chunked, unframed), invalid UTF-8 in JSON strings and header values,
-100k-level nesting, 10k traits, a 1 MB trait value, slow-loris heads, clients that never read a
-large response.
+"""Bad input against a real `flagpole serve` (the JSON errors of the README's `flagpole serve` and
+OFREP sections): huge headers, 10 MB bodies (Content-Length, chunked, unframed), invalid UTF-8 in
+JSON strings and header values, 100k-level nesting, 10k traits, a 1 MB trait value, slow-loris
+heads, clients that never read a large response.
 
 Each case wants a clear 4xx with the JSON error body (or a close where HTTP allows one), and then:
 no panic on stderr, the same answers as before, and resident memory (VmRSS) back near the baseline
@@ -317,7 +317,7 @@ def test_10mb_body(srv, endpoint, framing):
         assert_flagsmith_error(got, 401)
     elif framing == "unframed" and endpoint == "identities":
         assert_flagsmith_error(got, 422, "malformed JSON body")
-    elif framing == "unframed":  # an empty OFREP body is an empty context (OFREP spec §2)
+    elif framing == "unframed":  # an empty OFREP body is an empty context (README: OpenFeature)
         assert got is not None and got[0] == 200, got and got[:2]
     elif endpoint == "identities":
         assert_flagsmith_error(got, 413)

@@ -5,7 +5,7 @@
 - Replicas behind one load balancer: two processes on the same document answer every endpoint
   with the same bytes and the same ETag, before and after the same edit, with and without gzip
   (so a client's conditional request may land on either replica).
-- SIGTERM under load, as a rolling update sends it (api spec §2.8): requests already received
+- SIGTERM under load, as a rolling update sends it (`deploy/README.md`): requests already received
   finish with complete answers, idle keep-alive connections are closed at once, new connections
   are refused, the process exits 0 within the shutdown timeout.
 """
@@ -217,7 +217,7 @@ SHUTDOWN_TIMEOUT = 5
 WORKERS = 16
 LOAD_BEFORE_SIGNAL = 1.5  # seconds of steady load before SIGTERM
 LOAD_AFTER_SIGNAL = 1.5  # workers stop by then at the latest
-# What §2.8 promises a keep-alive client: a request the server has read is answered in full; a
+# What graceful shutdown promises a keep-alive client: a request the server has read is answered in full; a
 # connection with no request being read is idle and is closed at once, so a request sent just
 # before the signal may still sit unread in the socket and be lost with the connection (zero
 # response bytes: RFC 9112 §9.6's race, which clients retry). A request sent this long before the
@@ -359,7 +359,7 @@ def test_sigterm_under_load(flagpole, tmp_path):
         requests.append((http_bytes("POST", "/api/v1/identities/", key, body), want.body))
     assert all(want for _, want in requests)
 
-    # Probes set up before the signal, each in a state §2.8 names:
+    # Probes set up before the signal, one per state a connection can be in:
     # - in flight: head and part of the body received; the rest comes after the signal.
     body = requests[1][0].split(b"\r\n\r\n", 1)[1]
     in_flight = socket.create_connection((HOST, fp.port), timeout=10)
@@ -467,8 +467,8 @@ def test_sigterm_under_load(flagpole, tmp_path):
 
 
 def test_sigterm_closes_new_idle_connections_at_once(flagpole, tmp_path):
-    """§2.8 "close idle keep-alive connections at once": a connection accepted before the signal
-    that has not sent a request is idle too; it must not hold the shutdown up."""
+    """Idle keep-alive connections close at once (`deploy/README.md`): a connection accepted
+    before the signal that has not sent a request is idle too; it must not hold the shutdown up."""
     fp, _, _ = _local_flagpole(flagpole, tmp_path)
     silent = socket.create_connection((HOST, fp.port), timeout=10)
     try:

@@ -1,5 +1,5 @@
-"""`proxy_key` discovery and usage reporting (spec flagsmith-api §4.2), against a real HTTP server
-standing in for the Flagsmith API's proxy endpoints: `GET /proxy/config/` (the listing),
+"""`proxy_key` discovery and usage reporting (README: `flagpole serve`, `proxy_key`), against a
+real HTTP server standing in for the Flagsmith API's proxy endpoints: `GET /proxy/config/` (the listing),
 `GET /environment-document/` (per server key, only with the right `X-Proxy-Key`) and
 `POST /proxy/usage/` (recorded). Environments are added, rotated and removed as the listing says;
 configured pairs stay; a broken listing changes nothing; usage batches carry an

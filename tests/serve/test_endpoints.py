@@ -1,5 +1,6 @@
-"""The SDK-facing HTTP API of `flagpole serve` (api spec §1, §2): every endpoint × key kind ×
-trailing slash, filtering for client keys, ETags, CORS, compression, and every bad input of §2.7.
+"""The SDK-facing HTTP API of `flagpole serve` (the Edge Proxy's endpoints, as the README's
+`flagpole serve` section lists them): every endpoint × key kind × trailing slash, filtering for
+client keys, ETags, CORS, compression, and every bad input with its JSON error body.
 
 One flagpole process per module serves two local documents (env A: disabled flags visible to
 client keys; env B: `project.hide_disabled_flags`), so no upstream is involved here.
@@ -182,7 +183,7 @@ def test_key_header_name_is_case_insensitive(srv):
 
 
 def test_flags_ignore_segments_that_match_without_identity(srv):
-    """§2.1: a segment on $.environment.name (or IS_NOT_SET) matches with no identity, but /flags is
+    """A segment on $.environment.name (or IS_NOT_SET) matches with no identity, but /flags is
     the environment defaults only; identities do get the segment override."""
     flags = ex.by_name(srv.flags(ENV_A.server_key))
     assert flags["env_name_target"]["enabled"] is False
@@ -428,9 +429,9 @@ def decode(encoding: str, data: bytes) -> bytes:
     ("GET", "/api/v1/environment-document/", ENV_A.server_key),
 ])
 def test_compression(srv, encoding, method, path, key):
-    """§2.6: gzip at least, for every body ≥ 1,000 bytes; br and zstd are "welcome". They are
-    required here for the bodies stored per revision (flags, environment document), which flagpole
-    stores pre-compressed, and optional for per-request bodies (identities)."""
+    """gzip at least, for every body ≥ 1,000 bytes; br and zstd too. They are required here for
+    the bodies stored per revision (flags, environment document), which flagpole stores
+    pre-compressed, and optional for per-request bodies (identities)."""
     body = post_identity_body("zip-user", {"plan": "pro"}) if method == "POST" else None
     plain = srv.request(method, path, key, {"Accept-Encoding": "identity"}, body)
     assert plain.status == 200 and plain.header("content-encoding") in (None, "identity"), plain
@@ -467,7 +468,7 @@ def test_small_bodies_are_not_compressed(srv):
 
 
 # ----------------------------------------------------------------------------------------
-# Errors (§2.7)
+# Errors (JSON bodies: {"status", "message"})
 # ----------------------------------------------------------------------------------------
 
 SDK_ENDPOINTS = [
@@ -614,7 +615,7 @@ def test_headers_over_limit(srv, shape):
     if got is not None:  # 431 (or the connection closed without a response: also accepted)
         status, headers, body = got
         assert status == 431, (status, headers, body[:200])
-        # §2.7: every error status carries the JSON error body, 431 included.
+        # Every error status carries the JSON error body, 431 included.
         try:
             parsed = json.loads(body)
         except ValueError:

@@ -1,6 +1,6 @@
-"""Fault injection (api spec §2.5, §4.1, §4.3, §5.4): a real `flagpole serve` process polling a
-real upstream HTTP server on loopback, which breaks in one way per case and then heals with a
-*different* valid document.
+"""Fault injection (upstream polling, pagination and readiness; README: `flagpole serve`): a
+real `flagpole serve` process polling a real upstream HTTP server on loopback, which breaks in
+one way per case and then heals with a *different* valid document.
 
 For every case, while clients keep polling the flags, identities and OFREP bulk endpoints and the
 environment document:

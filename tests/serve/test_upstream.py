@@ -1,6 +1,7 @@
-"""Upstream sync and process life cycle of `flagpole serve` (api spec §2.5, §2.8, §3, §4.1, §4.3,
-§5): a real upstream HTTP server that misbehaves on demand, readiness and staleness, pagination,
-warm start from a snapshot, local document reload, tiering, signals, configuration sources.
+"""Upstream sync and process life cycle of `flagpole serve` (README: `flagpole serve`;
+`deploy/README.md`: readiness and shutdown): a real upstream HTTP server that misbehaves on
+demand, readiness and staleness, pagination, warm start from a snapshot, local document reload,
+tiering, signals, configuration sources.
 
 Timings: flagpole polls every POLL_SECONDS (1 s) with a TIMEOUT_SECONDS (1 s) fetch timeout and a
 GRACE_SECONDS (2 s) staleness grace, so one environment is stale 3 s after its last success.
@@ -330,7 +331,7 @@ def test_null_grace_period_never_stale(flagpole, upstream):
 
 
 # ----------------------------------------------------------------------------------------
-# Pagination (§4.3)
+# Pagination (identity overrides in `Link` pages)
 # ----------------------------------------------------------------------------------------
 
 PAGE_USERS = [f"page-user-{i}" for i in range(1, 7)]
@@ -643,7 +644,7 @@ def test_sigterm_lets_in_flight_request_finish(flagpole, tmp_path):
 
 
 # ----------------------------------------------------------------------------------------
-# Configuration sources (§3) and the bundled example
+# Configuration sources and the bundled example
 # ----------------------------------------------------------------------------------------
 
 
