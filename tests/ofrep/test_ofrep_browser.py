@@ -1,7 +1,8 @@
 """The OFREP web provider in a real browser: `@openfeature/web-sdk` 1.10 with
 `@openfeature/ofrep-web-provider` 0.4.3 as ES modules in headless Chromium (playwright-core,
 browser/drive.js), on the demo page browser/index.html served from another origin than flagpole's,
-so every request is cross-origin (ofrep spec §7, §8; the browser's own fetch and EventSource).
+so every request is cross-origin (the change stream and CORS; the browser's own fetch and
+EventSource).
 
 The page shows some flags; the document is edited so `flag_on` flips (and `text` changes), and the
 page must show the new values within 3 s, through the event stream. A screenshot is saved in the

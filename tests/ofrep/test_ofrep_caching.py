@@ -1,4 +1,4 @@
-"""OFREP caching (ofrep spec §6.1–§6.3; checklist §10 lines 13–16): byte-stable bodies, ETags
+"""OFREP caching (README: OpenFeature, ETags and `If-None-Match`): byte-stable bodies, ETags
 that depend on exactly the inputs that matter, conditional requests, revisions."""
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_etag_inputs(srv, path):
     base = {"targetingKey": "u1", "plan": "pro", "level": 1}
     e = etag(srv, path, base)
 
-    # Same inputs after §3 normalisation → same ETag.
+    # Same inputs after the context is normalised → same ETag.
     same = [
         {"level": 1, "plan": "pro", "targetingKey": "u1"},
         dict(base, address={"city": "Paris"}, tags=["a", 1], nothing=None),
@@ -237,7 +237,7 @@ def test_revisions(start_flagpole, tmp_path):
             upstream.set_document(REV.server_key, document)
             upstream.wait_for_requests(2, REV.server_key, timeout=10)
             assert bulk_metadata(fp)["version"] == rev0, what
-            # Same rev, so same ETags: the bodies must be the same bytes too (§6.3: equal ETags
+            # Same rev, so same ETags: the bodies must be the same bytes too (equal ETags
             # mean equal bodies), object values included.
             assert_same(snapshot(fp, REV_REQUESTS), s0, REV_REQUESTS, f"re-fetching {what} changed answers")
 
@@ -262,7 +262,7 @@ def test_revisions(start_flagpole, tmp_path):
 
 
 def test_freshness_hints(start_flagpole, tmp_path):
-    """§6.4: `flagConfigEtag` alone never yields a 304; a newer `flagConfigLastModified` makes a
+    """`flagConfigEtag` alone never yields a 304; a newer `flagConfigLastModified` makes a
     lagging replica (here: one that would not poll for ten minutes) fetch and serve the newer
     document within the freshness wait (2 s by default)."""
     upstream = Upstream().start()

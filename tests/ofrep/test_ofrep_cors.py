@@ -1,5 +1,5 @@
-"""CORS on the OFREP endpoints (ofrep spec §8; checklist §10 line 26). The main server allows one
-origin (ORIGIN)."""
+"""CORS on the OFREP endpoints (`allow_origins`, as for the Flagsmith API). The main server allows
+one origin (ORIGIN)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""OFREP errors and authentication (ofrep spec §1 body rules, §2, §5; checklist §10 lines 6, 7, 8
-and 19, plus the 403 of disabled key kinds)."""
+"""OFREP errors and authentication (request bodies, key headers and kinds, error bodies and
+codes, `Retry-After`; README: OpenFeature), plus the 403 of disabled key kinds."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_bad_input(srv, endpoint):
         return post(srv, path, body, key=MAIN.server_key, raw=raw, headers=headers)
 
     # INVALID_CONTEXT: a targetingKey of another type, a context that is not an object, traits
-    # over the limits (§3, as POST /api/v1/identities/).
+    # over the limits (as POST /api/v1/identities/).
     for tk in (5, 1.5, True, {"id": "u1"}, ["u1"]):
         assert_error(send({"context": {"targetingKey": tk}}), 400, "INVALID_CONTEXT", key=ekey)
     for ctx in ([], "u1", 5, True):
@@ -192,7 +192,7 @@ def test_authentication(srv, endpoint):
 
 
 def test_disabled_key_kinds_are_403(opts_srv, start_flagpole, main_setup, tmp_path):
-    """`ofrep.client_keys` / `ofrep.server_keys` (§2); the second server is configured through
+    """`ofrep.client_keys` / `ofrep.server_keys`; the second server is configured through
     the `OFREP` environment variable."""
     ctx = {"targetingKey": "u1"}
     assert_error(single(opts_srv, FLAG, ctx, key=MAIN.client_key), 403, "GENERAL", key=FLAG)
@@ -252,7 +252,7 @@ def test_retry_after_and_500(srv, endpoint):
             body = assert_error(r, 500, "GENERAL", key="guarded")
         else:
             r = post(srv, BULK, ctx, key=k)
-            if r.status == 200:  # §5: a per-item failure instead of a failed request
+            if r.status == 200:  # a per-item failure instead of a failed request
                 items = ok_bulk(r)
                 item = items["guarded"]
                 assert set(item) == {"key", "errorCode", "errorDetails"}, item

@@ -1,5 +1,6 @@
-"""OFREP evaluation (ofrep spec §1–§4, checklist §10 lines 1–5, 9–12 and 18): values, reasons,
-variants, metadata and filtering, against the reference engine's answers for the fixture documents.
+"""OFREP evaluation (the OFREP specification's endpoints; the mapping of the README's OpenFeature
+section): values, reasons, variants, metadata and filtering, against the reference engine's answers
+for the fixture documents.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def test_boolean_and_disabled_flags(srv, server):
     text_off = ok_single(single(srv, "text_off", key=key), "text_off")
     assert "value" not in text_off, f"a disabled string flag must have no value (ADR-0006): {text_off}"
     assert (text_off["reason"], text_off["variant"]) == ("DISABLED", "disabled"), text_off
-    # The rest of the §4.1 table: "" reads as true; a disabled boolean value reads as false; a
+    # The rest of the value rules: "" reads as true; a disabled boolean value reads as false; a
     # disabled number has no value; an enabled `false` stays false.
     want = fx.expected_items(MAIN.document, None, server=server)
     for name, value in [("empty_on", True), ("bool_off", False), ("num_off", None), ("bool_false_on", False)]:

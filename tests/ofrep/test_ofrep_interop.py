@@ -1,7 +1,6 @@
-"""Official OpenFeature providers against flagpole (ofrep spec §9; checklist §10 lines 27, 28):
-the Python provider `openfeature-provider-ofrep` 0.3.0 (openfeature-sdk 0.10.0) in-process, and
-the JS server provider `@openfeature/ofrep-provider` 0.1.3 (@openfeature/server-sdk 1.x) through
-node/evaluate.js."""
+"""Official OpenFeature providers against flagpole: the Python provider
+`openfeature-provider-ofrep` 0.3.0 (openfeature-sdk 0.10.0) in-process, and the JS server provider
+`@openfeature/ofrep-provider` 0.1.3 (@openfeature/server-sdk 1.x) through node/evaluate.js."""
 
 from __future__ import annotations
 
@@ -96,7 +95,7 @@ def test_js_server_provider(srv, node_ofrep_dir, tmp_path):
     cases = [
         (("server", "boolean", "flag_on", False, {}), (True, "STATIC", "enabled", None)),
         (("server", "boolean", "flag_off", True, {}), (False, "DISABLED", "disabled", None)),
-        # @openfeature/ofrep-provider 0.1.3 reads a 200 without `value` as malformed (§9, line 28).
+        # @openfeature/ofrep-provider 0.1.3 reads a 200 without `value` as malformed.
         (("server", "string", "text_off", "d", {}), ("d", "ERROR", None, "GENERAL")),
         (("server", "string", "text", "x", {}), ("Hello", "STATIC", "enabled", None)),
         (("server", "number", "num", 0, {}), (10, "STATIC", "enabled", None)),

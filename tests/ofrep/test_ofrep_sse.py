@@ -1,6 +1,7 @@
-"""OFREP event streams (ofrep spec §7, §8; checklist §10 lines 20, 22, 23 and 24, and CORS on the
-stream). Line 21 (tokens across processes, logs), the connection cap and shutdown are in
-test_ofrep_sse_processes.py; line 29 (the JS web provider) in test_ofrep_web_provider.py.
+"""OFREP event streams (README: OpenFeature, live changes): advertising, the stream's headers,
+preamble and heartbeats, one event per revision, catch-up, and CORS on the stream. Tokens across
+processes, logs, the connection cap and shutdown are in test_ofrep_sse_processes.py; the JS web
+provider in test_ofrep_web_provider.py.
 
 Most tests use the `sse` server (heartbeats every second, one environment per test that edits its
 document); documents change by rewriting their file atomically."""
@@ -65,7 +66,7 @@ def bulk_pairs(fp, key: str, context: dict | None = None):
 
 
 def want_streams(token: str, since: str, *, inactivity: int = 120, base: str | None = None) -> list:
-    """The `eventStreams` member of §7.1, as (name, value) pairs in wire order."""
+    """The bulk response's `eventStreams` member, as (name, value) pairs in wire order."""
     uri = events_path(token, since)
     where = ("url", base + uri) if base is not None else ("endpoint", [("requestUri", uri)])
     return [[("type", "sse"), where, ("inactivityDelaySec", inactivity)]]
@@ -89,7 +90,7 @@ def advertised(fp, key: str) -> str:
 
 
 def assert_event(ev, document: dict, where: str = "") -> None:
-    """A refetchEvaluation event for `document`, framed exactly as §7.3 shows."""
+    """A refetchEvaluation event for `document`, framed exactly as the stream sends it."""
     lines = ev.block.split("\n")
     assert len(lines) == 3, f"{where}: {ev.block!r}"
     assert lines[0] == f"id: {event_id_of(document)}", f"{where}: {ev.block!r}"
@@ -169,7 +170,7 @@ def test_url_form_settings_and_off(srv, main_setup, start_flagpole, tmp_path):
     r_delay, pairs = bulk_pairs(fp4, MAIN.client_key, PRO)
     assert typed(dict(pairs)["eventStreams"]) == typed(want_streams(token, since, inactivity=45)), pairs
 
-    # Each of these settings changes the body, so each must change the ETag (§6.2 cfg): a 304
+    # Each of these settings changes the body, so each must change the ETag: a 304
     # must never keep a client on a stream entry that no longer applies.
     etags = [x.header("etag") for x in (ref, r_url, r_prefix, r_off, r_delay)]
     assert len(set(etags)) == 5, etags
@@ -207,7 +208,7 @@ def test_stream_headers_preamble_and_heartbeats(sse, open_stream):
     assert s.pings <= elapsed / SSE_HEARTBEAT + 2, f"{s.pings} heartbeats in {elapsed:.1f}s"
     assert s.text.endswith(f"{PING}\n\n"), s
 
-    # A non-browser client may authenticate with a key header instead of `t` (§7.2).
+    # A non-browser client may authenticate with a key header instead of `t`.
     for headers in ({"X-API-Key": SSE_A.client_key}, {"Authorization": f"Bearer {SSE_A.server_key}"},
                     {"X-Environment-Key": SSE_A.server_key}):
         h = open_stream(sse.fp.port, events_path(None, since), headers)
@@ -217,7 +218,7 @@ def test_stream_headers_preamble_and_heartbeats(sse, open_stream):
 
 def test_flushed_at_once(srv, open_stream):
     # The main server keeps the default heartbeat (15 s): what arrives at once was flushed at once.
-    # Without `since`, the current event follows the preamble (§7.3).
+    # Without `since`, the current event follows the preamble.
     t0 = time.monotonic()
     s = open_stream(srv.port, events_path(sse_token(MAIN.client_key, MAIN.server_key)))
     assert s.status == 200, s
@@ -262,14 +263,13 @@ def test_bad_token(sse, open_stream):
 def test_routing(sse, open_stream):
     token = sse_token(SSE_A.client_key, SSE_A.server_key)
     since = event_id_of(SSE_A.document)
-    # Unknown query parameters are ignored, order does not matter, extra leading slashes are
-    # accepted (§1).
+    # Unknown query parameters are ignored, order does not matter, extra leading slashes are accepted.
     for path in (f"{EVENTS}?since={since}&t={token}", f"{EVENTS}?t={token}&since={since}&x=1&flagConfigEtag=y",
                  f"/{EVENTS}?t={token}&since={since}"):
         s = open_stream(sse.fp.port, path)
         assert s.status == 200, (path, s)
         assert PREAMBLE.match(s.wait_preamble(5) + "\n"), (path, s)
-    # Other methods → 405 with Allow (§1) and a bulk-shaped error body (§5).
+    # Other methods → 405 with Allow and a bulk-shaped error body.
     for method in ("POST", "PUT", "DELETE"):
         r = http_request(sse.fp.port, method, events_path(token, since), {"X-API-Key": SSE_A.client_key},
                          b"{}" if method != "DELETE" else None)
@@ -303,7 +303,7 @@ def test_one_event_per_revision(sse, open_stream):
         if n < 3:
             doc = edit(sse, env, n)
         else:
-            # A document without updated_at: seq 0, so the event has no lastModified (§7.3).
+            # A document without updated_at: seq 0, so the event has no lastModified.
             doc = fx.make_document(env.client_key, env_id=env.document["id"], revision=n)
             del doc["updated_at"]
             write_atomic(sse.paths[env.client_key], json.dumps(doc))
@@ -330,7 +330,7 @@ def test_one_event_per_revision(sse, open_stream):
 
 
 def test_same_revision_no_event(sse, open_stream, start_flagpole, tmp_path):
-    """A reload that yields the same `rev` is no new revision: no event (§7.3, line 16)."""
+    """A reload that yields the same `rev` is no new revision: no event."""
     # A local file rewritten with other bytes (indentation, member order), same content.
     env = SSE_SAME
     uri = advertised(sse.fp, env.client_key)
@@ -463,7 +463,7 @@ def test_catch_up(sse, open_stream):
 
 
 # --------------------------------------------------------------------------------------------
-# CORS on the stream (§8)
+# CORS on the stream
 # --------------------------------------------------------------------------------------------
 
 

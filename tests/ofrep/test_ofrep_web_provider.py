@@ -1,4 +1,4 @@
-"""The JS web provider against flagpole (ofrep spec §7, §9; checklist §10 line 29):
+"""The JS web provider against flagpole (it follows the change stream):
 `@openfeature/web-sdk` 1.10 with `@openfeature/ofrep-web-provider` 0.4.3 in Node, `eventsource` 4
 as the EventSource, through node/web.js: reads, a change delivered by the event stream, polling
 revalidation (304s), a context change, and a bad key."""
@@ -106,7 +106,7 @@ def test_js_web_provider(start_flagpole, node_ofrep_dir, tmp_path):
     assert bad["details"]["errorCode"] == "PROVIDER_FATAL" and bad["details"]["value"] is False, bad
     assert [f["status"] for f in of("bad")] == [401], of("bad")
 
-    # Reads as line 28 (client key), except that text_off is the default with DISABLED and no error.
+    # Reads as the JS server provider's (client key), except that text_off is the default with DISABLED and no error.
     problems = diff(res["initial"], expected_reads(doc0, CONTEXT), "initial")
     text_off = res["initial"][2]
     assert (text_off["value"], text_off["reason"], text_off["errorCode"]) == ("d", "DISABLED", None), text_off
@@ -135,7 +135,7 @@ def test_js_web_provider(start_flagpole, node_ofrep_dir, tmp_path):
     assert (r["ifNoneMatch"], r["status"]) == (etag0, 200) and r["etag"] != etag0, r
     assert first_es["messages"] >= 1, res["eventSources"]
     problems += diff(res["afterEdit"], expected_reads(doc1, CONTEXT), "after the edit")
-    # Nothing before the edit: connecting with the current `since` sends no event (line 24).
+    # Nothing before the edit: connecting with the current `since` sends no event (catch-up only sends what is newer).
     assert [f for f in of("web", 0, edit["at"]) if f is not web[0]] == [], of("web", 0, edit["at"])
 
     # Polling (no change): every poll revalidates with the ETag and gets a 304; nothing changes.
