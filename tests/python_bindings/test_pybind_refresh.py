@@ -21,7 +21,7 @@ def _letters(flags: flagpole.Flags) -> set:
     return {(f.enabled, f.value) for f in flags.all_flags()}
 
 
-def _wait_for(predicate, timeout: float = 10.0) -> None:
+def _wait_for(predicate, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"

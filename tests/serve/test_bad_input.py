@@ -235,7 +235,7 @@ def srv(tmp_path_factory):
     config = local_config(paths, ENVS, flagpole={"limits": {"header_read_timeout_seconds": HEADER_TIMEOUT}})
     fp = FlagpoleProcess(work, config=config).start()
     try:
-        fp.wait_ready(30)
+        fp.wait_ready(60)
         server = Server(fp)
         # Warm-up: every kind of request a few times, so the baseline holds the steady-state pools.
         for _ in range(20):

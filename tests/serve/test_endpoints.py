@@ -51,7 +51,7 @@ def srv(tmp_path_factory):
     paths = write_documents(work / "docs", ENVS)
     fp = FlagpoleProcess(work, config=local_config(paths, ENVS)).start()
     try:
-        fp.wait_ready(15)
+        fp.wait_ready(60)
         yield fp
     finally:
         code = fp.stop()

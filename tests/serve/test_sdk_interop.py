@@ -31,7 +31,7 @@ def srv(tmp_path_factory):
     paths = write_documents(work / "docs", ENVS)
     fp = FlagpoleProcess(work, config=local_config(paths, ENVS)).start()
     try:
-        fp.wait_ready(15)
+        fp.wait_ready(60)
         yield fp
     finally:
         assert fp.stop() == 0

@@ -501,7 +501,7 @@ def test_warm_start_from_snapshot(flagpole, upstream, tmp_path):
 
     upstream.stop()  # upstream unreachable from now on
     fp2 = flagpole(config, wait=False)
-    fp2.wait_live(10)
+    fp2.wait_live(60)
     # Served from disk at once, before any successful fetch.
     r = fp2.get("/api/v1/flags/", CLIENT)
     assert r.status == 200, r
