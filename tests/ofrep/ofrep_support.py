@@ -67,7 +67,7 @@ OPTIONS = {"parse_json_strings": True, "require_targeting_key": True, "client_ke
 
 
 def wait_serving(fp: FlagpoleProcess, key: str = MAIN.server_key, context: dict | None = None,
-                 timeout: float = 15.0) -> None:
+                 timeout: float = 60.0) -> None:
     """Wait until OFREP bulk answers 200 for `key` and `context` (readiness stays 503 while
     UNLOADED is configured)."""
     fp.wait_live(timeout)

@@ -299,7 +299,7 @@ class SseStream:
                 return bool(pred(self))
             self.pump(min(0.2, max(0.0, deadline - time.monotonic())))
 
-    def wait_preamble(self, timeout: float = 5.0) -> str:
+    def wait_preamble(self, timeout: float = 60.0) -> str:
         assert self.wait_for(lambda s: len(s.blocks) >= 1, timeout), \
             f"no first block within {timeout}s on {self.path}: {self.text!r}"
         return self.blocks[0]
