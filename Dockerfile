@@ -6,10 +6,10 @@
 #   docker build -t flagpole .
 #   docker run -p 8000:8000 -v ./config.json:/app/config.json:ro flagpole
 #
-# Build stage: the official Rust image (Debian 12), release binary only. Run stage: distroless
-# "cc" (Debian 12 glibc + libgcc_s: exactly what the binary links, no shell, no package manager),
-# as a non-root user. The binary itself is the health probe (`flagpole health`). See
-# deploy/README.md.
+# Build stage: the official Rust image (Debian 12), release binary only (no debug info: the
+# release profile strips it). Run stage: distroless "cc" (Debian 12 glibc + libgcc_s: exactly
+# what the binary links, no shell, no package manager), as a non-root user. The binary itself is
+# the health probe (`flagpole health`). See deploy/README.md.
 
 ARG RUST_VERSION=1.95
 
@@ -21,7 +21,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked -p flagpole \
  && mkdir -p /out/snapshots \
- && objcopy --strip-debug target/release/flagpole /out/flagpole
+ && cp target/release/flagpole /out/flagpole
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/flagpole /usr/local/bin/flagpole

@@ -5,6 +5,7 @@
 # Python column: set FLAGPOLE_BENCH_PYTHON to a python with flagsmith-flag-engine==11.1.1 and
 # flagsmith==6.3.0 installed (pip install -r tests/requirements.txt), or create .venv in the repo
 # root; otherwise the column reads "python: skipped".
+# Builds with the `profiling` profile (release + debug info, target/profiling/) for perf.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-cargo bench -p flagpole-bench --bench engine "$@"
+cargo bench --profile profiling -p flagpole-bench --bench engine "$@"

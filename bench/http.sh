@@ -12,6 +12,7 @@
 # --duration S, --warmup S, --conc LIST, --docs LIST, --endpoints LIST, --source upstream|file
 # (where the load-phase Flagpole gets its documents), --no-pin, --no-load,
 # --no-memory, --out FILE. All traffic goes to 127.0.0.1; every run is bounded in time.
+# Builds with the `profiling` profile (release + debug info, target/profiling/) for perf.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -36,7 +37,7 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 2048 ]; then
   echo "warning: ulimit -n is $(ulimit -n); c=500 may fail to connect" >&2
 fi
 
-cargo build --release --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
+cargo build --profile profiling --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
   -p flagpole-http-bench --bin limit-server --bin http-bench --bin alloc-count
-target/release/gen-docs --out bench/out/docs >/dev/null
-exec target/release/http-bench "$@"
+target/profiling/gen-docs --out bench/out/docs >/dev/null
+exec target/profiling/http-bench "$@"

@@ -11,6 +11,7 @@
 # Other options (passed to the driver, bench/http/src/bin/ofrep-bench/main.rs): --rounds N,
 # --sse-doc NAME, --runs N, --duration S, --warmup S, --conc LIST, --docs LIST, --no-pin,
 # --no-sse, --out FILE. All traffic goes to 127.0.0.1; every step is bounded in time.
+# Builds with the `profiling` profile (release + debug info, target/profiling/) for perf.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -36,8 +37,8 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 11000 ]; then
   echo "warning: ulimit -n is $(ulimit -n); 10,000 streams will not all open (try --conns)" >&2
 fi
 
-cargo build --release --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
+cargo build --profile profiling --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
   -p flagpole-http-bench --bin ofrep-bench
-target/release/gen-docs --out bench/out/docs >/dev/null
+target/profiling/gen-docs --out bench/out/docs >/dev/null
 # At most 5 minutes (the harness and everything it started get SIGTERM, then SIGKILL).
-exec timeout --kill-after=10 300 target/release/ofrep-bench "$@"
+exec timeout --kill-after=10 300 target/profiling/ofrep-bench "$@"

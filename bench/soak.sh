@@ -12,6 +12,7 @@
 # Other options (passed to the driver, bench/http/src/bin/soak/main.rs): --fraction F,
 # --rps R (skip the peak run), --conns N, --threads N, --peak-seconds S, --interval S,
 # --rewrite S, --doc tiny|small|medium, --out FILE.
+# Builds with the `profiling` profile (release + debug info, target/profiling/) for perf.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -30,9 +31,9 @@ if ! command -v wrk >/dev/null 2>&1; then
 fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-cargo build --release --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
+cargo build --profile profiling --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
   -p flagpole-http-bench --bin soak
-target/release/gen-docs --out bench/out/docs >/dev/null
+target/profiling/gen-docs --out bench/out/docs >/dev/null
 # Bounded: the soak itself plus 5 minutes for start-up, the peak run and the report. Should the
 # driver be stopped, the Flagpole it started is stopped too (by the id it wrote).
 work=bench/out/soak
@@ -47,4 +48,4 @@ stop_server() {
 }
 trap stop_server EXIT
 limit=$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 + 300 }')
-timeout --kill-after=10 "$limit" target/release/soak "$@"
+timeout --kill-after=10 "$limit" target/profiling/soak "$@"

@@ -5,6 +5,40 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Prerequisites first, so a missing tool stops the run at once with one line saying what to
+# install, not minutes later in the middle of a build. Chromium is optional (see below).
+PYTHON="${PYTHON:-python3}"
+# at_least FOUND WANTED: true when dotted version FOUND >= WANTED.
+at_least() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+check_prerequisites() {
+  local missing=() want found
+  want=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+  found=$(rustc --version 2>/dev/null | awk '{print $2}') || true
+  if [ -z "$found" ] || ! command -v cargo >/dev/null 2>&1; then
+    missing+=("Rust >= $want (install: https://rustup.rs)")
+  elif ! at_least "${found%%-*}" "$want"; then
+    missing+=("Rust >= $want, found $found (rustup update stable)")
+  elif ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    missing+=("rustfmt and clippy (rustup component add rustfmt clippy)")
+  fi
+  found=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || true
+  if [ -z "$found" ] || ! at_least "$found" 3.9; then
+    missing+=("Python >= 3.9${found:+, found $found} (Debian: apt-get install python3 python3-venv; or set PYTHON=/path/to/python3)")
+  elif ! "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    missing+=("Python's venv module (Debian: apt-get install python3-venv)")
+  fi
+  found=$(node --version 2>/dev/null | tr -d v) || true
+  if [ -z "$found" ] || ! at_least "$found" 20 || ! command -v npm >/dev/null 2>&1; then
+    missing+=("Node.js >= 20 with npm${found:+, found $found} (https://nodejs.org/en/download)")
+  fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    local IFS=";"
+    echo "missing prerequisites:${missing[*]/#/ }" >&2
+    exit 1
+  fi
+}
+check_prerequisites
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -27,7 +61,6 @@ cargo clippy --manifest-path bindings/python/Cargo.toml --all-targets --locked -
 cargo test --manifest-path bindings/python/Cargo.toml --locked
 
 echo "== python venv (.venv)"
-PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
@@ -41,9 +74,11 @@ fi
 
 echo "== python bindings wheel (bindings/python, installed into .venv)"
 wheels=bindings/python/target/wheels
-rm -f "$wheels"/flagpole-*.whl
+rm -f "$wheels"/*.whl
 .venv/bin/maturin build --release --locked -m bindings/python/Cargo.toml --out "$wheels"
-.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole-*.whl
+# The distribution was called `flagpole` before; a .venv from then holds it under that name.
+.venv/bin/python -m pip uninstall --quiet --yes flagpole >/dev/null 2>&1 || true
+.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole_python-*.whl
 
 # The OFREP browser test (tests/ofrep/test_ofrep_browser.py) drives the system Chromium through
 # playwright-core (installed by `npm ci` with the other Node test dependencies; it never downloads a

@@ -104,7 +104,7 @@ def npm_ci(node_dir: Path) -> Path:
 
 
 def run_node_driver(script: Path, request: dict, workdir: Path, chromium: str,
-                    timeout: float = 60) -> dict:
+                    timeout: float = 300) -> dict:
     """node SCRIPT IN.json OUT.json with the browser in $FLAGPOLE_CHROMIUM; returns OUT."""
     workdir.mkdir(parents=True, exist_ok=True)
     inp, out = workdir / "driver-in.json", workdir / "driver-out.json"

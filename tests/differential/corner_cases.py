@@ -1,4 +1,7 @@
-"""Hand-written contexts, one per corner of the spec (sections 3, 5, 7, 8, 10).
+"""Hand-written contexts, one per corner of the reference engine (flagsmith-flag-engine 11.1.1:
+the context and result shapes, segment rules and operators in `flag_engine/segments/evaluator.py`,
+Python's `str()`/`int()`/`float()`, override precedence and multivariate splits, and the inputs
+on which it raises).
 
 Each case is ``Case(id, ctx, expect)``. ``expect`` states what the reference is believed to do
 (it is checked against the reference too, so a case that stops exercising its corner is noticed):
@@ -366,7 +369,7 @@ c("unknown_operator_lowercase", {"t": "a"}, "t", "equal", "a", "nomatch")
 for tv, op, sv, exp in (
     ("1.2.3+build", "EQUAL", "1.2.3:semver", "match"),
     ("1.2.3", "EQUAL", "1.2.3+other:semver", "match"),
-    # semver 3.1.1 (pinned) anchors with \Z and compiles with re.ASCII: unlike 3.0.4 (spec 5.5),
+    # semver 3.1.1 (pinned) anchors with \Z and compiles with re.ASCII: unlike 3.0.4,
     # a trailing "\n" and Unicode digits do NOT parse.
     ("1.2.3\n", "EQUAL", "1.2.3:semver", "nomatch"),
     ("1.2.3\n", "NOT_EQUAL", "1.2.4:semver", "nomatch"),

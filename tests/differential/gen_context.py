@@ -1,12 +1,13 @@
-"""Seeded random generator of evaluation contexts (spec section 3.1) for the differential test.
+"""Seeded random generator of evaluation contexts (the reference's `EvaluationContext`,
+`flag_engine/context/types.py`) for the differential test.
 
 Every context is small (<= 6 features, <= 6 segments, rule depth <= 3) so that a mismatch stays
 readable, and biased towards conditions that are TRUE (condition values are frequently derived
 from the value the condition's property actually resolves to), so that both branches of every
 operator are exercised.
 
-About 5% of the contexts (``raise_rate``) get one deliberately raising construct from spec
-section 10 injected in a segment that is always evaluated.
+About 5% of the contexts (``raise_rate``) get one deliberately raising construct (an input on
+which the reference raises) injected in a segment that is always evaluated.
 
 Entry points: ``case_rng(seed, index)`` and ``gen_context(rng)``; ``dumps(ctx)`` is the single
 JSON spelling fed to both sides.
@@ -699,7 +700,7 @@ class _Gen:
 
 
 # ---------------------------------------------------------------------------------------------
-# Deliberately raising constructs (spec section 10)
+# Deliberately raising constructs (inputs on which the reference raises)
 # ---------------------------------------------------------------------------------------------
 
 ERROR_KINDS = [

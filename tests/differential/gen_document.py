@@ -1,4 +1,5 @@
-"""Seeded random environment DOCUMENTS (spec section 2 wire format) and identities.
+"""Seeded random environment DOCUMENTS (the wire format of `/api/v1/environment-document/`, as the
+Flagsmith Python SDK 6.3.0 maps it in `flagsmith/mappers.py`) and identities.
 
 A document has MULTIVARIATE feature states (mv values with ids and/or uuids, int and float
 allocations), project segments whose rules use ``property_`` (conditions drawn by the context

@@ -5,7 +5,7 @@
   first mismatching contexts (FLAGPOLE_DIFF_SHRINK, default 3) are shrunk to minimal ones.
 - ``test_generator_coverage``: the generator exercises every operator with both outcomes and
   its injected error kinds really raise (reference only, no binary needed).
-- ``test_corner_reference[...]``: each hand-written corner does what the spec says in the
+- ``test_corner_reference[...]``: each hand-written corner does what its case says in the
   reference (no binary needed); ``test_corner[...]``: CLI == reference on each of them.
 """
 
@@ -148,7 +148,7 @@ def test_generator_coverage(random_cases):
 
 @pytest.mark.parametrize("case", corner_cases.CASES, ids=[c.id for c in corner_cases.CASES])
 def test_corner_reference(case):
-    """The corner really is what the spec says it is, in the reference."""
+    """The corner really is what its case says it is, in the reference."""
     out = reference.evaluate(gen_context.dumps(case.ctx))
     problem = corner_cases.check_expectation(case, out)
     assert problem is None, problem

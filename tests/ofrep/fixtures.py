@@ -1,19 +1,21 @@
-"""Fixture documents of the OFREP suite (ofrep spec §10) and the answers expected for them.
+"""Fixture documents of the OFREP suite and the answers expected for them.
 
-Documents are Flagsmith environment documents in the wire format (engine spec §2). Expected OFREP
-results are computed from the reference engine (flagsmith-flag-engine 11.1.1, through the Flagsmith
-Python SDK's document mapper, as tests/serve/serve_expect.py does) and the mapping of ofrep spec §4.
+Documents are Flagsmith environment documents in the wire format (as the Edge Proxy serves them at
+`/api/v1/environment-document/`). Expected OFREP results are computed from the reference engine
+(flagsmith-flag-engine 11.1.1, through the Flagsmith Python SDK's document mapper, as
+tests/serve/serve_expect.py does) and the mapping the README's OpenFeature section describes
+(values, reasons, variants, metadata).
 
 Features of the main document (ids deliberately not in document order, names not sorted):
 
 | name | enabled | value | what for |
 |---|---|---|---|
-| flag_on / flag_off | on / off | null | boolean flags (§4.1) |
+| flag_on / flag_off | on / off | null | boolean flags (no value: the enabled state) |
 | text / text_off | on / off | "Hello" / "Hi" | a disabled string has no value |
 | num, ratio, obj | on | 10, 2.5, an object | JSON types kept |
 | num_off | off | 10 | a disabled number has no value |
 | empty_on | on | "" | an empty value reads as true |
-| bool_off, bool_false_on | off / on | true / false | booleans follow §4.1 |
+| bool_off, bool_false_on | off / on | true / false | a disabled boolean reads false |
 | mv | on | "control-value" | two keyed options (30 % each) and one without a key (20 %): 20 % miss |
 | seg_feat | on | "default" | overridden by segment `pro` (`plan == "pro"`) |
 | pro_only | off | "pro-feature" | enabled by segment `pro` (filtered after evaluation) |
@@ -127,7 +129,7 @@ def _cond(operator: str, prop: str, value: str | None) -> dict:
 
 def make_document(api_key: str, *, env_id: int, name: str = ENV_NAME, hide_disabled_flags: bool = False,
                   revision: int = 0) -> dict:
-    """The §10 fixture document. `revision` > 0 changes `text`'s value and `updated_at` only."""
+    """The main fixture document. `revision` > 0 changes `text`'s value and `updated_at` only."""
     feature_states = []
     for i, (fname, (fid, enabled, value)) in enumerate(FEATURES.items()):
         if fname == "text" and revision:
@@ -209,7 +211,7 @@ def make_broken_document(api_key: str, *, env_id: int) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
-# RFC 8785 (JCS) and the revision of ofrep spec §6.1
+# RFC 8785 (JCS) and the document revision (what ETags and stream events carry)
 # --------------------------------------------------------------------------------------------
 
 
@@ -259,7 +261,7 @@ def last_modified_of(document: dict) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Expected OFREP results (spec §3, §4)
+# Expected OFREP results (context → identity and traits, flag → OFREP item)
 # --------------------------------------------------------------------------------------------
 
 
@@ -277,7 +279,7 @@ def engine_flags(document: dict, identifier: str | None, traits: dict | None) ->
 
 
 def context_inputs(context: dict | None) -> tuple[str | None, dict]:
-    """§3: (identifier or None, traits) from an OFREP context."""
+    """(identifier or None, traits) from an OFREP context (README: OpenFeature)."""
     context = context or {}
     tk = context.get("targetingKey")
     identifier = tk if isinstance(tk, str) and tk else None
@@ -298,7 +300,7 @@ def mv_variant_name(value: Any) -> str:
 
 
 def ofrep_item(name: str, r: dict, *, server: bool, parse_json_strings: bool = False) -> dict:
-    """One OFREP success item from one engine flag result (§4), members in wire order."""
+    """One OFREP success item from one engine flag result, members in wire order."""
     enabled, value, reason, variant = r["enabled"], r["value"], r["reason"], r["variant"]
     item: dict = {"key": name}
     if enabled:
@@ -342,7 +344,7 @@ def ofrep_item(name: str, r: dict, *, server: bool, parse_json_strings: bool = F
 
 
 def visible(document: dict, name: str, item: dict, *, server: bool) -> bool:
-    """Client-key filters (§2), applied after evaluation."""
+    """Client-key filters (server-only features, `hide_disabled_flags`), applied after evaluation."""
     if server:
         return True
     project = document["project"]

@@ -1,6 +1,6 @@
 """Helpers of the OFREP suite: the environments and configurations, a `flagpole serve` process
 wrapper, and small HTTP helpers for the two OFREP endpoints with the checks every answer must pass
-(ofrep spec §5, §6.3, §8)."""
+(errors, caching headers and CORS, as the README's OpenFeature section describes them)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ OPTIONS = {"parse_json_strings": True, "require_targeting_key": True, "client_ke
 
 
 def wait_serving(fp: FlagpoleProcess, key: str = MAIN.server_key, context: dict | None = None,
-                 timeout: float = 15.0) -> None:
+                 timeout: float = 60.0) -> None:
     """Wait until OFREP bulk answers 200 for `key` and `context` (readiness stays 503 while
     UNLOADED is configured)."""
     fp.wait_live(timeout)
@@ -137,7 +137,7 @@ def assert_item(got: dict, want: dict, where: str = "") -> None:
 
 
 def ok_json(resp: Response) -> Any:
-    """A 200 with a JSON body, an ETag and the caching headers of §6.3."""
+    """A 200 with a JSON body, an ETag and the caching headers of a conditional-request answer."""
     assert resp.status == 200, resp
     assert (resp.header("content-type") or "").startswith("application/json"), resp
     etag = resp.header("etag")
@@ -163,7 +163,7 @@ def ok_bulk(resp: Response) -> dict[str, dict]:
 
 
 def assert_error(resp: Response, status: int, code: str, *, key: str | None = None) -> dict:
-    """An error of §5: single bodies `{key, errorCode, errorDetails}` (when `key` is given), bulk
+    """An OFREP error: single bodies `{key, errorCode, errorDetails}` (when `key` is given), bulk
     bodies `{errorCode, errorDetails}`; JSON; `Cache-Control: no-store`."""
     assert resp.status == status, resp
     assert (resp.header("content-type") or "").startswith("application/json"), resp

@@ -1,4 +1,4 @@
-"""Helpers of the OFREP event-stream tests (ofrep spec §7): the expected stream token, event ids
+"""Helpers of the OFREP event-stream tests (README: OpenFeature, live changes): the expected stream token, event ids
 and event blocks, and a small streaming client that reads `GET /ofrep/v1/events` incrementally
 from a raw socket. Every wait is bounded: nothing here blocks past the deadline it is given."""
 
@@ -19,7 +19,7 @@ from serve_harness import HOST, Response
 EVENTS = "/ofrep/v1/events"
 TOKEN_LABEL = b"flagpole-ofrep-sse/1\n"
 TOKEN = re.compile(r"^[A-Za-z0-9_-]{22}$")
-# The start of every stream (§7.3): the reconnection delay, a comment, the end of the block.
+# The start of every stream: the reconnection delay, a comment, the end of the block.
 PREAMBLE = re.compile(r"^retry: 5000\n(?::[^\n]*\n)+$")
 PING = ": ping"
 SSE_DEFAULTS = {"enabled": True, "secret": None, "inactivity_delay_sec": 120, "heartbeat_sec": 15,
@@ -32,13 +32,13 @@ SSE_DEFAULTS = {"enabled": True, "secret": None, "inactivity_delay_sec": 120, "h
 
 
 def sse_token(client_key: str, secret: str) -> str:
-    """§7.2: the first 22 characters of unpadded base64url(HMAC-SHA256(K, label + client key))."""
+    """The stream token: the first 22 characters of unpadded base64url(HMAC-SHA256(K, label + client key))."""
     mac = hmac.new(secret.encode(), TOKEN_LABEL + client_key.encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()[:22]
 
 
 def seq_of(document: dict) -> int:
-    """§6.1: `updated_at` in Unix milliseconds (0 when missing)."""
+    """The document's `updated_at` in Unix milliseconds (0 when missing)."""
     text = document.get("updated_at")
     if not text:
         return 0
@@ -57,7 +57,7 @@ def event_id_of(document: dict) -> str:
 
 
 def expected_data(document: dict) -> list[tuple[str, Any]]:
-    """The `data` member pairs of a refetchEvaluation event, in wire order (§7.3)."""
+    """The `data` member pairs of a refetchEvaluation event, in wire order."""
     from fixtures import revision_of
 
     pairs: list[tuple[str, Any]] = [("type", "refetchEvaluation"), ("etag", revision_of(document))]
@@ -299,7 +299,7 @@ class SseStream:
                 return bool(pred(self))
             self.pump(min(0.2, max(0.0, deadline - time.monotonic())))
 
-    def wait_preamble(self, timeout: float = 5.0) -> str:
+    def wait_preamble(self, timeout: float = 60.0) -> str:
         assert self.wait_for(lambda s: len(s.blocks) >= 1, timeout), \
             f"no first block within {timeout}s on {self.path}: {self.text!r}"
         return self.blocks[0]
@@ -360,9 +360,9 @@ def _env(name: str, env_id: int):
 
 # One environment per test that edits its document, so tests stay independent.
 SSE_A = _env("a", 4101)  # never edited
-SSE_ONE = _env("one", 4102)  # line 23: one revision at a time
-SSE_BURST = _env("burst", 4103)  # line 23: a burst of revisions
-SSE_RC = _env("rc", 4104)  # line 24: reconnections
-SSE_SAME = _env("same", 4105)  # line 23: rewritten with the same content
+SSE_ONE = _env("one", 4102)  # one revision at a time
+SSE_BURST = _env("burst", 4103)  # a burst of revisions
+SSE_RC = _env("rc", 4104)  # reconnections
+SSE_SAME = _env("same", 4105)  # rewritten with the same content
 SSE_ENVS = [SSE_A, SSE_ONE, SSE_BURST, SSE_RC, SSE_SAME]
 SSE_HEARTBEAT = 1  # seconds, so that heartbeats show within a test

@@ -1,4 +1,4 @@
-"""OFREP caching (ofrep spec §6.1–§6.3; checklist §10 lines 13–16): byte-stable bodies, ETags
+"""OFREP caching (README: OpenFeature, ETags and `If-None-Match`): byte-stable bodies, ETags
 that depend on exactly the inputs that matter, conditional requests, revisions."""
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ REQUESTS = [
 ]
 
 
+FRESHNESS_WAIT = 60  # seconds: `ofrep.freshness_wait_ms` where a test relies on it
+
 def snapshot(fp, requests=REQUESTS) -> list[tuple]:
     out = []
     for path, ctx, key in requests:
@@ -82,7 +84,7 @@ def etag(fp, path: str, ctx, key: str = MAIN.server_key, raw: bytes | None = Non
 # --------------------------------------------------------------------------------------------
 
 
-def test_line13_identical_requests_identical_answers(srv, main_setup, start_flagpole, tmp_path):
+def test_identical_requests_identical_answers(srv, main_setup, start_flagpole, tmp_path):
     first = snapshot(srv)
     assert_same(snapshot(srv), first, REQUESTS, "the same process answered the same request differently")
     assert len({e for _, e in first}) == len(first), "different requests must not share an ETag"
@@ -102,11 +104,11 @@ def test_line13_identical_requests_identical_answers(srv, main_setup, start_flag
 
 
 @pytest.mark.parametrize("path", [pytest.param(BULK, id="bulk"), pytest.param(flag_path("typed_trait"), id="single")])
-def test_line14_etag_inputs(srv, path):
+def test_etag_inputs(srv, path):
     base = {"targetingKey": "u1", "plan": "pro", "level": 1}
     e = etag(srv, path, base)
 
-    # Same inputs after §3 normalisation → same ETag.
+    # Same inputs after the context is normalised → same ETag.
     same = [
         {"level": 1, "plan": "pro", "targetingKey": "u1"},
         dict(base, address={"city": "Paris"}, tags=["a", 1], nothing=None),
@@ -157,7 +159,7 @@ def test_line14_etag_inputs(srv, path):
     assert r_int.header("etag") != r_float.header("etag"), "different bodies behind one ETag"
 
 
-def test_line14_etag_is_per_flag_and_per_endpoint(srv):
+def test_etag_is_per_flag_and_per_endpoint(srv):
     tags = {etag(srv, flag_path(n), PRO) for n in ("flag_on", "flag_off", "text", "seg_feat")}
     tags.add(etag(srv, BULK, PRO))
     assert len(tags) == 5
@@ -170,7 +172,7 @@ def test_line14_etag_is_per_flag_and_per_endpoint(srv):
 
 @pytest.mark.parametrize("path", [pytest.param(BULK, id="bulk"), pytest.param(flag_path("seg_feat"), id="single")])
 @pytest.mark.parametrize("ctx", [pytest.param(None, id="env-level"), pytest.param(PRO, id="identity")])
-def test_line15_if_none_match(srv, path, ctx):
+def test_if_none_match(srv, path, ctx):
     body = {} if ctx is None else {"context": ctx}
     first = post(srv, path, body, key=MAIN.server_key)
     ok_json(first)
@@ -217,7 +219,7 @@ def bulk_metadata(fp, key: str = REV.server_key) -> dict:
     return ok_json(r)["metadata"]
 
 
-def test_line16_revisions(start_flagpole, tmp_path):
+def test_revisions(start_flagpole, tmp_path):
     upstream = Upstream().start()
     try:
         doc0 = REV.document
@@ -237,7 +239,7 @@ def test_line16_revisions(start_flagpole, tmp_path):
             upstream.set_document(REV.server_key, document)
             upstream.wait_for_requests(2, REV.server_key, timeout=10)
             assert bulk_metadata(fp)["version"] == rev0, what
-            # Same rev, so same ETags: the bodies must be the same bytes too (§6.3: equal ETags
+            # Same rev, so same ETags: the bodies must be the same bytes too (equal ETags
             # mean equal bodies), object values included.
             assert_same(snapshot(fp, REV_REQUESTS), s0, REV_REQUESTS, f"re-fetching {what} changed answers")
 
@@ -246,7 +248,7 @@ def test_line16_revisions(start_flagpole, tmp_path):
         rev1 = fx.revision_of(doc1)
         assert rev1 != rev0
         upstream.set_document(REV.server_key, copy.deepcopy(doc1))
-        wait_until(lambda: bulk_metadata(fp)["version"] == rev1, 10, "the new revision was never served")
+        wait_until(lambda: bulk_metadata(fp)["version"] == rev1, 60, "the new revision was never served")
         assert bulk_metadata(fp) == {"version": rev1, "lastModified": fx.last_modified_of(doc1)}
         s1 = snapshot(fp, REV_REQUESTS)
         for (path, ctx, key), (b0, e0), (b1, e1) in zip(REV_REQUESTS, s0, s1):
@@ -261,15 +263,17 @@ def test_line16_revisions(start_flagpole, tmp_path):
         upstream.stop()
 
 
-def test_line17_freshness_hints(start_flagpole, tmp_path):
-    """§6.4: `flagConfigEtag` alone never yields a 304; a newer `flagConfigLastModified` makes a
+def test_freshness_hints(start_flagpole, tmp_path):
+    """`flagConfigEtag` alone never yields a 304; a newer `flagConfigLastModified` makes a
     lagging replica (here: one that would not poll for ten minutes) fetch and serve the newer
-    document within the freshness wait (2 s by default)."""
+    document within the freshness wait (here 60 s, so that a busy machine cannot make the fetch
+    miss it; it ends as soon as the fetch does)."""
     upstream = Upstream().start()
     try:
         doc0 = REV.document
         upstream.set_document(REV.server_key, doc0)
-        fp = start_flagpole(config=upstream_config(upstream, [REV], api_poll_frequency_seconds=600),
+        fp = start_flagpole(config=upstream_config(upstream, [REV], api_poll_frequency_seconds=600,
+                                                   ofrep={"freshness_wait_ms": FRESHNESS_WAIT * 1000}),
                             workdir=tmp_path / "fresh", serving_key=REV.server_key)
         rev0 = fx.revision_of(doc0)
         first = post(fp, BULK, {}, key=REV.server_key)
@@ -282,7 +286,7 @@ def test_line17_freshness_hints(start_flagpole, tmp_path):
         r = post(fp, BULK + "?flagConfigEtag=0123456789abcdef0123456789abcdef", {},
                  key=REV.server_key, headers={"If-None-Match": etag0})
         assert r.status == 304, r
-        wait_until(lambda: upstream.count(REV.server_key) > before, 5, "the hint started no fetch")
+        wait_until(lambda: upstream.count(REV.server_key) > before, 60, "the hint started no fetch")
 
         # Another replica already serves revision 1; this one has not polled it.
         doc1 = fx.make_document("ofrep_rev_client", env_id=4010, revision=1)
@@ -290,14 +294,12 @@ def test_line17_freshness_hints(start_flagpole, tmp_path):
         time.sleep(1.1)  # past the once-a-second limit on forced fetches
         assert bulk_metadata(fp)["version"] == rev0, "test precondition: the replica lags"
         newer = fx.last_modified_of(doc1)
-        started = time.monotonic()
         r = post(fp, BULK + f"?flagConfigLastModified={newer}", {}, key=REV.server_key)
-        took = time.monotonic() - started
         assert ok_json(r)["metadata"]["version"] == fx.revision_of(doc1), r
-        assert took < 2.5, f"took {took:.2f} s"
-        # An RFC 3339 hint that is not newer changes nothing and does not wait.
+        # An RFC 3339 hint that is not newer changes nothing and does not wait (waiting would
+        # take the whole freshness wait: nothing newer comes).
         started = time.monotonic()
         r = post(fp, BULK + "?flagConfigLastModified=2001-01-01T00:00:00Z", {}, key=REV.server_key)
-        assert r.status == 200 and time.monotonic() - started < 1.0, r
+        assert r.status == 200 and time.monotonic() - started < FRESHNESS_WAIT / 2, r
     finally:
         upstream.stop()

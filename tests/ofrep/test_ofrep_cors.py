@@ -1,5 +1,5 @@
-"""CORS on the OFREP endpoints (ofrep spec §8; checklist §10 line 26). The main server allows one
-origin (ORIGIN)."""
+"""CORS on the OFREP endpoints (`allow_origins`, as for the Flagsmith API). The main server allows
+one origin (ORIGIN)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def preflight(port: int, path: str, origin: str, headers: str):
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_line26_cors(srv, path):
+def test_cors(srv, path):
     # Preflight: 204, explicit methods, the requested header names echoed (no key needed).
     requested = "authorization, x-api-key, content-type, if-none-match"
     r = preflight(srv.port, path, ORIGIN, requested)

@@ -1,5 +1,5 @@
-"""OFREP errors and authentication (ofrep spec §1 body rules, §2, §5; checklist §10 lines 6, 7, 8
-and 19, plus the 403 of disabled key kinds)."""
+"""OFREP errors and authentication (request bodies, key headers and kinds, error bodies and
+codes, `Retry-After`; README: OpenFeature), plus the 403 of disabled key kinds."""
 
 from __future__ import annotations
 
@@ -53,14 +53,14 @@ def padded_body(size: int) -> bytes:
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_line06_bad_input(srv, endpoint):
+def test_bad_input(srv, endpoint):
     path, ekey = path_of(endpoint), error_key(endpoint)
 
     def send(body=None, raw=None, headers=None):
         return post(srv, path, body, key=MAIN.server_key, raw=raw, headers=headers)
 
     # INVALID_CONTEXT: a targetingKey of another type, a context that is not an object, traits
-    # over the limits (§3, as POST /api/v1/identities/).
+    # over the limits (as POST /api/v1/identities/).
     for tk in (5, 1.5, True, {"id": "u1"}, ["u1"]):
         assert_error(send({"context": {"targetingKey": tk}}), 400, "INVALID_CONTEXT", key=ekey)
     for ctx in ([], "u1", 5, True):
@@ -101,7 +101,7 @@ def test_line06_bad_input(srv, endpoint):
         assert ok_bulk(want)[FLAG]["reason"] == "TARGETING_MATCH"
 
 
-def test_line06_configured_body_limit(start_flagpole, main_setup, tmp_path):
+def test_configured_body_limit(start_flagpole, main_setup, tmp_path):
     config = dict(main_setup.config, ofrep={"max_body_bytes": 1000})
     fp = start_flagpole(config=config, workdir=tmp_path / "limit", serving_key=MAIN.server_key)
     ct = {"Content-Type": "application/json"}
@@ -117,7 +117,7 @@ def test_line06_configured_body_limit(start_flagpole, main_setup, tmp_path):
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_line07_require_targeting_key(srv, opts_srv, endpoint):
+def test_require_targeting_key(srv, opts_srv, endpoint):
     path, ekey = path_of(endpoint), error_key(endpoint)
     for raw in (b"{}", b"", b'{"context":null}', b'{"context":{}}', b'{"context":{"plan":"pro"}}',
                 b'{"context":{"targetingKey":""}}', b'{"context":{"targetingKey":null}}'):
@@ -145,7 +145,7 @@ def assert_401(resp, ekey):
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_line08_authentication(srv, endpoint):
+def test_authentication(srv, endpoint):
     path, ekey = path_of(endpoint), error_key(endpoint)
     ctx = {"context": {"targetingKey": "u1", "plan": "pro"}}
 
@@ -192,7 +192,7 @@ def test_line08_authentication(srv, endpoint):
 
 
 def test_disabled_key_kinds_are_403(opts_srv, start_flagpole, main_setup, tmp_path):
-    """`ofrep.client_keys` / `ofrep.server_keys` (§2); the second server is configured through
+    """`ofrep.client_keys` / `ofrep.server_keys`; the second server is configured through
     the `OFREP` environment variable."""
     ctx = {"targetingKey": "u1"}
     assert_error(single(opts_srv, FLAG, ctx, key=MAIN.client_key), 403, "GENERAL", key=FLAG)
@@ -230,7 +230,7 @@ def assert_no_internals(srv, text: str) -> None:
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_line19_retry_after_and_500(srv, endpoint):
+def test_retry_after_and_500(srv, endpoint):
     path, ekey = path_of(endpoint), error_key(endpoint)
     # Every Retry-After is an integer ≥ 1.
     seen = 0
@@ -252,7 +252,7 @@ def test_line19_retry_after_and_500(srv, endpoint):
             body = assert_error(r, 500, "GENERAL", key="guarded")
         else:
             r = post(srv, BULK, ctx, key=k)
-            if r.status == 200:  # §5: a per-item failure instead of a failed request
+            if r.status == 200:  # a per-item failure instead of a failed request
                 items = ok_bulk(r)
                 item = items["guarded"]
                 assert set(item) == {"key", "errorCode", "errorDetails"}, item

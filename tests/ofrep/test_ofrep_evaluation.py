@@ -1,5 +1,6 @@
-"""OFREP evaluation (ofrep spec §1–§4, checklist §10 lines 1–5, 9–12 and 18): values, reasons,
-variants, metadata and filtering, against the reference engine's answers for the fixture documents.
+"""OFREP evaluation (the OFREP specification's endpoints; the mapping of the README's OpenFeature
+section): values, reasons, variants, metadata and filtering, against the reference engine's answers
+for the fixture documents.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def key_of(env, server: bool) -> str:
 
 
 @pytest.mark.parametrize("server", KINDS)
-def test_line01_boolean_and_disabled_flags(srv, server):
+def test_boolean_and_disabled_flags(srv, server):
     key = key_of(MAIN, server)
     on = ok_single(single(srv, "flag_on", key=key), "flag_on")
     assert (on["value"], on["reason"], on["variant"]) == (True, "STATIC", "enabled"), on
@@ -48,7 +49,7 @@ def test_line01_boolean_and_disabled_flags(srv, server):
     text_off = ok_single(single(srv, "text_off", key=key), "text_off")
     assert "value" not in text_off, f"a disabled string flag must have no value (ADR-0006): {text_off}"
     assert (text_off["reason"], text_off["variant"]) == ("DISABLED", "disabled"), text_off
-    # The rest of the §4.1 table: "" reads as true; a disabled boolean value reads as false; a
+    # The rest of the value rules: "" reads as true; a disabled boolean value reads as false; a
     # disabled number has no value; an enabled `false` stays false.
     want = fx.expected_items(MAIN.document, None, server=server)
     for name, value in [("empty_on", True), ("bool_off", False), ("num_off", None), ("bool_false_on", False)]:
@@ -67,7 +68,7 @@ def test_line01_boolean_and_disabled_flags(srv, server):
 # --------------------------------------------------------------------------------------------
 
 
-def test_line02_values_keep_their_json_types(srv, opts_srv):
+def test_values_keep_their_json_types(srv, opts_srv):
     got = {n: ok_single(single(srv, n), n)["value"] for n in ("text", "num", "ratio", "obj", "json_text")}
     assert got["text"] == "Hello" and isinstance(got["text"], str)
     assert got["num"] == 10 and type(got["num"]) is int, f"10 must stay a JSON integer: {got['num']!r}"
@@ -108,7 +109,7 @@ EMPTY_BODIES = [
 
 @pytest.mark.parametrize("raw", EMPTY_BODIES)
 @pytest.mark.parametrize("server", KINDS)
-def test_line03_empty_context_is_environment_level(srv, raw, server):
+def test_empty_context_is_environment_level(srv, raw, server):
     key = key_of(MAIN, server)
     headers = {"X-API-Key": key}
     want = fx.expected_items(MAIN.document, None, server=server)
@@ -134,7 +135,7 @@ def test_line03_empty_context_is_environment_level(srv, raw, server):
 
 
 @pytest.mark.parametrize("server", KINDS)
-def test_line04_targeting(srv, server):
+def test_targeting(srv, server):
     key = key_of(MAIN, server)
     flat = {"targetingKey": "u1", "plan": "pro"}
     hit = ok_single(single(srv, "seg_feat", flat, key=key), "seg_feat")
@@ -182,7 +183,7 @@ def mv_users():
 
 
 @pytest.mark.parametrize("server", KINDS)
-def test_line05_multivariate(srv, mv_users, server):
+def test_multivariate(srv, mv_users, server):
     key = key_of(MAIN, server)
 
     def mv(identifier):
@@ -216,7 +217,7 @@ def test_line05_multivariate(srv, mv_users, server):
 
 
 @pytest.mark.parametrize("server", KINDS)
-def test_line09_unknown_flag_is_404(srv, server):
+def test_unknown_flag_is_404(srv, server):
     key = key_of(MAIN, server)
     for name, ctx in [("nope", None), ("nope", {"targetingKey": "u1", "plan": "pro"}),
                       ("FLAG_ON", None), ("Flag_On", None), ("flag_on ", None)]:
@@ -228,7 +229,7 @@ def test_line09_unknown_flag_is_404(srv, server):
 # --------------------------------------------------------------------------------------------
 
 
-def test_line10_server_only_feature(srv):
+def test_server_only_feature(srv):
     for ctx in (None, {"targetingKey": "u1", "plan": "pro"}):
         assert_error(single(srv, "secret", ctx, key=MAIN.client_key), 404, "FLAG_NOT_FOUND", key="secret")
         assert "secret" not in ok_bulk(bulk(srv, ctx, key=MAIN.client_key))
@@ -242,7 +243,7 @@ def test_line10_server_only_feature(srv):
 # --------------------------------------------------------------------------------------------
 
 
-def test_line11_hide_disabled_flags_affects_client_keys_only(srv):
+def test_hide_disabled_flags_affects_client_keys_only(srv):
     disabled = ["flag_off", "text_off", "num_off", "bool_off", "pro_only"]
     client = ok_bulk(bulk(srv, key=HIDE.client_key))
     server = ok_bulk(bulk(srv, key=HIDE.server_key))
@@ -273,7 +274,7 @@ def test_line11_hide_disabled_flags_affects_client_keys_only(srv):
 # --------------------------------------------------------------------------------------------
 
 
-def test_line12_routing(srv):
+def test_routing(srv):
     want = ok_single(single(srv, "a/b"), "a/b")
     assert want["value"] == "slash"
     for path in (SINGLE + "a/b", SINGLE + "a%2Fb", SINGLE + "a%2fb", "//ofrep/v1/evaluate/flags/a/b"):
@@ -321,7 +322,7 @@ def sweep_contexts(mv_users) -> list[dict | None]:
 
 @pytest.mark.parametrize("env", [pytest.param(MAIN, id="main"), pytest.param(HIDE, id="hide-disabled")])
 @pytest.mark.parametrize("server", KINDS)
-def test_line18_reasons_variants_metadata(srv, mv_users, env, server):
+def test_reasons_variants_metadata(srv, mv_users, env, server):
     key = key_of(env, server)
     seen_reasons = set()
     for ctx in sweep_contexts(mv_users):
@@ -351,7 +352,7 @@ def test_line18_reasons_variants_metadata(srv, mv_users, env, server):
     assert {"STATIC", "TARGETING_MATCH", "SPLIT"} | (set() if hidden else {"DISABLED"}) == seen_reasons
 
 
-def test_line18_client_keys_never_see_segment_names(srv):
+def test_client_keys_never_see_segment_names(srv):
     ctx = {"targetingKey": fx.OVERRIDE_USER, "plan": "pro"}
     for env in (MAIN, HIDE):
         raw = bulk(srv, ctx, key=env.client_key).body

@@ -1,7 +1,6 @@
-"""Official OpenFeature providers against flagpole (ofrep spec §9; checklist §10 lines 27, 28):
-the Python provider `openfeature-provider-ofrep` 0.3.0 (openfeature-sdk 0.10.0) in-process, and
-the JS server provider `@openfeature/ofrep-provider` 0.1.3 (@openfeature/server-sdk 1.x) through
-node/evaluate.js."""
+"""Official OpenFeature providers against flagpole: the Python provider
+`openfeature-provider-ofrep` 0.3.0 (openfeature-sdk 0.10.0) in-process, and the JS server provider
+`@openfeature/ofrep-provider` 0.1.3 (@openfeature/server-sdk 1.x) through node/evaluate.js."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ def py_client(srv, domain: str, headers: dict[str, str]):
     return api.get_client(domain)
 
 
-def test_line27_python_provider(srv):
+def test_python_provider(srv):
     client = py_client(srv, "flagpole-ofrep-python", {"X-API-Key": MAIN.server_key})
 
     d = client.get_boolean_details("flag_on", False)
@@ -82,7 +81,7 @@ def run_node(node_dir, tmp_path, request: dict) -> list[dict]:
     return results
 
 
-def test_line28_js_server_provider(srv, node_ofrep_dir, tmp_path):
+def test_js_server_provider(srv, node_ofrep_dir, tmp_path):
     mv_users = fx.mv_identities(MAIN.document, 1)
     bearer = [["Authorization", f"Bearer {MAIN.server_key}"]]
     providers = {
@@ -96,7 +95,7 @@ def test_line28_js_server_provider(srv, node_ofrep_dir, tmp_path):
     cases = [
         (("server", "boolean", "flag_on", False, {}), (True, "STATIC", "enabled", None)),
         (("server", "boolean", "flag_off", True, {}), (False, "DISABLED", "disabled", None)),
-        # @openfeature/ofrep-provider 0.1.3 reads a 200 without `value` as malformed (§9, line 28).
+        # @openfeature/ofrep-provider 0.1.3 reads a 200 without `value` as malformed.
         (("server", "string", "text_off", "d", {}), ("d", "ERROR", None, "GENERAL")),
         (("server", "string", "text", "x", {}), ("Hello", "STATIC", "enabled", None)),
         (("server", "number", "num", 0, {}), (10, "STATIC", "enabled", None)),

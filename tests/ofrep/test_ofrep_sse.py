@@ -1,6 +1,7 @@
-"""OFREP event streams (ofrep spec §7, §8; checklist §10 lines 20, 22, 23 and 24, and CORS on the
-stream). Line 21 (tokens across processes, logs), the connection cap and shutdown are in
-test_ofrep_sse_processes.py; line 29 (the JS web provider) in test_ofrep_web_provider.py.
+"""OFREP event streams (README: OpenFeature, live changes): advertising, the stream's headers,
+preamble and heartbeats, one event per revision, catch-up, and CORS on the stream. Tokens across
+processes, logs, the connection cap and shutdown are in test_ofrep_sse_processes.py; the JS web
+provider in test_ofrep_web_provider.py.
 
 Most tests use the `sse` server (heartbeats every second, one environment per test that edits its
 document); documents change by rewriting their file atomically."""
@@ -65,7 +66,7 @@ def bulk_pairs(fp, key: str, context: dict | None = None):
 
 
 def want_streams(token: str, since: str, *, inactivity: int = 120, base: str | None = None) -> list:
-    """The `eventStreams` member of §7.1, as (name, value) pairs in wire order."""
+    """The bulk response's `eventStreams` member, as (name, value) pairs in wire order."""
     uri = events_path(token, since)
     where = ("url", base + uri) if base is not None else ("endpoint", [("requestUri", uri)])
     return [[("type", "sse"), where, ("inactivityDelaySec", inactivity)]]
@@ -89,7 +90,7 @@ def advertised(fp, key: str) -> str:
 
 
 def assert_event(ev, document: dict, where: str = "") -> None:
-    """A refetchEvaluation event for `document`, framed exactly as §7.3 shows."""
+    """A refetchEvaluation event for `document`, framed exactly as the stream sends it."""
     lines = ev.block.split("\n")
     assert len(lines) == 3, f"{where}: {ev.block!r}"
     assert lines[0] == f"id: {event_id_of(document)}", f"{where}: {ev.block!r}"
@@ -120,7 +121,7 @@ def tokens(value: str | None) -> set[str]:
 
 
 @pytest.mark.parametrize("env", [pytest.param(MAIN, id="main"), pytest.param(HIDE, id="hide")])
-def test_line20_bulk_advertises_one_stream(srv, env):
+def test_bulk_advertises_one_stream(srv, env):
     # Default settings: SSE on, the endpoint form, inactivityDelaySec 120, K = the server key.
     token = sse_token(env.client_key, env.server_key)
     assert TOKEN.match(token)
@@ -133,7 +134,7 @@ def test_line20_bulk_advertises_one_stream(srv, env):
                 f"{key} {ctx}:\n got {dict(pairs)['eventStreams']}\nwant {want}"
 
 
-def test_line20_url_form_settings_and_off(srv, main_setup, start_flagpole, tmp_path):
+def test_url_form_settings_and_off(srv, main_setup, start_flagpole, tmp_path):
     ref, ref_pairs = bulk_pairs(srv, MAIN.client_key, PRO)
     token = sse_token(MAIN.client_key, MAIN.server_key)
     since = event_id_of(MAIN.document)
@@ -169,7 +170,7 @@ def test_line20_url_form_settings_and_off(srv, main_setup, start_flagpole, tmp_p
     r_delay, pairs = bulk_pairs(fp4, MAIN.client_key, PRO)
     assert typed(dict(pairs)["eventStreams"]) == typed(want_streams(token, since, inactivity=45)), pairs
 
-    # Each of these settings changes the body, so each must change the ETag (§6.2 cfg): a 304
+    # Each of these settings changes the body, so each must change the ETag: a 304
     # must never keep a client on a stream entry that no longer applies.
     etags = [x.header("etag") for x in (ref, r_url, r_prefix, r_off, r_delay)]
     assert len(set(etags)) == 5, etags
@@ -182,7 +183,7 @@ def test_line20_url_form_settings_and_off(srv, main_setup, start_flagpole, tmp_p
 # --------------------------------------------------------------------------------------------
 
 
-def test_line22_stream_headers_preamble_and_heartbeats(sse, open_stream):
+def test_stream_headers_preamble_and_heartbeats(sse, open_stream):
     token = sse_token(SSE_A.client_key, SSE_A.server_key)
     since = event_id_of(SSE_A.document)
     uri = advertised(sse.fp, SSE_A.client_key)
@@ -196,40 +197,42 @@ def test_line22_stream_headers_preamble_and_heartbeats(sse, open_stream):
     assert s.header("x-accel-buffering") == "no", s
     assert s.header("content-encoding") is None, f"the stream must not be compressed: {s}"
     assert s.header("content-length") is None, s
-    first = s.wait_preamble(5)
+    first = s.wait_preamble(60)
     assert s.text.startswith("retry: 5000\n"), s
     assert PREAMBLE.match(first + "\n") and first.count("\n") == 1, f"bad preamble {first!r}"
 
     # Heartbeats every heartbeat_sec (1 s here), nothing else: `since` is the current id.
-    assert s.wait_pings(2, 2 * SSE_HEARTBEAT + 5), f"fewer than 2 heartbeats: {s}"
+    assert s.wait_pings(2, 60), f"fewer than 2 heartbeats: {s}"
     elapsed = time.monotonic() - t0
     assert s.blocks[1:] == [PING] * (len(s.blocks) - 1), f"only heartbeats expected: {s.blocks}"
     assert s.pings <= elapsed / SSE_HEARTBEAT + 2, f"{s.pings} heartbeats in {elapsed:.1f}s"
     assert s.text.endswith(f"{PING}\n\n"), s
 
-    # A non-browser client may authenticate with a key header instead of `t` (§7.2).
+    # A non-browser client may authenticate with a key header instead of `t`.
     for headers in ({"X-API-Key": SSE_A.client_key}, {"Authorization": f"Bearer {SSE_A.server_key}"},
                     {"X-Environment-Key": SSE_A.server_key}):
         h = open_stream(sse.fp.port, events_path(None, since), headers)
         assert h.status == 200 and media_type(h.header("content-type")) == "text/event-stream", (headers, h)
-        assert PREAMBLE.match(h.wait_preamble(5) + "\n"), h
+        assert PREAMBLE.match(h.wait_preamble(60) + "\n"), h
 
 
-def test_line22_flushed_at_once(srv, open_stream):
+def test_flushed_at_once(srv, open_stream):
     # The main server keeps the default heartbeat (15 s): what arrives at once was flushed at once.
-    # Without `since`, the current event follows the preamble (§7.3).
+    # Without `since`, the current event follows the preamble.
     t0 = time.monotonic()
     s = open_stream(srv.port, events_path(sse_token(MAIN.client_key, MAIN.server_key)))
     assert s.status == 200, s
-    s.wait_events(1, 5)
-    assert len(s.blocks) >= 2 and s.events, f"preamble and event not flushed within 5s: {s}"
-    assert time.monotonic() - t0 < 5
+    # Held back, they would come with the first heartbeat, after 15 s; flushed, at once. Two thirds
+    # of that tells the two apart on a busy machine.
+    s.wait_events(1, 10)
+    assert len(s.blocks) >= 2 and s.events, f"preamble and event not flushed within 10s: {s}"
+    assert time.monotonic() - t0 < 10
     assert PREAMBLE.match(s.blocks[0] + "\n"), s
     assert_event(s.events[0], MAIN.document, "no Last-Event-ID, no since")
     assert s.blocks[1] == s.events[0].block
 
 
-def test_line22_bad_token(sse, open_stream):
+def test_bad_token(sse, open_stream):
     token = sse_token(SSE_A.client_key, SSE_A.server_key)
     since = event_id_of(SSE_A.document)
     flipped = ("B" if token[5] == "A" else "A").join((token[:5], token[6:]))
@@ -259,17 +262,16 @@ def test_line22_bad_token(sse, open_stream):
     assert s.status == 200, s
 
 
-def test_line22_routing(sse, open_stream):
+def test_routing(sse, open_stream):
     token = sse_token(SSE_A.client_key, SSE_A.server_key)
     since = event_id_of(SSE_A.document)
-    # Unknown query parameters are ignored, order does not matter, extra leading slashes are
-    # accepted (§1).
+    # Unknown query parameters are ignored, order does not matter, extra leading slashes are accepted.
     for path in (f"{EVENTS}?since={since}&t={token}", f"{EVENTS}?t={token}&since={since}&x=1&flagConfigEtag=y",
                  f"/{EVENTS}?t={token}&since={since}"):
         s = open_stream(sse.fp.port, path)
         assert s.status == 200, (path, s)
-        assert PREAMBLE.match(s.wait_preamble(5) + "\n"), (path, s)
-    # Other methods → 405 with Allow (§1) and a bulk-shaped error body (§5).
+        assert PREAMBLE.match(s.wait_preamble(60) + "\n"), (path, s)
+    # Other methods → 405 with Allow and a bulk-shaped error body.
     for method in ("POST", "PUT", "DELETE"):
         r = http_request(sse.fp.port, method, events_path(token, since), {"X-API-Key": SSE_A.client_key},
                          b"{}" if method != "DELETE" else None)
@@ -282,7 +284,7 @@ def test_line22_routing(sse, open_stream):
 # --------------------------------------------------------------------------------------------
 
 
-def test_line23_one_event_per_revision(sse, open_stream):
+def test_one_event_per_revision(sse, open_stream):
     env, token = SSE_ONE, sse_token(SSE_ONE.client_key, SSE_ONE.server_key)
     doc0 = env.document
     uri = advertised(sse.fp, env.client_key)
@@ -294,8 +296,8 @@ def test_line23_one_event_per_revision(sse, open_stream):
     control = open_stream(sse.fp.port, advertised(sse.fp, SSE_A.client_key))
     everyone = streams + [keyed, control]
     assert all(s.status == 200 for s in everyone), everyone
-    assert wait_all(everyone, lambda s: len(s.blocks) >= 1, 5), everyone
-    assert keyed.wait_events(1, 5), keyed
+    assert wait_all(everyone, lambda s: len(s.blocks) >= 1, 60), everyone
+    assert keyed.wait_events(1, 60), keyed
     assert_event(keyed.events[0], doc0, "key header, no since")
 
     docs = [doc0]
@@ -303,15 +305,15 @@ def test_line23_one_event_per_revision(sse, open_stream):
         if n < 3:
             doc = edit(sse, env, n)
         else:
-            # A document without updated_at: seq 0, so the event has no lastModified (§7.3).
+            # A document without updated_at: seq 0, so the event has no lastModified.
             doc = fx.make_document(env.client_key, env_id=env.document["id"], revision=n)
             del doc["updated_at"]
             write_atomic(sse.paths[env.client_key], json.dumps(doc))
             assert event_id_of(doc).startswith("0-") and len(expected_data(doc)) == 2
         docs.append(doc)
-        assert wait_all(streams, lambda s: len(s.events) >= n, 10), \
+        assert wait_all(streams, lambda s: len(s.events) >= n, 60), \
             f"revision {n}: no event within 10s: {streams}"
-        assert wait_all([keyed], lambda s: len(s.events) >= n + 1, 5), keyed
+        assert wait_all([keyed], lambda s: len(s.events) >= n + 1, 60), keyed
         for s in streams:
             assert_event(s.events[n - 1], doc, f"revision {n}")
         assert_event(keyed.events[n], doc, f"revision {n}, key header")
@@ -319,7 +321,7 @@ def test_line23_one_event_per_revision(sse, open_stream):
 
     # Exactly one event per revision: nothing more while two more heartbeats pass.
     marks = {id(s): s.pings for s in everyone}
-    assert wait_all(everyone, lambda s: s.pings >= marks[id(s)] + 2, 2 * SSE_HEARTBEAT + 5), everyone
+    assert wait_all(everyone, lambda s: s.pings >= marks[id(s)] + 2, 60), everyone
     for s in streams:
         assert [e.id for e in s.events] == [event_id_of(d) for d in docs[1:]], s.events
     assert [e.id for e in keyed.events] == [event_id_of(d) for d in docs], keyed.events
@@ -329,13 +331,13 @@ def test_line23_one_event_per_revision(sse, open_stream):
         assert all(b == PING or b in [e.block for e in s.events] for b in s.blocks[1:]), s.blocks
 
 
-def test_line23_same_revision_no_event(sse, open_stream, start_flagpole, tmp_path):
-    """A reload that yields the same `rev` is no new revision: no event (§7.3, line 16)."""
+def test_same_revision_no_event(sse, open_stream, start_flagpole, tmp_path):
+    """A reload that yields the same `rev` is no new revision: no event."""
     # A local file rewritten with other bytes (indentation, member order), same content.
     env = SSE_SAME
     uri = advertised(sse.fp, env.client_key)
     s = open_stream(sse.fp.port, uri)
-    assert s.status == 200 and PREAMBLE.match(s.wait_preamble(5) + "\n"), s
+    assert s.status == 200 and PREAMBLE.match(s.wait_preamble(60) + "\n"), s
     write_atomic(sse.paths[env.client_key], json.dumps(env.document, indent=3, sort_keys=True))
     # A real change afterwards proves the reload path is live: its event must be the only one.
     time.sleep(0.6)
@@ -354,7 +356,7 @@ def test_line23_same_revision_no_event(sse, open_stream, start_flagpole, tmp_pat
         fp = start_flagpole(config=upstream_config(upstream, [env], ofrep={"sse": {"heartbeat_sec": SSE_HEARTBEAT}}),
                             workdir=tmp_path / "upstream", serving_key=env.server_key)
         s = open_stream(fp.port, advertised(fp, env.client_key))
-        assert s.status == 200 and PREAMBLE.match(s.wait_preamble(5) + "\n"), s
+        assert s.status == 200 and PREAMBLE.match(s.wait_preamble(60) + "\n"), s
         reordered = json.loads(json.dumps(env.document), object_pairs_hook=lambda pairs: dict(reversed(pairs)))
         assert fx.revision_of(reordered) == fx.revision_of(env.document)
         upstream.set_document(env.server_key, reordered)
@@ -370,12 +372,12 @@ def test_line23_same_revision_no_event(sse, open_stream, start_flagpole, tmp_pat
     assert not problems, "\n".join(problems)
 
 
-def test_line23_burst_collapses(sse, open_stream):
+def test_burst_collapses(sse, open_stream):
     env = SSE_BURST
     uri = advertised(sse.fp, env.client_key)
     streams = [open_stream(sse.fp.port, uri) for _ in range(3)]
     assert all(s.status == 200 for s in streams), streams
-    assert wait_all(streams, lambda s: len(s.blocks) >= 1, 5), streams
+    assert wait_all(streams, lambda s: len(s.blocks) >= 1, 60), streams
 
     docs = []
     for revision in range(1, 7):
@@ -383,10 +385,10 @@ def test_line23_burst_collapses(sse, open_stream):
         time.sleep(0.04)
     ids = [event_id_of(d) for d in docs]
     assert len(set(ids)) == len(ids)
-    assert wait_all(streams, lambda s: bool(s.events) and s.events[-1].id == ids[-1], 10), \
+    assert wait_all(streams, lambda s: bool(s.events) and s.events[-1].id == ids[-1], 60), \
         f"the last revision never arrived: {[[e.id for e in s.events] for s in streams]}"
     marks = {id(s): s.pings for s in streams}
-    assert wait_all(streams, lambda s: s.pings >= marks[id(s)] + 2, 2 * SSE_HEARTBEAT + 5), streams
+    assert wait_all(streams, lambda s: s.pings >= marks[id(s)] + 2, 60), streams
     for s in streams:
         got = [e.id for e in s.events]
         assert all(i in ids for i in got), f"an event for a revision never written: {got}"
@@ -405,7 +407,7 @@ def test_line23_burst_collapses(sse, open_stream):
 # --------------------------------------------------------------------------------------------
 
 
-def test_line24_catch_up(sse, open_stream):
+def test_catch_up(sse, open_stream):
     env = SSE_RC
     token = sse_token(env.client_key, env.server_key)
     doc0 = env.document
@@ -440,10 +442,10 @@ def test_line24_catch_up(sse, open_stream):
     for (what, *_), s in zip(cases, streams):
         assert s.status == 200, f"{what}: {s}"
     catching_up = [s for (*_, at_once), s in zip(cases, streams) if at_once]
-    assert wait_all(catching_up, lambda s: len(s.events) >= 1, 5), \
+    assert wait_all(catching_up, lambda s: len(s.events) >= 1, 60), \
         [(c[0], s.blocks) for c, s in zip(cases, streams) if c[3]]
     # Then two heartbeats on every stream: an event "at once" comes before them.
-    assert wait_all(streams, lambda s: s.pings >= 2, 2 * SSE_HEARTBEAT + 5), streams
+    assert wait_all(streams, lambda s: s.pings >= 2, 60), streams
     problems = []
     for (what, last, since, at_once), s in zip(cases, streams):
         want = [s.blocks[0]] + ([s.events[0].block] if at_once and s.events else [])
@@ -463,7 +465,7 @@ def test_line24_catch_up(sse, open_stream):
 
 
 # --------------------------------------------------------------------------------------------
-# CORS on the stream (§8)
+# CORS on the stream
 # --------------------------------------------------------------------------------------------
 
 
@@ -474,7 +476,7 @@ def test_sse_cors(sse, open_stream):
     assert s.header("access-control-allow-origin") == ORIGIN, s
     assert s.header("access-control-expose-headers") == EXPOSE, s
     assert "origin" in tokens(", ".join(s.header_all("vary"))), s
-    assert PREAMBLE.match(s.wait_preamble(5) + "\n"), s
+    assert PREAMBLE.match(s.wait_preamble(60) + "\n"), s
 
     # A disallowed origin: the stream still opens (the browser hides it), without the header.
     s = open_stream(sse.fp.port, uri, {"Origin": OTHER_ORIGIN})

@@ -1,4 +1,4 @@
-"""OFREP event streams across processes (ofrep spec §7.2, §7.3; checklist §10 line 21): the stream
+"""OFREP event streams across processes (README: OpenFeature, `ofrep.sse.secret`): the stream
 token on replicas and after a secret change, what the logs never show, the connection cap (503) and
 the end of the streams on SIGTERM."""
 
@@ -70,7 +70,7 @@ def advertised_token(fp, key: str) -> tuple[str, str, str]:
 def stream_status(fp, token: str, since: str | None = None, headers=None) -> int:
     with SseStream(fp.port, events_path(token, since), headers) as s:
         if s.status == 200:
-            assert PREAMBLE.match(s.wait_preamble(5) + "\n"), s
+            assert PREAMBLE.match(s.wait_preamble(60) + "\n"), s
         return s.status
 
 
@@ -79,7 +79,7 @@ def stream_status(fp, token: str, since: str | None = None, headers=None) -> int
 # --------------------------------------------------------------------------------------------
 
 
-def test_line21_tokens_replicas_secrets_and_logs(start_flagpole, tmp_path):
+def test_tokens_replicas_secrets_and_logs(start_flagpole, tmp_path):
     paths = write_docs(tmp_path / "docs", [TOK, TWO, SOLO])
     with_secret = token_config(paths, SECRET)
     # Replica 1 logs at debug level, replica 2 at the default level.
@@ -169,7 +169,7 @@ def test_sse_max_connections(start_flagpole, tmp_path, open_stream):
     s1 = open_stream(fp.port, uri_a)
     s2 = open_stream(fp.port, EVENTS, {"X-API-Key": CAP_B.client_key})
     assert (s1.status, s2.status) == (200, 200), (s1, s2)
-    assert wait_all([s1, s2], lambda s: len(s.blocks) >= 1, 5), (s1, s2)
+    assert wait_all([s1, s2], lambda s: len(s.blocks) >= 1, 60), (s1, s2)
 
     for headers in ({"Origin": ORIGIN}, {"X-API-Key": CAP_A.client_key}):
         s3 = open_stream(fp.port, EVENTS if "X-API-Key" in headers else uri_a, headers)
@@ -183,7 +183,7 @@ def test_sse_max_connections(start_flagpole, tmp_path, open_stream):
 
     # A closed stream frees its slot (noticed at the latest on the next heartbeat write).
     s1.close()
-    deadline = time.monotonic() + 8
+    deadline = time.monotonic() + 60
     while True:
         s = open_stream(fp.port, uri_a)
         if s.status == 200:
@@ -192,7 +192,7 @@ def test_sse_max_connections(start_flagpole, tmp_path, open_stream):
         assert time.monotonic() < deadline, "the slot of a closed stream was never freed"
         time.sleep(0.2)
     assert open_stream(fp.port, uri_a).status == 503
-    assert not s2.eof and wait_all([s, s2], lambda x: x.pings >= 1, 5), (s, s2)
+    assert not s2.eof and wait_all([s, s2], lambda x: x.pings >= 1, 60), (s, s2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,7 +202,7 @@ def test_sse_max_connections(start_flagpole, tmp_path, open_stream):
 
 def test_sse_streams_end_on_sigterm(start_flagpole, tmp_path, open_stream):
     paths = write_docs(tmp_path / "docs", [CAP_A, CAP_B])
-    timeout = 10
+    timeout = 60  # far longer than the shutdown takes, so that running into it would show
     config = local_config(paths, [CAP_A, CAP_B], flagpole={"shutdown_timeout_seconds": timeout})
     fp = start_flagpole(config=config, workdir=tmp_path / "term", serving_key=CAP_A.server_key)
     streams = [
@@ -211,7 +211,7 @@ def test_sse_streams_end_on_sigterm(start_flagpole, tmp_path, open_stream):
         open_stream(fp.port, EVENTS, {"Authorization": f"Bearer {CAP_A.server_key}"}),
     ]
     assert all(s.status == 200 for s in streams), streams
-    assert wait_all(streams, lambda s: len(s.blocks) >= 1, 5), streams
+    assert wait_all(streams, lambda s: len(s.blocks) >= 1, 60), streams
     assert all(not s.eof for s in streams)
 
     t0 = time.monotonic()

@@ -1,7 +1,8 @@
 """Environment documents for the `flagpole serve` integration suite.
 
-`make_document()` builds a Flagsmith environment document (wire format, see
-shared spec flagsmith-engine.md §2) that exercises what the proxy must get right:
+`make_document()` builds a Flagsmith environment document (the wire format the Edge Proxy serves
+at `/api/v1/environment-document/` and the Flagsmith Python SDK 6.3.0 maps in
+`flagsmith/mappers.py`) that exercises what the proxy must get right:
 
 - feature ids NOT in document order, and values of every JSON type (string, int, float, bool,
   null, a float spelled as a string);
@@ -10,7 +11,8 @@ shared spec flagsmith-engine.md §2) that exercises what the proxy must get righ
   override;
 - segment overrides with competing priorities (lower number wins, first segment wins ties);
 - a segment that matches WITHOUT an identity (a rule on `$.environment.name`) and an `IS_NOT_SET`
-  segment: both must leave `/flags` unchanged (api spec §2.1) but change identity flags;
+  segment: both must leave `/flags` unchanged (it is the environment's defaults: no segments) but change
+  identity flags;
 - a PERCENTAGE_SPLIT segment;
 - identity overrides (one of them on the server-only feature);
 - a server-key-only feature (`project.server_key_only_feature_ids`);
@@ -194,7 +196,7 @@ def make_document(
                 _fs(F_INT, "integer_feature", True, 49, 3004, priority=5),
             ],
         ),
-        # Matches without any identity: must NOT change /flags (api spec §2.1).
+        # Matches without any identity: must NOT change /flags (environment defaults only).
         _segment(
             304,
             "this_environment",

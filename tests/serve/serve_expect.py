@@ -1,5 +1,6 @@
 """Expected proxy answers, computed with the reference engine (flagsmith-flag-engine, through the
-official Python SDK's document mapper), plus the proxy's filtering rules (api spec §1, engine spec §9).
+official Python SDK's document mapper), plus the proxy's filtering rules for client keys
+(server-only features and `hide_disabled_flags`, as the README's `flagpole serve` section says).
 
 All flag lists use the Edge Proxy's flag shape
 `{"feature": {"id", "name", "type"}, "enabled", "feature_state_value"}` in the document's
@@ -36,7 +37,7 @@ def _filter(document: dict, flags: list[dict], client: bool) -> list[dict]:
 
 
 def env_flags(document: dict, client: bool) -> list[dict]:
-    """GET /api/v1/flags/: environment defaults, no segments (api spec §2.1)."""
+    """GET /api/v1/flags/: environment defaults, no segments."""
     flags = [
         {
             "feature": {

@@ -26,8 +26,11 @@ from documents import make_document
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
+# How long a wait for an event (a process listening, a request arriving) may take before it counts
+# as a hang. Generous: a busy machine makes things slower, and the waits end as soon as they can.
+EVENT_TIMEOUT = 60.0
 
-# Config keys (api spec §3) and their aliases: any environment variable with one of these names
+# Config keys (the Edge Proxy's `config.json`) and their aliases: any environment variable with one of these names
 # (case-insensitive) would override the test's config, so they are scrubbed from the child's env.
 CONFIG_ENV_KEYS = {
     "environment_key_pairs",
@@ -274,7 +277,7 @@ class Upstream:
         return len(self.requests_for(server_key, page))
 
     def wait_for_requests(self, n_more: int, server_key: str | None = None, page: int | None = None,
-                          timeout: float = 10.0) -> None:
+                          timeout: float = EVENT_TIMEOUT) -> None:
         """Wait until `n_more` further requests (from now) have been *completed or started*."""
         start = self.count(server_key, page)
         wait_until(lambda: self.count(server_key, page) >= start + n_more, timeout,
@@ -452,7 +455,7 @@ class FlagpoleProcess:
         env.update(self.extra_env)
         return env
 
-    def start(self, wait: bool = True, timeout: float = 15.0) -> "FlagpoleProcess":
+    def start(self, wait: bool = True, timeout: float = EVENT_TIMEOUT) -> "FlagpoleProcess":
         if self.config is not None:
             self.config_path.write_text(json.dumps(self.config, indent=2))
         self._stderr = open(self.stderr_path, "ab")
@@ -469,7 +472,7 @@ class FlagpoleProcess:
             self.wait_live(timeout)
         return self
 
-    def wait_live(self, timeout: float = 15.0) -> None:
+    def wait_live(self, timeout: float = EVENT_TIMEOUT) -> None:
         def live() -> bool:
             if self.proc is not None and self.proc.poll() is not None:
                 raise AssertionError(
@@ -482,7 +485,7 @@ class FlagpoleProcess:
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nstderr:\n{self.stderr_tail()}") from None
 
-    def wait_ready(self, timeout: float = 15.0) -> None:
+    def wait_ready(self, timeout: float = EVENT_TIMEOUT) -> None:
         try:
             wait_until(lambda: self.get("/proxy/health/readiness").status == 200, timeout,
                        f"flagpole on port {self.port} never became ready")

@@ -1,7 +1,7 @@
-"""Bad input against a real `flagpole serve` (api spec §2.7, OFREP spec §5): huge headers, 10 MB
-bodies (Content-Length, chunked, unframed), invalid UTF-8 in JSON strings and header values,
-100k-level nesting, 10k traits, a 1 MB trait value, slow-loris heads, clients that never read a
-large response.
+"""Bad input against a real `flagpole serve` (the JSON errors of the README's `flagpole serve` and
+OFREP sections): huge headers, 10 MB bodies (Content-Length, chunked, unframed), invalid UTF-8 in
+JSON strings and header values, 100k-level nesting, 10k traits, a 1 MB trait value, slow-loris
+heads, clients that never read a large response.
 
 Each case wants a clear 4xx with the JSON error body (or a close where HTTP allows one), and then:
 no panic on stderr, the same answers as before, and resident memory (VmRSS) back near the baseline
@@ -25,7 +25,10 @@ import pytest
 from documents import make_document
 from serve_harness import HOST, Env, FlagpoleProcess, local_config, write_documents
 
-HEADER_TIMEOUT = 2  # flagpole.limits.header_read_timeout_seconds in this module
+# flagpole.limits.header_read_timeout_seconds in this module: long enough that a close at the
+# timeout and one at twice it (applied once per head, not twice) are seconds apart, whatever the
+# load on the machine.
+HEADER_TIMEOUT = 4
 RSS_MARGIN_KIB = 20 * 1024
 MB10 = 10 * 1024 * 1024
 SNAKE = re.compile(r"^[a-z]+(_[a-z0-9]+)*$")
@@ -187,7 +190,8 @@ class Server:
         assert "panicked" not in self.fp.stderr_text(), self.fp.stderr_tail()
         assert self.probes() == self.expected, "answers changed after the bad input"
         limit = self.baseline + RSS_MARGIN_KIB
-        deadline = time.monotonic() + 3
+        # Memory is returned in the background, at a lower priority: generous on a busy machine.
+        deadline = time.monotonic() + 30
         after = self.rss_kib()
         while after > limit and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -231,7 +235,7 @@ def srv(tmp_path_factory):
     config = local_config(paths, ENVS, flagpole={"limits": {"header_read_timeout_seconds": HEADER_TIMEOUT}})
     fp = FlagpoleProcess(work, config=config).start()
     try:
-        fp.wait_ready(30)
+        fp.wait_ready(60)
         server = Server(fp)
         # Warm-up: every kind of request a few times, so the baseline holds the steady-state pools.
         for _ in range(20):
@@ -317,7 +321,7 @@ def test_10mb_body(srv, endpoint, framing):
         assert_flagsmith_error(got, 401)
     elif framing == "unframed" and endpoint == "identities":
         assert_flagsmith_error(got, 422, "malformed JSON body")
-    elif framing == "unframed":  # an empty OFREP body is an empty context (OFREP spec §2)
+    elif framing == "unframed":  # an empty OFREP body is an empty context (README: OpenFeature)
         assert got is not None and got[0] == 200, got and got[:2]
     elif endpoint == "identities":
         assert_flagsmith_error(got, 413)
@@ -514,8 +518,9 @@ def test_slow_loris_is_cut_off_by_the_header_read_timeout(srv):
     assert len(results) == 4 * len(variants), results
     for name, (closed_after, received) in results.items():
         assert closed_after is not None, f"{name}: still open after {HEADER_TIMEOUT * 2 + 4} s"
-        # Cut off by the timeout (one per head: sniffing the first head and hyper share it).
-        assert HEADER_TIMEOUT - 0.5 <= closed_after <= HEADER_TIMEOUT + 2, (name, closed_after)
+        # Cut off by the timeout, not before, and not at twice it (one timeout per head: sniffing
+        # the first head and hyper share it). Only a stall of seconds could blur the two.
+        assert HEADER_TIMEOUT - 0.5 <= closed_after < HEADER_TIMEOUT * 2 - 1, (name, closed_after)
         if name.startswith("second request"):
             assert received.startswith(b"HTTP/1.1 200 "), (name, received[:100])
         else:

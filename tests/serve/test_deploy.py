@@ -5,7 +5,7 @@
 - Replicas behind one load balancer: two processes on the same document answer every endpoint
   with the same bytes and the same ETag, before and after the same edit, with and without gzip
   (so a client's conditional request may land on either replica).
-- SIGTERM under load, as a rolling update sends it (api spec §2.8): requests already received
+- SIGTERM under load, as a rolling update sends it (`deploy/README.md`): requests already received
   finish with complete answers, idle keep-alive connections are closed at once, new connections
   are refused, the process exits 0 within the shutdown timeout.
 """
@@ -44,13 +44,18 @@ from serve_harness import (
 # --------------------------------------------------------------------------------------------
 
 
+WAIT = 60  # seconds: the deadline of every wait for an event (a hang, not a slow machine)
+# A probe timeout far longer than an answer takes, so that waiting for it would show.
+PROBE_TIMEOUT = 30
+
+
 def health(*args: str, env: dict | None = None, cwd: Path | None = None) -> tuple[int, str, float]:
     """Runs `flagpole health ARGS`; returns (exit code, stdout + stderr, seconds taken)."""
     child_env = {k: v for k, v in os.environ.items() if k.lower() not in CONFIG_ENV_KEYS}
     child_env.update(env or {})
     t0 = time.monotonic()
     p = subprocess.run([str(binary_path()), "health", *args], capture_output=True, text=True,
-                       env=child_env, cwd=cwd, timeout=20)
+                       env=child_env, cwd=cwd, timeout=PROBE_TIMEOUT * 2)
     return p.returncode, (p.stdout + p.stderr).strip(), time.monotonic() - t0
 
 
@@ -58,7 +63,7 @@ def _local_flagpole(start, tmp_path, **config_extra):
     envs = standard_envs()[:1]
     paths = write_documents(tmp_path / "docs", envs)
     fp = start(local_config(paths, envs, **config_extra))
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     return fp, envs[0], paths[0]
 
 
@@ -88,26 +93,29 @@ def test_health_not_ready_exits_1(flagpole, tmp_path):
                    "api_url": f"http://{HOST}:{free_port()}/api/v1",
                    "api_poll_frequency_seconds": 1, "api_poll_timeout_seconds": 1})
     assert fp.readiness().status == 503
-    code, out, elapsed = health("--url", fp.base_url)
+    # Answered at once, not after a timeout: with a timeout far longer than this may take.
+    code, out, elapsed = health("--url", fp.base_url, "--timeout", str(PROBE_TIMEOUT))
     assert code == 1, out
     assert out.startswith("not ready: 503") and "not updated" in out, out
-    assert elapsed < 2, elapsed
+    assert elapsed < PROBE_TIMEOUT / 2, elapsed
     # A full URL is probed as given.
     assert health("--url", fp.base_url + "/proxy/health/liveness")[0] == 0
 
 
 def test_health_fails_fast_without_an_answer(tmp_path):
-    # Nothing listening: refused at once.
-    code, out, elapsed = health("--url", f"http://{HOST}:{free_port()}")
+    # Nothing listening: refused at once, not after the (long) timeout.
+    code, out, elapsed = health("--url", f"http://{HOST}:{free_port()}", "--timeout", str(PROBE_TIMEOUT))
     assert code == 1 and out.startswith("unhealthy:"), out
-    assert elapsed < 1.5, f"took {elapsed:.2f}s"
-    # Something accepts connections but never answers: bounded by --timeout.
+    assert elapsed < PROBE_TIMEOUT / 2, f"took {elapsed:.2f}s"
+    # Something accepts connections but never answers: bounded by --timeout. 5 s is longer than
+    # the default (3 s), so having waited at least that long shows `--timeout` was applied; a
+    # lower bound, which a busy machine cannot break.
     with socket.socket() as silent:
         silent.bind((HOST, 0))
         silent.listen(8)
-        code, out, elapsed = health("--url", f"http://{HOST}:{silent.getsockname()[1]}", "--timeout", "0.5")
+        code, out, elapsed = health("--url", f"http://{HOST}:{silent.getsockname()[1]}", "--timeout", "5")
     assert code == 1 and "timed out" in out, out
-    assert elapsed < 2, f"took {elapsed:.2f}s"
+    assert 5 <= elapsed < PROBE_TIMEOUT, f"took {elapsed:.2f}s"
     # Not something a local probe speaks; and no config needed for any of this.
     code, out, _ = health("--url", "https://127.0.0.1:8443", cwd=tmp_path)
     assert code == 1 and "http://" in out, out
@@ -174,8 +182,8 @@ def test_replicas_answer_identically(flagpole, tmp_path):
     config = local_config(paths, envs, ofrep={"sse": {"secret": "shared-by-every-replica"}})
     a = flagpole(config, workdir=tmp_path / "a")
     b = flagpole(config, workdir=tmp_path / "b")
-    a.wait_ready(10)
-    b.wait_ready(10)
+    a.wait_ready(WAIT)
+    b.wait_ready(WAIT)
     requests = _requests(envs)
     before = {}
     for enc in ("identity", "gzip"):
@@ -200,7 +208,7 @@ def test_replicas_answer_identically(flagpole, tmp_path):
         r = fp.get("/api/v1/flags/", envs[0].client_key, headers={"Accept-Encoding": "identity"})
         return r.status == 200 and r.header("etag") != old
 
-    wait_until(lambda: reloaded(a) and reloaded(b), 10, "both replicas reload the edited document")
+    wait_until(lambda: reloaded(a) and reloaded(b), WAIT, "both replicas reload the edited document")
     for enc in ("identity", "gzip"):
         after = _answers(a, requests, enc)
         _compare(after, _answers(b, requests, enc), f"replicas disagree after the edit ({enc})")
@@ -213,16 +221,19 @@ def test_replicas_answer_identically(flagpole, tmp_path):
 # SIGTERM under load
 # --------------------------------------------------------------------------------------------
 
-SHUTDOWN_TIMEOUT = 5
+# Far longer than a shutdown here takes, so that waiting for it (instead of closing idle
+# connections at once) would show however slow the machine.
+SHUTDOWN_TIMEOUT = 30
 WORKERS = 16
-LOAD_BEFORE_SIGNAL = 1.5  # seconds of steady load before SIGTERM
-LOAD_AFTER_SIGNAL = 1.5  # workers stop by then at the latest
-# What §2.8 promises a keep-alive client: a request the server has read is answered in full; a
+LOAD_BEFORE_SIGNAL = 200  # requests answered before SIGTERM (counted, not timed)
+LOAD_AFTER_SIGNAL = 1.5  # seconds the workers go on after SIGTERM
+# What graceful shutdown promises a keep-alive client: a request the server has read is answered in full; a
 # connection with no request being read is idle and is closed at once, so a request sent just
 # before the signal may still sit unread in the socket and be lost with the connection (zero
 # response bytes: RFC 9112 §9.6's race, which clients retry). A request sent this long before the
-# signal has certainly been read (answers take ~1 ms), so it must be answered.
-RECEIVED_MARGIN = 0.25
+# signal has certainly been read (answers take ~1 ms; a second covers a busy machine), so it must
+# be answered.
+RECEIVED_MARGIN = 1.0
 
 
 class Closed(Exception):
@@ -304,11 +315,15 @@ class Load:
         with self.lock:
             self.outcomes.append(o)
 
+    def answered(self) -> int:
+        with self.lock:
+            return sum(o.ok for o in self.outcomes)
 
-def _worker(i: int, port: int, requests: list[tuple[bytes, bytes]], load: Load, stop_at: float) -> None:
+
+def _worker(i: int, port: int, requests: list[tuple[bytes, bytes]], load: Load, stop: threading.Event) -> None:
     sock, n = None, 0
     k = i
-    while time.monotonic() < stop_at:
+    while not stop.is_set():
         if sock is None:
             try:
                 sock = socket.create_connection((HOST, port), timeout=5)
@@ -359,7 +374,7 @@ def test_sigterm_under_load(flagpole, tmp_path):
         requests.append((http_bytes("POST", "/api/v1/identities/", key, body), want.body))
     assert all(want for _, want in requests)
 
-    # Probes set up before the signal, each in a state §2.8 names:
+    # Probes set up before the signal, one per state a connection can be in:
     # - in flight: head and part of the body received; the rest comes after the signal.
     body = requests[1][0].split(b"\r\n\r\n", 1)[1]
     in_flight = socket.create_connection((HOST, fp.port), timeout=10)
@@ -382,13 +397,13 @@ def test_sigterm_under_load(flagpole, tmp_path):
     assert read_response(idle)[0] == 200
 
     load = Load()
-    t0 = time.monotonic()
-    stop_at = t0 + LOAD_BEFORE_SIGNAL + LOAD_AFTER_SIGNAL
-    threads = [threading.Thread(target=_worker, args=(i, fp.port, requests, load, stop_at), daemon=True)
+    stop = threading.Event()
+    threads = [threading.Thread(target=_worker, args=(i, fp.port, requests, load, stop), daemon=True)
                for i in range(WORKERS)]
     for t in threads:
         t.start()
-    time.sleep(LOAD_BEFORE_SIGNAL)
+    wait_until(lambda: load.answered() >= LOAD_BEFORE_SIGNAL, WAIT,
+               f"{LOAD_BEFORE_SIGNAL} requests answered before the signal")
     assert fp.running()
     signalled_at = time.monotonic()
     fp.send_signal(signal.SIGTERM)
@@ -402,7 +417,8 @@ def test_sigterm_under_load(flagpole, tmp_path):
         except TimeoutError:
             closed = False
         idle_closed_after = time.monotonic() - signalled_at
-        assert closed and idle_closed_after < 1.0, f"idle connection closed={closed} after {idle_closed_after:.2f}s"
+        assert closed and idle_closed_after < SHUTDOWN_TIMEOUT / 2, (
+            f"idle connection closed={closed} after {idle_closed_after:.2f}s")
 
         time.sleep(0.3)
         assert fp.running(), "exited with requests in flight"
@@ -426,16 +442,18 @@ def test_sigterm_under_load(flagpole, tmp_path):
     finally:
         for s in (in_flight, slow_reader, idle):
             s.close()
+    time.sleep(max(0.0, signalled_at + LOAD_AFTER_SIGNAL - time.monotonic()))
+    stop.set()
     for t in threads:
-        t.join(timeout=LOAD_AFTER_SIGNAL + 10)
-    code = fp.proc.wait(timeout=SHUTDOWN_TIMEOUT + 5)
+        t.join(timeout=WAIT)
+    code = fp.proc.wait(timeout=SHUTDOWN_TIMEOUT + 30)
     exited_after = time.monotonic() - signalled_at
     assert code == 0, f"exit code {code}; stderr:\n{fp.stderr_tail()}"
     assert exited_after < SHUTDOWN_TIMEOUT + 1, f"exited {exited_after:.1f}s after SIGTERM"
 
     outcomes = load.outcomes
     before = [o for o in outcomes if o.sent_at < signalled_at]
-    assert len(before) > 200, f"too little load to mean anything: {len(before)} requests"
+    assert len(before) >= LOAD_BEFORE_SIGNAL, f"too little load to mean anything: {len(before)} requests"
     problems = []
     for o in outcomes:
         when = f"worker {o.worker} request #{o.n_on_conn} sent {o.sent_at - signalled_at:+.3f}s from SIGTERM"
@@ -452,8 +470,10 @@ def test_sigterm_under_load(flagpole, tmp_path):
     lost_before = [o.worker for o in lost if o.sent_at < signalled_at]
     if len(lost_before) != len(set(lost_before)):
         problems.append(f"a worker lost more than one request sent before SIGTERM: {sorted(lost_before)}")
-    # After the signal the listener is gone: workers that reconnected were refused.
-    late_answers = [o for o in outcomes if o.ok and o.n_on_conn == 0 and o.sent_at > signalled_at + 0.25]
+    # After the signal the listener is gone: once one worker was refused, no new connection may
+    # be served (a connection accepted just before the close may still be; hence the margin).
+    first_refusal = min(load.refused_after, default=float("inf"))
+    late_answers = [o for o in outcomes if o.ok and o.n_on_conn == 0 and o.sent_at > first_refusal + 0.25]
     if late_answers:
         problems.append(f"{len(late_answers)} new connection(s) served well after SIGTERM")
     served = sum(o.ok for o in outcomes)
@@ -467,9 +487,9 @@ def test_sigterm_under_load(flagpole, tmp_path):
 
 
 def test_sigterm_closes_new_idle_connections_at_once(flagpole, tmp_path):
-    """§2.8 "close idle keep-alive connections at once": a connection accepted before the signal
-    that has not sent a request is idle too; it must not hold the shutdown up."""
-    fp, _, _ = _local_flagpole(flagpole, tmp_path)
+    """Idle keep-alive connections close at once (`deploy/README.md`): a connection accepted
+    before the signal that has not sent a request is idle too; it must not hold the shutdown up."""
+    fp, _, _ = _local_flagpole(flagpole, tmp_path, flagpole={"shutdown_timeout_seconds": SHUTDOWN_TIMEOUT})
     silent = socket.create_connection((HOST, fp.port), timeout=10)
     try:
         time.sleep(0.3)  # accepted by now
@@ -480,4 +500,5 @@ def test_sigterm_closes_new_idle_connections_at_once(flagpole, tmp_path):
     finally:
         silent.close()
     assert code == 0
-    assert exited_after < 1.0, f"an idle new connection delayed the exit by {exited_after:.1f}s"
+    # Waiting for the idle connection would take the whole shutdown timeout.
+    assert exited_after < SHUTDOWN_TIMEOUT / 2, f"an idle new connection delayed the exit by {exited_after:.1f}s"

@@ -1,5 +1,6 @@
-"""The SDK-facing HTTP API of `flagpole serve` (api spec §1, §2): every endpoint × key kind ×
-trailing slash, filtering for client keys, ETags, CORS, compression, and every bad input of §2.7.
+"""The SDK-facing HTTP API of `flagpole serve` (the Edge Proxy's endpoints, as the README's
+`flagpole serve` section lists them): every endpoint × key kind × trailing slash, filtering for
+client keys, ETags, CORS, compression, and every bad input with its JSON error body.
 
 One flagpole process per module serves two local documents (env A: disabled flags visible to
 client keys; env B: `project.hide_disabled_flags`), so no upstream is involved here.
@@ -12,7 +13,6 @@ import gzip
 import json
 import re
 import socket
-import time
 from urllib.parse import quote
 
 import brotli
@@ -51,7 +51,7 @@ def srv(tmp_path_factory):
     paths = write_documents(work / "docs", ENVS)
     fp = FlagpoleProcess(work, config=local_config(paths, ENVS)).start()
     try:
-        fp.wait_ready(15)
+        fp.wait_ready(60)
         yield fp
     finally:
         code = fp.stop()
@@ -182,7 +182,7 @@ def test_key_header_name_is_case_insensitive(srv):
 
 
 def test_flags_ignore_segments_that_match_without_identity(srv):
-    """§2.1: a segment on $.environment.name (or IS_NOT_SET) matches with no identity, but /flags is
+    """A segment on $.environment.name (or IS_NOT_SET) matches with no identity, but /flags is
     the environment defaults only; identities do get the segment override."""
     flags = ex.by_name(srv.flags(ENV_A.server_key))
     assert flags["env_name_target"]["enabled"] is False
@@ -428,9 +428,9 @@ def decode(encoding: str, data: bytes) -> bytes:
     ("GET", "/api/v1/environment-document/", ENV_A.server_key),
 ])
 def test_compression(srv, encoding, method, path, key):
-    """§2.6: gzip at least, for every body ≥ 1,000 bytes; br and zstd are "welcome". They are
-    required here for the bodies stored per revision (flags, environment document), which flagpole
-    stores pre-compressed, and optional for per-request bodies (identities)."""
+    """gzip at least, for every body ≥ 1,000 bytes; br and zstd too. They are required here for
+    the bodies stored per revision (flags, environment document), which flagpole stores
+    pre-compressed, and optional for per-request bodies (identities)."""
     body = post_identity_body("zip-user", {"plan": "pro"}) if method == "POST" else None
     plain = srv.request(method, path, key, {"Accept-Encoding": "identity"}, body)
     assert plain.status == 200 and plain.header("content-encoding") in (None, "identity"), plain
@@ -467,7 +467,7 @@ def test_small_bodies_are_not_compressed(srv):
 
 
 # ----------------------------------------------------------------------------------------
-# Errors (§2.7)
+# Errors (JSON bodies: {"status", "message"})
 # ----------------------------------------------------------------------------------------
 
 SDK_ENDPOINTS = [
@@ -614,7 +614,7 @@ def test_headers_over_limit(srv, shape):
     if got is not None:  # 431 (or the connection closed without a response: also accepted)
         status, headers, body = got
         assert status == 431, (status, headers, body[:200])
-        # §2.7: every error status carries the JSON error body, 431 included.
+        # Every error status carries the JSON error body, 431 included.
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -717,9 +717,9 @@ def test_concurrent_requests(srv):
     from concurrent.futures import ThreadPoolExecutor
 
     want = srv.get("/api/v1/flags/", ENV_B.client_key).body
-    t0 = time.monotonic()
+    # Each request has its own timeout (http_request's 10 s), so a hang fails; how long the 200
+    # take is the machine's business.
     with ThreadPoolExecutor(16) as pool:
         results = list(pool.map(lambda i: http_request(srv.port, "GET", "/api/v1/flags/",
                                                        {"X-Environment-Key": ENV_B.client_key}), range(200)))
     assert all(r.status == 200 and r.body == want for r in results)
-    assert time.monotonic() - t0 < 30

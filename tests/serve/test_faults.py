@@ -1,6 +1,6 @@
-"""Fault injection (api spec §2.5, §4.1, §4.3, §5.4): a real `flagpole serve` process polling a
-real upstream HTTP server on loopback, which breaks in one way per case and then heals with a
-*different* valid document.
+"""Fault injection (upstream polling, pagination and readiness; README: `flagpole serve`): a
+real `flagpole serve` process polling a real upstream HTTP server on loopback, which breaks in
+one way per case and then heals with a *different* valid document.
 
 For every case, while clients keep polling the flags, identities and OFREP bulk endpoints and the
 environment document:
@@ -19,7 +19,9 @@ environment document:
    the failure gauge returns to 0 and the last error is cleared.
 
 Timings are short (poll every 0.3 s, 0.5 s fetch timeout, 0.6 s grace: stale 0.9 s after the
-last success) and every wait is bounded.
+last success). Every wait is for events (failed fetches counted, readiness saying stale, client
+requests made) with a generous deadline (WAIT) that only stops a hang; staleness is judged
+against the status page's own age, so a busy machine cannot make a correct proxy look wrong.
 
 `FLAGPOLE_FAULT_TABLE=<file>` writes a Markdown table of what each case showed (what a client
 saw, what the metrics said, what the status page and readiness said).
@@ -53,6 +55,7 @@ TIMEOUT = 0.5
 GRACE = 0.6
 STALE_AFTER = POLL + GRACE  # one environment
 SLACK = 0.005  # float rounding between the status page's age and readiness' own clock
+WAIT = 60  # seconds: the deadline of every wait for an event (a hang, not a slow machine)
 
 FETCHES = "flagpole_upstream_fetches_total"
 FAILED = "flagpole_environment_update_failed"
@@ -213,7 +216,7 @@ class Clients:
         """From now on requests count for `phase`; returns once the first one has started (so no
         request of the previous phase is still in flight)."""
         self.phase = phase
-        wait_until(lambda: self.started.get(phase, 0) > 0, 5, f"the client never started a request in {phase}")
+        wait_until(lambda: self.started.get(phase, 0) > 0, WAIT, f"the client never started a request in {phase}")
 
     def stop(self) -> None:
         self._stop.set()
@@ -222,6 +225,10 @@ class Clients:
 
     def of(self, phase: str) -> list[tuple[str, str, int, str, float]]:
         return [r for r in self.records if r[0] == phase]
+
+    def count_after(self, phase: str, t: float) -> int:
+        """Answers recorded for `phase` after the monotonic time `t`."""
+        return sum(1 for r in list(self.records) if r[0] == phase and r[4] > t)
 
     def show(self, sha: str) -> bytes:
         return self.bodies.get(sha, b"")[:300]
@@ -463,7 +470,7 @@ def test_fault(flagpole, upstream, fault: Fault):
 
 def run_fault(fp, c: Ctx, fault: Fault) -> None:
     allowed = POLL + fault.grace  # one environment
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     upstream = c.upstream
 
     # --- before: the good document, served right -------------------------------------------
@@ -482,7 +489,7 @@ def run_fault(fp, c: Ctx, fault: Fault) -> None:
     try:
         clients.switch("fault")
         fault.inject(c)
-        samples = watch_fault(fp, fault, fingerprint, m0, allowed)
+        samples = watch_fault(fp, fault, fingerprint, m0, allowed, clients)
         html = fp.get("/proxy/status", headers={"Accept": "text/html"}).body.decode()
         for key in (CLIENT, SERVER):
             assert key not in html, f"the HTML status page shows the key {key!r}"
@@ -493,11 +500,11 @@ def run_fault(fp, c: Ctx, fault: Fault) -> None:
         clients.switch("recovery")
         fault.heal(c)
         t_heal = time.monotonic()
-        wait_until(lambda: serves(fp, c, c.d1), 5, "the new document was never served after the upstream healed")
+        wait_until(lambda: serves(fp, c, c.d1), WAIT, "the new document was never served after the upstream healed")
         t_new = time.monotonic()
         healed = wait_until(lambda: (lambda s: s if s.env["last_error"] is None and s.ready == 200 and
                                      env_metric(s.metrics, FAILED, fingerprint) == 0 else None)(observe(fp)),
-                            5, "failure gauge / last error / readiness did not recover")
+                            WAIT, "failure gauge / last error / readiness did not recover")
         clients.switch("after")
     finally:
         clients.stop()
@@ -512,7 +519,6 @@ def run_fault(fp, c: Ctx, fault: Fault) -> None:
     assert env_metric(m1, REVISION, fingerprint) == 2
     assert content_revision(m1, fingerprint) != rev0
     assert m1.value(FETCHES, result="200") > ok0
-    assert healed.env["age_seconds"] < allowed, healed.env
     assert healed.ready == 200 and healed.reason is None
 
     # --- what the clients saw ---------------------------------------------------------------
@@ -556,9 +562,10 @@ def serves(fp, c: Ctx, document: dict) -> bool:
     return body == pages[0] if len(pages) == 1 else json.loads(body) == document
 
 
-def watch_fault(fp, fault: Fault, fingerprint: str, m0: Metrics, allowed: float) -> dict:
-    """Samples readiness, the status page and the metrics until the fault has shown everywhere;
-    asserts the invariants on every sample. Returns what was seen."""
+def watch_fault(fp, fault: Fault, fingerprint: str, m0: Metrics, allowed: float, clients: Clients) -> dict:
+    """Samples readiness, the status page and the metrics until the fault has shown everywhere
+    and the clients have asked enough during it; asserts the invariants on every sample. Returns
+    what was seen."""
     failed0 = failures(m0)
     content0, bytes0 = content_revision(m0, fingerprint), env_metric(m0, DOC_BYTES, fingerprint)
     first: Sample | None = None  # the first sample after a failed fetch was counted
@@ -571,7 +578,7 @@ def watch_fault(fp, fault: Fault, fingerprint: str, m0: Metrics, allowed: float)
     oks_at_first = None
     last: Sample | None = None
     n = 0
-    deadline = time.monotonic() + allowed + 6 * TIMEOUT + 3.0
+    deadline = time.monotonic() + WAIT
     while True:
         s = observe(fp)
         n += 1
@@ -615,17 +622,20 @@ def watch_fault(fp, fault: Fault, fingerprint: str, m0: Metrics, allowed: float)
         if first is not None:
             max_age = max(max_age, env_metric(m, AGE, fingerprint))
         if fault.flapping:
-            assert s.ready == 200, f"a flapping upstream made the proxy unready: {s.reason}"
+            # Successes keep coming, so unready only if one came later than the limit allows.
+            assert s.ready == 200 or env["age_seconds"] > allowed - SLACK, (
+                f"a flapping upstream made the proxy unready at age {env['age_seconds']:.3f}s: {s.reason}")
         last = s
         if first is not None:
             n_failed = counted.get(fault.label, 0)
+            asked = clients.count_after("fault", first.t) >= 2 * len(PROBES)
             if fault.flapping:
                 done = (n_failed >= 3 and {0.0, 1.0} <= gauge_seen
-                        and m.value(FETCHES, result="200") >= oks_at_first + 2 and errors_seen)
+                        and m.value(FETCHES, result="200") >= oks_at_first + 2 and errors_seen and asked)
             else:
-                # Two failed polls, stale, and clients served for a while since then.
+                # Two failed polls, stale, and clients served a round of probes since then.
                 done = (n_failed >= 2 and t_stale is not None and env["age_seconds"] > allowed + POLL
-                        and s.t > t_stale + 0.2)
+                        and asked and clients.count_after("fault", t_stale) >= len(PROBES))
             if done:
                 break
         if time.monotonic() > deadline:

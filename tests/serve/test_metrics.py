@@ -37,11 +37,15 @@ FETCHES = "flagpole_upstream_fetches_total"
 ENV_KEYS = [k for e in standard_envs() for k in (e.client_key, e.server_key)]
 
 
+# Seconds within which a timestamp counts as current, or a wait for an event must end: only a
+# hang, not a busy machine, takes this long.
+RECENT = WAIT = 60
+
 def local_flagpole(start, tmp_path, envs=None, **extra):
     envs = envs or standard_envs()
     paths = write_documents(tmp_path / "docs", envs)
     fp = start(local_config(paths, envs, **extra))
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     return fp, envs
 
 
@@ -52,7 +56,7 @@ def local_flagpole(start, tmp_path, envs=None, **extra):
 
 def test_exposition_parses_and_names_the_build(flagpole, tmp_path):
     fp = flagpole()  # the bundled example
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     m = scrape(fp)
     assert m.families, m.text
     for name, family in m.families.items():
@@ -61,7 +65,7 @@ def test_exposition_parses_and_names_the_build(flagpole, tmp_path):
         assert family.type in ("counter", "gauge", "histogram"), (name, family.type)
     version = status_json(fp)["version"]
     assert m.get("flagpole_build_info", version=version) == 1
-    assert abs(m.value("flagpole_start_time_seconds") - time.time()) < 120
+    assert abs(m.value("flagpole_start_time_seconds") - time.time()) < RECENT * 2
     assert m.get("flagpole_sse_connections") == 0
     assert m.families["flagpole_http_requests"].type == "counter"
     assert m.families[DURATION].type == "histogram"
@@ -135,12 +139,12 @@ def test_upstream_fetch_results_are_counted(flagpole, upstream):
     env = Env("fetch_client_key", "ser.fetch_server_key", make_document("fetch_client_key"))
     upstream.set_document(env.server_key, env.document)
     fp = flagpole(upstream_config(upstream, [env]))
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     (fingerprint,) = printed_fingerprints(fp)
     for mode, result in FETCH_RESULTS:
         upstream.set_mode(mode)
         start = scrape(fp).value(FETCHES, result=result)
-        m = wait_metric(fp, lambda m: m.value(FETCHES, result=result) > start, 10,
+        m = wait_metric(fp, lambda m: m.value(FETCHES, result=result) > start, WAIT,
                         f"upstream mode {mode}: no fetch counted as {result}")
         failed = m.get("flagpole_environment_update_failed", environment=fingerprint)
         assert failed == (0 if result in ("200", "304") else 1), (mode, m.text)
@@ -151,7 +155,7 @@ def test_upstream_fetch_results_are_counted(flagpole, upstream):
     assert 0 < timed and abs(timed - total) <= 1, (timed, total)  # a fetch may end between the two reads
     # Upstream gone: a connection error. The last good document is still served.
     upstream.stop()
-    wait_metric(fp, lambda m: m.value(FETCHES, result="connect") > 0, 10, "no fetch counted as connect")
+    wait_metric(fp, lambda m: m.value(FETCHES, result="connect") > 0, WAIT, "no fetch counted as connect")
     assert fp.get("/api/v1/flags/", env.client_key).status == 200
 
 
@@ -165,7 +169,7 @@ def test_environment_gauges_use_fingerprints_never_keys(flagpole, upstream):
     for e in envs:
         upstream.set_document(e.server_key, e.document)
     fp = flagpole(upstream_config(upstream, envs))
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     printed = printed_fingerprints(fp)
     m = scrape(fp)
     assert m.label_values("flagpole_environment_loaded", "environment") == set(printed)
@@ -180,8 +184,9 @@ def test_environment_gauges_use_fingerprints_never_keys(flagpole, upstream):
         assert m.get("flagpole_environment_revision", environment=fingerprint) == 1
         size = len(json.dumps(e.document).encode())  # what the upstream sent
         assert m.get("flagpole_environment_document_bytes", environment=fingerprint) == size
-        assert abs(m.get("flagpole_environment_last_success_timestamp_seconds", environment=fingerprint) - now) < 5
-        assert 0 <= m.get("flagpole_environment_document_age_seconds", environment=fingerprint) < 5
+        # Current (not the epoch, not the document's date); a busy machine may add seconds.
+        assert abs(m.get("flagpole_environment_last_success_timestamp_seconds", environment=fingerprint) - now) < RECENT
+        assert 0 <= m.get("flagpole_environment_document_age_seconds", environment=fingerprint) < RECENT
         assert m.get("flagpole_environment_update_failed", environment=fingerprint) == 0
         assert m.get("flagpole_environment_streams", environment=fingerprint) == 0
         (revision,) = [s.labels["content_revision"] for s in m.series("flagpole_environment_info")
@@ -191,7 +196,7 @@ def test_environment_gauges_use_fingerprints_never_keys(flagpole, upstream):
     # A new document upstream: the revision moves, and so does the content revision.
     env_a, fp_a = envs[0], printed[0]
     upstream.set_document(env_a.server_key, make_document(env_a.client_key, name="Env A", env_id=1001, revision=1))
-    m = wait_metric(fp, lambda m: m.get("flagpole_environment_revision", environment=fp_a) == 2, 10,
+    m = wait_metric(fp, lambda m: m.get("flagpole_environment_revision", environment=fp_a) == 2, WAIT,
                     "revision 2 never showed")
     (revision,) = [s.labels["content_revision"] for s in m.series("flagpole_environment_info")
                    if s.labels["environment"] == fp_a]
@@ -207,9 +212,9 @@ def test_the_sample_dashboard_uses_exported_names(flagpole, upstream):
     env = standard_envs()[0]
     upstream.set_document(env.server_key, env.document)
     fp = flagpole(upstream_config(upstream, [env]))
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     assert fp.get("/api/v1/flags/", env.client_key).status == 200
-    m = wait_metric(fp, lambda m: m.value(FETCHES, result="200") > 0, 5, "no fetch counted")
+    m = wait_metric(fp, lambda m: m.value(FETCHES, result="200") > 0, WAIT, "no fetch counted")
     exported = {s.name for s in m.samples}
     assert queried and queried <= exported, sorted(queried - exported)
 
@@ -225,7 +230,7 @@ def test_change_streams_are_counted(flagpole, tmp_path):
         assert m.get("flagpole_environment_streams", environment=fp_a) == 1
         assert m.get("flagpole_environment_streams", environment=fp_b) == 0
         assert m.value(REQUESTS, route="realtime_stream", status="200") == before + 1
-    wait_metric(fp, lambda m: m.get("flagpole_sse_connections") == 0, 5, "the closed stream is still counted")
+    wait_metric(fp, lambda m: m.get("flagpole_sse_connections") == 0, WAIT, "the closed stream is still counted")
 
 
 def test_metrics_can_be_disabled(flagpole, tmp_path):
@@ -263,7 +268,7 @@ def access_lines(fp, n: int) -> list[str]:
         found = [line for line in lines_with(fp.stderr_text(), ACCESS) if "/proxy/health" not in line]
         return found if len(found) >= n else None
 
-    return wait_until(lines, 5, f"fewer than {n} access-log lines")
+    return wait_until(lines, WAIT, f"fewer than {n} access-log lines")
 
 
 def assert_no_secrets(fp, tmp_path) -> None:
@@ -324,7 +329,7 @@ def test_access_log_shows_at_warning_level(flagpole, tmp_path):
     child_env = fp.child_env
     fp.child_env = lambda: {k: v for k, v in child_env().items() if k != "RUST_LOG"}
     fp.start()
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     traffic(fp, envs[0])
     assert len(access_lines(fp, 4)) == 4
     assert "configuration loaded" not in fp.stderr_text(), "INFO lines shown at WARNING"

@@ -30,7 +30,7 @@ def srv(tmp_path_factory):
     env = Env(CLIENT, SERVER, doc(1))
     fp = FlagpoleProcess(work, config=local_config([path], [env])).start()
     try:
-        fp.wait_ready(15)
+        fp.wait_ready(60)
         yield fp, path
     finally:
         assert fp.stop() == 0
@@ -82,6 +82,6 @@ def test_python_sdk_realtime_mode_sees_a_change_at_once(srv):
         assert value() == "hello-r1"
         # No polling (refresh interval one hour): only the stream can bring the change.
         write_atomic(path, json.dumps(doc(2)))
-        wait_until(lambda: value() == "hello-r2", 5, "the SDK never saw the change")
+        wait_until(lambda: value() == "hello-r2", 60, "the SDK never saw the change")
     finally:
         client.event_stream_thread.stop()

@@ -1,7 +1,7 @@
-"""Official SDKs against `flagpole serve` (api spec §5.1): the Flagsmith Python SDK 6.3.0 and the
-Node SDK (flagsmith-nodejs 8.x) in REMOTE mode must agree, flag by flag (enabled, value and the
-value's type), with the Python SDK in LOCAL-evaluation mode fed flagpole's own
-`/api/v1/environment-document/` (server key).
+"""Official SDKs against `flagpole serve` (the drop-in promise of the README): the Flagsmith
+Python SDK 6.3.0 and the Node SDK (flagsmith-nodejs 8.x) in REMOTE mode must agree, flag by flag
+(enabled, value and the value's type), with the Python SDK in LOCAL-evaluation mode fed
+flagpole's own `/api/v1/environment-document/` (server key).
 
 Client keys are compared with the local answers filtered as the proxy must filter them
 (server-key-only features dropped; disabled flags dropped when `project.hide_disabled_flags`).
@@ -31,7 +31,7 @@ def srv(tmp_path_factory):
     paths = write_documents(work / "docs", ENVS)
     fp = FlagpoleProcess(work, config=local_config(paths, ENVS)).start()
     try:
-        fp.wait_ready(15)
+        fp.wait_ready(60)
         yield fp
     finally:
         assert fp.stop() == 0

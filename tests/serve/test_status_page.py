@@ -33,6 +33,10 @@ FILE = Env("status_file_client", "ser.status_file_server", make_document("status
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
+# Seconds within which a timestamp counts as current, or a wait for an event must end: only a
+# hang, not a busy machine, takes this long.
+RECENT = WAIT = 60
+
 def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -59,7 +63,7 @@ def by_fingerprint(status: dict) -> dict[str, dict]:
 
 def test_status_json_describes_each_environment(flagpole, upstream, tmp_path):
     fp, (file_path,) = start_mixed(flagpole, upstream, tmp_path)
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     fp_up, fp_file = printed_fingerprints(fp)[::-1]  # files are listed first
     for _ in range(3):
         assert fp.get("/api/v1/flags/", UP.client_key).status == 200
@@ -70,7 +74,8 @@ def test_status_json_describes_each_environment(flagpole, upstream, tmp_path):
     now = datetime.now(timezone.utc)
 
     assert status["version"] and status["uptime_seconds"] > 0
-    assert abs((now - parse_time(status["started_at"])).total_seconds() - status["uptime_seconds"]) < 5
+    # Consistent, and current (not the epoch, not a document's date); a busy machine may add seconds.
+    assert abs((now - parse_time(status["started_at"])).total_seconds() - status["uptime_seconds"]) < RECENT
     assert status["open_streams"] == 1
     envs = by_fingerprint(status)
     assert set(envs) == {fp_up, fp_file} and all(FINGERPRINT.match(f) for f in envs), envs
@@ -82,8 +87,8 @@ def test_status_json_describes_each_environment(flagpole, upstream, tmp_path):
         assert e["loaded"] is True and e["revision"] == 1, e
         assert e["content_revision"] == info[e["environment"]], (e, info)
         assert e["last_error"] is None, e
-        assert abs((now - parse_time(e["last_success"])).total_seconds()) < 10, e
-        assert 0 <= e["age_seconds"] < 10, e
+        assert abs((now - parse_time(e["last_success"])).total_seconds()) < RECENT, e
+        assert 0 <= e["age_seconds"] < RECENT, e
     assert up["document_bytes"] == len(json.dumps(UP.document).encode())
     assert local["document_bytes"] == file_path.stat().st_size
     assert up["requests"] == {"flags": 3, "identities": 1, "environment-document": 0}
@@ -93,7 +98,7 @@ def test_status_json_describes_each_environment(flagpole, upstream, tmp_path):
 
 def test_status_shows_the_last_upstream_error(flagpole, upstream, tmp_path):
     fp, _ = start_mixed(flagpole, upstream, tmp_path)
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     fp_up = printed_fingerprints(fp)[-1]
     upstream.set_mode("500")
 
@@ -101,7 +106,7 @@ def test_status_shows_the_last_upstream_error(flagpole, upstream, tmp_path):
         e = by_fingerprint(status_json(fp))[fp_up]
         return e if e["last_error"] else None
 
-    e = wait_until(failing, 10, "no last error after upstream answered 500")
+    e = wait_until(failing, WAIT, "no last error after upstream answered 500")
     assert e["last_error"] == "upstream answered 500 Internal Server Error", e
     assert e["loaded"] is True and e["revision"] == 1, "the last good document is still served"
     html = fp.get("/proxy/status").body.decode()
@@ -111,7 +116,7 @@ def test_status_shows_the_last_upstream_error(flagpole, upstream, tmp_path):
     assert scrape(fp).get("flagpole_environment_update_failed", environment=fp_up) == 1
 
     upstream.set_mode("ok")
-    wait_until(lambda: by_fingerprint(status_json(fp))[fp_up]["last_error"] is None, 10,
+    wait_until(lambda: by_fingerprint(status_json(fp))[fp_up]["last_error"] is None, WAIT,
                "the error stayed after recovery")
     assert 'class="badge failing"' not in fp.get("/proxy/status").body.decode()
 
@@ -119,7 +124,7 @@ def test_status_shows_the_last_upstream_error(flagpole, upstream, tmp_path):
 def test_content_negotiation_and_headers(flagpole, tmp_path):
     paths = write_documents(tmp_path / "docs", [FILE])
     fp = flagpole(local_config(paths, [FILE]))
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
     cases = [
         ("/proxy/status", {}, "text/html; charset=utf-8"),
@@ -151,7 +156,7 @@ def test_keys_are_never_shown(flagpole, tmp_path):
                    "api_url": f"http://127.0.0.1:9/{env.server_key}/api/v1",
                    "api_poll_frequency_seconds": 1, "api_poll_timeout_seconds": 1})
     (fingerprint,) = printed_fingerprints(fp)
-    e = wait_until(lambda: by_fingerprint(status_json(fp))[fingerprint]["last_error"], 10, "no error yet")
+    e = wait_until(lambda: by_fingerprint(status_json(fp))[fingerprint]["last_error"], WAIT, "no error yet")
     assert "127.0.0.1:9/ser…" in e, e  # the key's place, as its fingerprint
     assert e and e == by_fingerprint(status_json(fp))[fingerprint]["last_error"]
     for body in (fp.get("/proxy/status?format=json").body, fp.get("/proxy/status").body, fp.get("/metrics").body):
@@ -164,7 +169,7 @@ def test_keys_are_never_shown(flagpole, tmp_path):
 def test_status_page_can_be_disabled(flagpole, tmp_path):
     paths = write_documents(tmp_path / "docs", [FILE])
     fp = flagpole(local_config(paths, [FILE], flagpole={"status_page": {"enabled": False}}))
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     r = fp.get("/proxy/status")
     assert r.status == 404 and r.json()["status"] == "not_found", r
     assert fp.get("/metrics").status == 200
@@ -195,7 +200,7 @@ def test_status_page_in_a_browser(flagpole, upstream, tmp_path):
     fp, _ = start_mixed(flagpole, upstream, tmp_path, envs_up=(UP, MISSING), envs_file=(MARKUP,))
     fp_markup = printed_fingerprints(fp)[0]
     assert fp_markup.startswith("<b>"), fp_markup
-    wait_until(lambda: all(e["loaded"] or e["last_error"] for e in status_json(fp)["environments"]), 10,
+    wait_until(lambda: all(e["loaded"] or e["last_error"] for e in status_json(fp)["environments"]), WAIT,
                "environments never settled")
     for _ in range(2):
         assert fp.get("/api/v1/flags/", UP.client_key).status == 200
@@ -235,9 +240,10 @@ def test_status_page_in_a_browser(flagpole, upstream, tmp_path):
             assert cells["content_revision"] == e["content_revision"][:12]
             assert row["titles"]["content_revision"] == e["content_revision"]
             assert cells["document_bytes"] == f"{grouped(e['document_bytes'])} B"
-            # Upstream is polled every second: the page may be a poll behind the JSON read after it.
+            # Upstream is polled every second: the page may be some polls behind the JSON read after
+            # it (never ahead).
             shown = datetime.strptime(cells["last_success"], "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=timezone.utc)
-            assert 0 <= (parse_time(e["last_success"]) - shown).total_seconds() < 3, (cells, e)
+            assert 0 <= (parse_time(e["last_success"]) - shown).total_seconds() < RECENT, (cells, e)
             assert re.fullmatch(r"\d+\.\d s", cells["age"]), cells
         else:
             assert cells["revision"] == cells["document_bytes"] == cells["age"] == "—", cells

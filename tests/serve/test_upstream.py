@@ -1,9 +1,16 @@
-"""Upstream sync and process life cycle of `flagpole serve` (api spec §2.5, §2.8, §3, §4.1, §4.3,
-§5): a real upstream HTTP server that misbehaves on demand, readiness and staleness, pagination,
-warm start from a snapshot, local document reload, tiering, signals, configuration sources.
+"""Upstream sync and process life cycle of `flagpole serve` (README: `flagpole serve`;
+`deploy/README.md`: readiness and shutdown): a real upstream HTTP server that misbehaves on
+demand, readiness and staleness, pagination, warm start from a snapshot, local document reload,
+tiering, signals, configuration sources.
 
 Timings: flagpole polls every POLL_SECONDS (1 s) with a TIMEOUT_SECONDS (1 s) fetch timeout and a
 GRACE_SECONDS (2 s) staleness grace, so one environment is stale 3 s after its last success.
+
+The tests wait for events (requests the upstream received, failed fetches flagpole counted,
+revisions served), never for a fixed time, with generous deadlines (WAIT) that only stop a hang:
+on a busy machine everything may be slower, never faster. Staleness, a rule about time, is judged
+against flagpole's own `last_successful_update` and the wall clock around each readiness request
+(`assert_staleness_rule`), so a slow answer cannot make a correct proxy look wrong.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from documents import (
     paginate,
     updated_at_for,
 )
+from metrics_support import scrape
 from serve_harness import (
     DOC_PATH,
     MOVED_PREFIX,
@@ -50,6 +58,7 @@ CLIENT = "up_client_key"
 SERVER = "ser.up_server_key"
 ENV = Env(CLIENT, SERVER)
 STALE_AFTER_1_ENV = POLL_SECONDS + GRACE_SECONDS * 1
+WAIT = 60  # seconds: the deadline of every wait for an event (a hang, not a slow machine)
 
 
 def doc(rev: int, **kw) -> dict:
@@ -63,7 +72,7 @@ def rev_of(fp, key: str = SERVER) -> str:
     return r.json()["feature_state_value"]
 
 
-def wait_rev(fp, rev: int, timeout: float = 8.0) -> None:
+def wait_rev(fp, rev: int, timeout: float = WAIT) -> None:
     wait_until(lambda: rev_of(fp) == f"hello-r{rev}", timeout, f"flagpole never served revision {rev}")
 
 
@@ -81,12 +90,39 @@ def readiness(fp) -> tuple[int, dict]:
     return r.status, r.json()
 
 
+def assert_staleness_rule(fp, limit: float) -> tuple[int, float]:
+    """One readiness request, judged by the staleness rule (stale once more than `limit` seconds
+    have passed since the last success) with the wall clock read before sending and after the
+    answer: a 200 must have been decided no later than `limit` after the last success, a 503 no
+    earlier. `last_successful_update` is in whole seconds, truncated: the last success was up to
+    1 s after it. Returns the status and the reported age when the request was sent."""
+    sent = time.time()
+    status, body = readiness(fp)
+    received = time.time()
+    last = body.get("last_successful_update")
+    assert last is not None, body
+    age = sent - datetime.fromisoformat(last.replace("Z", "+00:00")).timestamp()
+    clocks = 0.05  # two clock reads, and the server's own
+    if status == 200:
+        assert age <= limit + 1 + clocks, f"ready {age:.2f}s after the last success: {body}"
+    else:
+        assert status == 503 and body["reason"] == "environment document(s) stale.", (status, body)
+        assert age + (received - sent) > limit - clocks, f"stale {age:.2f}s after the last success"
+    return status, age
+
+
+def failed_fetches(fp) -> float:
+    """Fetches flagpole counted as failed (every result but 200 and 304), all environments."""
+    samples = scrape(fp).series("flagpole_upstream_fetches_total")
+    return sum(s.value for s in samples if s.labels.get("result") not in ("200", "304"))
+
+
 def start_with(flagpole, upstream, document: dict | None = None, envs=None, wait_ready=True, **cfg):
     if document is not None:
         upstream.set_document(SERVER, document)
     fp = flagpole(upstream_config(upstream, envs or [ENV], **cfg))
     if wait_ready:
-        fp.wait_ready(10)
+        fp.wait_ready(WAIT)
     return fp
 
 
@@ -141,29 +177,29 @@ def test_poll_cadence_no_tight_loop(flagpole, upstream):
     upstream.set_mode("500")
     upstream.set_document(SERVER, doc(0))
     fp = start_with(flagpole, upstream, wait_ready=False)
-    time.sleep(0.5)
-    n0 = upstream.count(SERVER)
-    time.sleep(4.0)
-    n = upstream.count(SERVER) - n0
-    # one request a second (with jitter); failures must not turn into a tight retry loop
-    assert 2 <= n <= 8, f"{n} upstream requests in 4 s with a 1 s poll frequency"
+    # Failures must not turn into a tight retry loop: one request per poll period (plus up to
+    # 10 % jitter) however often they fail. Gaps can only grow on a busy machine, so a lower bound
+    # on each gap is safe to assert; polling going on is shown by the count.
+    upstream.wait_for_requests(5, SERVER, timeout=WAIT)
+    arrivals = [r.at for r in upstream.requests_for(SERVER)]
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    assert min(gaps) >= POLL_SECONDS * 0.9, f"requests {gaps} s apart with a {POLL_SECONDS} s poll period"
     assert fp.running()
 
 
 def test_environments_are_fetched_concurrently(flagpole, upstream):
-    """Three environments behind a slow upstream: sequential fetching would take 3 × timeout per
-    round; concurrent fetching requests all three within the same second."""
+    """Three environments behind an upstream that holds every request (longer than this test
+    waits) while flagpole's fetch timeout is longer still: no fetch ends, so all three can only
+    arrive if they are in flight together. Sequential fetching would never send the second."""
     envs = [Env(f"conc_{i}", f"ser.conc_{i}") for i in range(3)]
     for e in envs:
         upstream.set_document(e.server_key, make_document(e.client_key))
+    upstream.slow_seconds = WAIT * 2
     upstream.set_mode("slow")
-    fp = flagpole(upstream_config(upstream, envs))
-    wait_until(lambda: all(upstream.count(e.server_key) >= 1 for e in envs), 5,
-               "not every environment was requested")
-    firsts = [upstream.requests_for(e.server_key)[0].at for e in envs]
-    assert max(firsts) - min(firsts) < 0.8, f"environment fetches were serialised: {firsts}"
-    upstream.set_mode("ok")
-    fp.wait_ready(10)
+    flagpole(upstream_config(upstream, envs, api_poll_timeout_seconds=WAIT * 4))
+    wait_until(lambda: all(upstream.count(e.server_key) >= 1 for e in envs), WAIT,
+               "environment fetches were serialised: not every environment was requested while "
+               "the first fetch was still open")
 
 
 # ----------------------------------------------------------------------------------------
@@ -190,7 +226,7 @@ def test_not_loaded_then_recovery(flagpole, upstream):
         assert r.status == 503, r
     assert fp.get("/api/v1/flags/", "nobody-knows-me").status == 401
     upstream.set_mode("ok")
-    fp.wait_ready(5)
+    fp.wait_ready(WAIT)
     assert_serves(fp, doc(0))
     assert readiness(fp)[1]["reason"] is None
 
@@ -200,13 +236,16 @@ def test_304_keeps_document_and_counts_as_success(flagpole, upstream):
     t0 = lsu(fp)
     upstream.set_document(SERVER, doc(1))  # would be visible if 304 were mistaken for 200
     upstream.set_mode("304")
-    deadline = time.monotonic() + STALE_AFTER_1_ENV + 2.0
-    while time.monotonic() < deadline:
-        status, body = readiness(fp)
-        assert status == 200, f"304 answers must count as successful updates: {body}"
+    # Enough 304s to outlast the staleness limit had they counted as failures.
+    n0 = upstream.count(SERVER)
+    polls = int(STALE_AFTER_1_ENV / POLL_SECONDS) + 2
+    deadline = time.monotonic() + WAIT
+    while upstream.count(SERVER) < n0 + polls:
+        assert time.monotonic() < deadline, f"fewer than {polls} polls in {WAIT} s"
+        assert_staleness_rule(fp, STALE_AFTER_1_ENV)
         assert rev_of(fp) == "hello-r0"
         time.sleep(0.25)
-    assert lsu(fp) > t0, "last_successful_update did not advance on 304"
+    wait_until(lambda: lsu(fp) > t0, WAIT, "last_successful_update did not advance on 304")
     assert_serves(fp, doc(0))
 
 
@@ -248,38 +287,34 @@ def test_broken_upstream_keeps_last_good_document(flagpole, upstream, fault):
     etag_doc = fp.get("/api/v1/environment-document/", SERVER).header("etag")
     etag_flags = fp.get("/api/v1/flags/", CLIENT).header("etag")
     replacement = None
+    failed_before = failed_fetches(fp)
     if fault == "down":
         port = upstream.port
         upstream.stop()
-        t_fault = time.monotonic()
     else:
         upstream.set_mode(fault)
-        t_fault = time.monotonic()
         upstream.set_document(SERVER, d1)  # what a broken fetch must never leak through
-        upstream.wait_for_requests(1, SERVER, timeout=5)
-    time.sleep(0.3)
+    # The first failure; from then on no poll may succeed.
+    wait_until(lambda: failed_fetches(fp) > failed_before, WAIT, "no failed fetch counted")
     last_ok = lsu(fp)
 
-    # Two or more failed polls: flags never change, never error, last_successful_update frozen.
-    deadline = time.monotonic() + 2.6
-    while time.monotonic() < deadline:
+    # Two more failed polls: flags never change, never error, last_successful_update frozen.
+    deadline = time.monotonic() + WAIT
+    while failed_fetches(fp) < failed_before + 3:
+        assert time.monotonic() < deadline, f"fewer than 3 failed fetches in {WAIT} s"
         assert rev_of(fp) == "hello-r0"
         assert rev_of(fp, CLIENT) == "hello-r0"
         time.sleep(0.1)
-    if fault != "down":
-        assert upstream.count(SERVER) >= 2
     assert lsu(fp) == last_ok, "last_successful_update advanced on a failed fetch"
     assert_serves(fp, d0)
     assert fp.get("/api/v1/environment-document/", SERVER).header("etag") == etag_doc
     assert fp.get("/api/v1/flags/", CLIENT).header("etag") == etag_flags
 
     if fault in ("500", "down"):
-        # ...and readiness turns stale 1 + 2 × 1 s after the last success, while flags are still served.
-        def stale():
-            status, body = readiness(fp)
-            return status == 503 and body["reason"] == "environment document(s) stale."
-
-        wait_until(stale, STALE_AFTER_1_ENV + 2.5 - (time.monotonic() - t_fault), "readiness never went stale")
+        # ...and readiness turns stale 1 + 2 × 1 s after the last success (never earlier), while
+        # flags are still served.
+        wait_until(lambda: assert_staleness_rule(fp, STALE_AFTER_1_ENV)[0] == 503, WAIT,
+                   "readiness never went stale")
         assert rev_of(fp) == "hello-r0"
 
     # Recovery.
@@ -289,8 +324,8 @@ def test_broken_upstream_keeps_last_good_document(flagpole, upstream, fault):
     else:
         upstream.set_mode("ok")
     try:
-        wait_rev(fp, 1, timeout=8)
-        fp.wait_ready(5)
+        wait_rev(fp, 1)
+        fp.wait_ready(WAIT)
         assert_serves(fp, d1)
         assert lsu(fp) > last_ok
     finally:
@@ -299,38 +334,52 @@ def test_broken_upstream_keeps_last_good_document(flagpole, upstream, fault):
 
 
 def test_staleness_scales_with_number_of_environments(flagpole, upstream):
-    """stale = now − last_successful_update > poll + grace × n_envs: with 2 environments, 5 s."""
+    """stale = now − last_successful_update > poll + grace × n_envs: with a 4 s grace and 2
+    environments, 9 s. Every readiness answer is judged by that rule until one is stale, so it is
+    never stale too early; and one answer still ready when the one-environment limit (5 s) had
+    certainly passed shows that the limit scales (the samples are 0.1 s apart; the window is
+    about 3 s wide, whole-second timestamps included)."""
     envs = [Env("stale_a", "ser.stale_a"), Env("stale_b", "ser.stale_b")]
+    grace = 4
+    limit, one_env_limit = POLL_SECONDS + grace * len(envs), POLL_SECONDS + grace
     for e in envs:
         upstream.set_document(e.server_key, make_document(e.client_key))
-    fp = flagpole(upstream_config(upstream, envs))
-    fp.wait_ready(10)
-    upstream.wait_for_requests(2, "ser.stale_a")
+    fp = flagpole(upstream_config(upstream, envs,
+                                  health_check={"environment_update_grace_period_seconds": grace}))
+    fp.wait_ready(WAIT)
+    upstream.wait_for_requests(2, "ser.stale_a", timeout=WAIT)
     upstream.set_mode("500")
-    t_switch = time.monotonic()  # the last success was less than ~1 s before this
-    # With 2 environments the limit is 1 + 2 × 2 = 5 s; at 3.5 s it must still be ready (the
-    # single-environment formula would already say stale).
-    while time.monotonic() < t_switch + 3.5:
-        status, body = readiness(fp)
-        assert status == 200, f"stale too early ({time.monotonic() - t_switch:.1f}s after the fault): {body}"
-        time.sleep(0.2)
-    wait_until(lambda: readiness(fp)[0] == 503, t_switch + 6.5 - time.monotonic(),
-               "never stale with 2 environments")
-    assert readiness(fp)[1]["reason"] == "environment document(s) stale."
+    ready_ages = []
+    deadline = time.monotonic() + WAIT
+    while True:
+        assert time.monotonic() < deadline, f"never stale with 2 environments in {WAIT} s"
+        status, age = assert_staleness_rule(fp, limit)
+        if status == 503:
+            break
+        ready_ages.append(age)
+        time.sleep(0.1)
+    # A reported age over the limit + 1 means a true age over the limit (whole-second timestamps).
+    assert max(ready_ages) > one_env_limit + 1, (
+        f"never seen ready past the one-environment limit: ready at ages {ready_ages}")
 
 
 def test_null_grace_period_never_stale(flagpole, upstream):
     fp = start_with(flagpole, upstream, doc(0),
                     health_check={"environment_update_grace_period_seconds": None})
     upstream.set_mode("500")
-    t_end = time.monotonic() + STALE_AFTER_1_ENV + 1.5
-    while time.monotonic() < t_end:
+    # Failed polls for longer than the staleness limit would allow, counted, not timed.
+    n0 = upstream.count(SERVER)
+    polls = int(STALE_AFTER_1_ENV / POLL_SECONDS) + 2
+    deadline = time.monotonic() + WAIT
+    while upstream.count(SERVER) < n0 + polls:
+        assert time.monotonic() < deadline, f"fewer than {polls} polls in {WAIT} s"
         assert readiness(fp)[0] == 200
         time.sleep(0.25)
+    assert readiness(fp)[0] == 200
 
 
 # ----------------------------------------------------------------------------------------
-# Pagination (§4.3)
+# Pagination (identity overrides in `Link` pages)
 # ----------------------------------------------------------------------------------------
 
 PAGE_USERS = [f"page-user-{i}" for i in range(1, 7)]
@@ -445,14 +494,14 @@ def test_warm_start_from_snapshot(flagpole, upstream, tmp_path):
     config = upstream_config(upstream, [ENV], flagpole={"snapshot_dir": str(snap)})
     upstream.set_document(SERVER, d3)
     fp1 = flagpole(config)
-    fp1.wait_ready(10)
-    wait_until(lambda: snap.is_dir() and any(p.is_file() for p in snap.rglob("*")), 5, "no snapshot written")
+    fp1.wait_ready(WAIT)
+    wait_until(lambda: snap.is_dir() and any(p.is_file() for p in snap.rglob("*")), WAIT, "no snapshot written")
     env_doc = fp1.get("/api/v1/environment-document/", SERVER).body
     assert fp1.stop() == 0
 
     upstream.stop()  # upstream unreachable from now on
     fp2 = flagpole(config, wait=False)
-    fp2.wait_live(10)
+    fp2.wait_live(60)
     # Served from disk at once, before any successful fetch.
     r = fp2.get("/api/v1/flags/", CLIENT)
     assert r.status == 200, r
@@ -466,15 +515,15 @@ def test_warm_start_ignores_corrupt_snapshot(flagpole, upstream, tmp_path):
     config = upstream_config(upstream, [ENV], flagpole={"snapshot_dir": str(snap)})
     upstream.set_document(SERVER, doc(4))
     fp1 = flagpole(config)
-    fp1.wait_ready(10)
-    wait_until(lambda: snap.is_dir() and any(p.is_file() for p in snap.rglob("*")), 5, "no snapshot written")
+    fp1.wait_ready(WAIT)
+    wait_until(lambda: snap.is_dir() and any(p.is_file() for p in snap.rglob("*")), WAIT, "no snapshot written")
     assert fp1.stop() == 0
     for p in snap.rglob("*"):
         if p.is_file():
             p.write_bytes(p.read_bytes()[: max(1, p.stat().st_size // 3)])
     upstream.set_document(SERVER, doc(5))
     fp2 = flagpole(config)  # must start (not crash) and load from upstream
-    fp2.wait_ready(10)
+    fp2.wait_ready(WAIT)
     assert rev_of(fp2) == "hello-r5"
 
 
@@ -485,13 +534,13 @@ def test_document_file_reload(flagpole, tmp_path):
         "ENVIRONMENT_KEY_PAIRS": json.dumps([ENV.pair]),
         "API_URL": "http://127.0.0.1:9/api/v1",
     })
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     assert_serves(fp, doc(0))
     assert fp.get("/api/v1/environment-document/", SERVER).status == 200
 
     # 1. An atomic replace is picked up within a few seconds.
     write_atomic(path, json.dumps(doc(1)))
-    wait_rev(fp, 1, timeout=6)
+    wait_rev(fp, 1)
     assert_serves(fp, doc(1))
 
     def holds(rev: int, seconds: float) -> None:
@@ -512,7 +561,7 @@ def test_document_file_reload(flagpole, tmp_path):
         # ...and once completed, it is loaded.
         f.write(data[len(data) // 2:])
         f.flush()
-    wait_rev(fp, 2, timeout=6)
+    wait_rev(fp, 2)
 
     # 3. Valid JSON that is not a valid document, garbage, an empty file: all ignored.
     bad = doc(3)
@@ -524,7 +573,7 @@ def test_document_file_reload(flagpole, tmp_path):
 
     # 4. A good document again.
     write_atomic(path, json.dumps(doc(4)))
-    wait_rev(fp, 4, timeout=6)
+    wait_rev(fp, 4)
     assert_serves(fp, doc(4))
 
     # 5. Once loaded, the proxy goes idle: reading the file must not count as a change (a
@@ -533,7 +582,7 @@ def test_document_file_reload(flagpole, tmp_path):
     padded = doc(5)
     padded["padding"] = [{"n": i} for i in range(300_000)]
     write_atomic(path, json.dumps(padded))
-    wait_rev(fp, 5, timeout=10)
+    wait_rev(fp, 5)
     time.sleep(1.0)
     before = cpu_seconds(fp.proc.pid)
     time.sleep(2.0)
@@ -550,14 +599,14 @@ def test_tiering_second_flagpole_behind_the_first(flagpole, tmp_path):
     envs = standard_envs()
     paths = write_documents(tmp_path / "docs", envs)
     front = flagpole(local_config(paths, envs))
-    front.wait_ready(10)
+    front.wait_ready(WAIT)
     edge = flagpole({
         "environment_key_pairs": [e.pair for e in envs],
         "api_url": f"{front.base_url}/api/v1",
         "api_poll_frequency_seconds": 1,
         "api_poll_timeout_seconds": 2,
     })
-    edge.wait_ready(10)
+    edge.wait_ready(WAIT)
     for e in envs:
         for key in (e.client_key, e.server_key):
             assert edge.flags(key) == front.flags(key), key
@@ -582,11 +631,15 @@ def test_tiering_second_flagpole_behind_the_first(flagpole, tmp_path):
 # ----------------------------------------------------------------------------------------
 
 
+# Far longer than any shutdown here may take, so waiting for it would show.
+SHUTDOWN_TIMEOUT = 60
+
+
 def _local_flagpole(flagpole, tmp_path):
     envs = standard_envs()[:1]
     paths = write_documents(tmp_path / "docs", envs)
-    fp = flagpole(local_config(paths, envs))
-    fp.wait_ready(10)
+    fp = flagpole(local_config(paths, envs, flagpole={"shutdown_timeout_seconds": SHUTDOWN_TIMEOUT}))
+    fp.wait_ready(WAIT)
     return fp, envs[0]
 
 
@@ -603,12 +656,13 @@ def test_signal_exits_0_promptly_despite_idle_keepalive(flagpole, tmp_path, sig)
         assert resp.status == 200
         t0 = time.monotonic()
         fp.send_signal(sig)
-        code = fp.proc.wait(timeout=12)
+        code = fp.proc.wait(timeout=SHUTDOWN_TIMEOUT + 30)
         elapsed = time.monotonic() - t0
     finally:
         conn.close()
     assert code == 0, f"exit code {code}"
-    assert elapsed < 3.0, f"idle keep-alive connection delayed shutdown by {elapsed:.1f}s"
+    # Waiting on the idle connection would take the whole shutdown timeout.
+    assert elapsed < SHUTDOWN_TIMEOUT / 2, f"idle keep-alive connection delayed shutdown by {elapsed:.1f}s"
 
 
 def test_sigterm_lets_in_flight_request_finish(flagpole, tmp_path):
@@ -619,7 +673,8 @@ def test_sigterm_lets_in_flight_request_finish(flagpole, tmp_path):
         s.sendall((f"POST /api/v1/identities/ HTTP/1.1\r\nHost: {HOST}\r\nX-Environment-Key: {env.client_key}\r\n"
                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
                   + body[:10])
-        time.sleep(0.3)
+        # No event says the head was read; a second is long for that, even on a busy machine.
+        time.sleep(1.0)
         fp.send_signal(signal.SIGTERM)
         time.sleep(0.5)
         assert fp.running(), "exited while a request was in flight"
@@ -639,11 +694,11 @@ def test_sigterm_lets_in_flight_request_finish(flagpole, tmp_path):
         assert data.startswith(b"HTTP/1.1 200"), data[:200]
     finally:
         s.close()
-    assert fp.proc.wait(timeout=12) == 0
+    assert fp.proc.wait(timeout=SHUTDOWN_TIMEOUT + 30) == 0
 
 
 # ----------------------------------------------------------------------------------------
-# Configuration sources (§3) and the bundled example
+# Configuration sources and the bundled example
 # ----------------------------------------------------------------------------------------
 
 
@@ -660,10 +715,10 @@ def test_env_vars_override_config_file(flagpole, upstream):
         "environment_key_pairs": json.dumps([ENV.pair]),
         "Api_Poll_Frequency_Seconds": "1",
     })
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     assert rev_of(fp) == "hello-r0"
     upstream.set_document(SERVER, doc(1))
-    wait_rev(fp, 1, timeout=5)  # polled every second, not every minute
+    wait_rev(fp, 1)  # polled every second, not every minute
     assert fp.get("/api/v1/flags/", "wrong").status == 401
 
 
@@ -676,14 +731,14 @@ def test_config_path_env_and_cwd_config(flagpole, tmp_path):
     other.parent.mkdir()
     other.write_text(json.dumps(cfg))
     fp = flagpole(env={"CONFIG_PATH": str(other)}, workdir=tmp_path / "cwd1")
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     assert fp.get("/api/v1/flags/", envs[0].client_key).status == 200
     # ./config.json in the working directory
     cwd = tmp_path / "cwd2"
     cwd.mkdir()
     (cwd / "config.json").write_text(json.dumps(cfg))
     fp2 = flagpole(workdir=cwd)
-    fp2.wait_ready(10)
+    fp2.wait_ready(WAIT)
     assert fp2.get("/api/v1/flags/", envs[0].server_key).status == 200
 
 
@@ -698,7 +753,7 @@ def test_unknown_config_keys_are_not_fatal(flagpole, tmp_path):
         "server": {"proxy_headers": False, "reload": False, "timeout_keep_alive": 5},
     })
     fp = flagpole(cfg)
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     assert fp.get("/api/v1/flags/", envs[0].client_key).status == 200
 
 
@@ -726,7 +781,7 @@ def test_invalid_config_values_stop_startup(flagpole, tmp_path, bad):
 def test_bundled_example_environment(flagpole, tmp_path):
     example = json.loads((REPO / "examples" / "environment.json").read_text())
     fp = flagpole(workdir=tmp_path / "empty")
-    fp.wait_ready(10)
+    fp.wait_ready(WAIT)
     assert ex.typed(fp.flags("example_client_key")) == ex.typed(ex.env_flags(example, client=True))
     assert ex.typed(fp.flags("ser.example_server_key")) == ex.typed(ex.env_flags(example, client=False))
     traits = {"email": "alice@example.com", "plan": "enterprise", "seats": 120, "app_version": "2.3.1"}
@@ -743,5 +798,6 @@ def test_updated_at_is_reported_as_rfc3339_utc(flagpole, upstream):
     v = body["last_successful_update"]
     assert re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|\+00:00)$", v), v
     age = (datetime.now(timezone.utc) - datetime.fromisoformat(v.replace("Z", "+00:00"))).total_seconds()
-    assert -1 < age < 3, f"last_successful_update {v} is not 'now' ({age:.1f}s)"
+    # Now, give or take a busy machine: not the document's updated_at (2024) nor the epoch.
+    assert -1 < age < WAIT, f"last_successful_update {v} is not 'now' ({age:.1f}s)"
 

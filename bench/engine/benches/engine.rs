@@ -622,7 +622,7 @@ fn main() {
             );
         } else {
             println!(
-                "agreement: {name}: flagpole and official DIFFER on {} item(s) (spec §11 divergences of the official crate):",
+                "agreement: {name}: flagpole and official DIFFER on {} item(s) (known divergences of the official crate from the Python reference):",
                 row.official_disagreements.len()
             );
             for line in &row.official_disagreements {

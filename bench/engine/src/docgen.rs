@@ -19,16 +19,16 @@
 //!
 //! # The benchmark identity
 //!
-//! [`BENCH_IDENTIFIER`] (`"bench-user"`) with the traits of [`bench_traits_json`]:
-//! `{"plan": "enterprise", "age": 42, "app_version": "2.4.1"}`. In every document it matches
-//! **exactly 3 segments**: the two API segments built by `matching_segment_a`/`_b` (placed at a
-//! third and two thirds of the segment list; in `tiny` they are its only two segments) and the
-//! identity-override segment of its own override profile (it is listed in `identity_overrides`).
-//! Every other API segment ends with a top-level rule that is false for this identity, so the
-//! engine does real condition work before rejecting it. The conditions avoid the known
-//! divergences of the official Rust crate (spec §11: unanchored regexes, numeric-looking strings,
-//! boolean strings), so both engines agree on membership; multivariate buckets may still differ on
-//! an exact `f32` boundary, which the benchmark reports rather than hides.
+//! [`BENCH_IDENTIFIER`] (`"bench-user"`) with the traits of [`bench_traits_json`]: `{"plan":
+//! "enterprise", "age": 42, "app_version": "2.4.1"}`. In every document it matches **exactly 3
+//! segments**: the two API segments built by `matching_segment_a`/`_b` (placed at a third and two
+//! thirds of the segment list; in `tiny` they are its only two segments) and the identity-override
+//! segment of its own override profile (it is listed in `identity_overrides`). Every other API
+//! segment ends with a top-level rule that is false for this identity, so the engine does real
+//! condition work before rejecting it. The conditions avoid the known divergences of the official
+//! Rust crate from the Python reference (unanchored regexes, numeric-looking strings, boolean
+//! strings), so both engines agree on membership; multivariate buckets may still differ on an exact
+//! `f32` boundary, which the benchmark reports rather than hides.
 
 use serde_json::{json, Map, Value};
 

@@ -263,6 +263,19 @@ fn modulo_spec(v: &Value) -> ModuloSpec {
     }
 }
 
+/// The bucket, in [0, 100), a percentage split puts a (non-null) context value in: the hash of
+/// the segment key and `str(value)`.
+pub(crate) fn split_bucket(cv: &Scalar<'_>, segment_key: &str) -> f64 {
+    match cv {
+        Scalar::Str(s) => hashed_percentage(segment_key, s),
+        other => {
+            let mut text = String::new();
+            other.write_pystr(&mut text);
+            hashed_percentage(segment_key, &text)
+        }
+    }
+}
+
 impl Operator {
     /// Matches a context value (already resolved and coerced; for a percentage split with an
     /// empty property it is the raw identity key rendered with `str()`).
@@ -284,14 +297,7 @@ impl Operator {
                 let Some(threshold) = *threshold.as_ref().map_err(Clone::clone)? else {
                     return Ok(false);
                 };
-                Ok(match cv {
-                    Scalar::Str(s) => hashed_percentage(segment_key, s),
-                    other => {
-                        let mut text = String::new();
-                        other.write_pystr(&mut text);
-                        hashed_percentage(segment_key, &text)
-                    }
-                } <= threshold)
+                Ok(split_bucket(cv, segment_key) <= threshold)
             }
             Operator::IsSet => Ok(!cv.is_null()),
             Operator::IsNotSet => Ok(cv.is_null()),

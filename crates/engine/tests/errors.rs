@@ -1,11 +1,11 @@
-//! Error behaviour (§10 of the spec): every input on which the reference raises must make
-//! `Environment::evaluate` return `Err` (never panic, never a result): invalid regexes (Python
+//! Error behaviour (where the reference raises): every input on which the reference raises must
+//! make `Environment::evaluate` return `Err` (never panic, never a result): invalid regexes (Python
 //! `re` rejects more than most engines), MODULO by zero and on huge ints, PERCENTAGE_SPLIT and IN
 //! with a null value, missing `property`/`type`/`priority`/`key`/`name`/`enabled`, unknown rule
-//! types, a features key that differs from the name, a null priority compared with a number,
-//! trait strings of more than 4300 digits. The reference raises lazily, so the neighbouring cases
-//! where evaluation never reaches the bad spot must *not* fail. Finally, inputs of the wrong JSON
-//! shape are rejected by `Environment::from_context` with the JSON path of the bad field.
+//! types, a features key that differs from the name, a null priority compared with a number, trait
+//! strings of more than 4300 digits. The reference raises lazily, so the neighbouring cases where
+//! evaluation never reaches the bad spot must *not* fail. Finally, inputs of the wrong JSON shape
+//! are rejected by `Environment::from_context` with the JSON path of the bad field.
 //!
 //! Every evaluation expectation was produced by running the reference
 //! (`flagsmith-flag-engine` 11.1.1) on the same context.
@@ -16,7 +16,7 @@ use common::{run_cases, run_rows, Exp::*, Row};
 use flagpole_engine::Environment;
 use serde_json::json;
 
-/// §10: conditions on which the reference raises (and their non-raising neighbours).
+/// Conditions on which the reference raises (and their non-raising neighbours).
 #[rustfmt::skip]
 const RAISING_CONDITIONS: &[Row] = &[
     (r#"{"t":"abc"}"#, "t", "REGEX", r#""(""#, E), // Python: error: missing ), unterminated subpattern at position 0
@@ -53,7 +53,7 @@ fn raising_conditions() {
     run_rows(RAISING_CONDITIONS, true);
 }
 
-/// §10: context shapes on which the reference raises, and the lazy neighbours on which it does not.
+/// Context shapes on which the reference raises, and the lazy neighbours on which it does not.
 #[test]
 fn raising_contexts() {
     run_cases(&[

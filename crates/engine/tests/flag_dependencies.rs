@@ -1,7 +1,7 @@
-//! `$.flags` dependencies (§8.5 of the spec, reference 11.1.x): conditions reading another
-//! flag's `enabled`/`value`/`variant`/`reason`, resolution through that flag's own overrides,
-//! missing flags, cycles (`ERROR; code=CIRCULAR_DEPENDENCY`, segments that cut a cycle not
-//! reported), wildcard/descendant/bracket-rooted queries and caller-supplied `flags` ignored.
+//! `$.flags` dependencies (the reference's dependency resolution, new in 11.1.0): conditions
+//! reading another flag's `enabled`/`value`/`variant`/`reason`, resolution through that flag's own
+//! overrides, missing flags, cycles (`ERROR; code=CIRCULAR_DEPENDENCY`, segments that cut a cycle
+//! not reported), wildcard/descendant/bracket-rooted queries and caller-supplied `flags` ignored.
 //!
 //! Every expectation was produced by running the reference (`flagsmith-flag-engine` 11.1.1) on
 //! the same context.
@@ -11,7 +11,7 @@ mod common;
 use common::run_cases;
 use serde_json::json;
 
-/// §8.5: `$.flags` conditions, dependency resolution and cycles.
+/// `$.flags` conditions, dependency resolution and cycles.
 #[test]
 fn flag_dependencies() {
     run_cases(&[

@@ -1,8 +1,9 @@
-//! Condition properties that are JSONPath queries (§5.3 of the spec): `$.identity.identifier`,
-//! the enriched `$.identity.key`, `$.environment.name`, filters and wildcards over the context,
-//! a trait literally named like the path winning over the query, invalid paths falling back to
-//! a trait of that name, `$..name` taking the first descendant, objects/arrays reading as null,
-//! and bracket-rooted or space-separated properties being plain trait names.
+//! Condition properties that are JSONPath queries (the reference's `get_context_value`, on
+//! `jsonpath-rfc9535` 0.2.0): `$.identity.identifier`, the enriched `$.identity.key`,
+//! `$.environment.name`, filters and wildcards over the context, a trait literally named like the
+//! path winning over the query, invalid paths falling back to a trait of that name, `$..name`
+//! taking the first descendant, objects/arrays reading as null, and bracket-rooted or
+//! space-separated properties being plain trait names.
 //!
 //! Every expectation was produced by running the reference (`flagsmith-flag-engine` 11.1.1) on
 //! the same context.
@@ -11,7 +12,7 @@ mod common;
 
 use common::{run_id_rows, Exp::*, IdRow};
 
-/// §5.3: JSONPath over the enriched context, literal traits first, invalid paths as trait names.
+/// JSONPath over the enriched context, literal traits first, invalid paths as trait names.
 #[rustfmt::skip]
 const JSONPATH_PROPERTIES: &[IdRow] = &[
     (r#"{"identifier":"user"}"#, "1", "$.identity.identifier", "EQUAL", r#""user""#, M),

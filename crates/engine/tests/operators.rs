@@ -1,5 +1,6 @@
-//! Every condition operator of the reference engine (§5.4 of the spec), with both outcomes and
-//! each kind of context value (str, int, float, bool, null / missing): EQUAL, NOT_EQUAL, the four
+//! Every condition operator of the reference engine (`context_matches_condition` in
+//! `flag_engine/segments/evaluator.py`, flagsmith-flag-engine 11.1.1), with both outcomes and each
+//! kind of context value (str, int, float, bool, null / missing): EQUAL, NOT_EQUAL, the four
 //! orderings, CONTAINS, NOT_CONTAINS, REGEX, PERCENTAGE_SPLIT (including the empty property that
 //! hashes the identity key), MODULO, IS_SET, IS_NOT_SET, IN (CSV string, JSON-array string, JSON
 //! array) and unknown operators.

@@ -1,8 +1,8 @@
-//! Which value wins (§8 of the spec): override precedence (lower priority wins, ties go to the
-//! first segment in context order, a missing priority is weakest, identity overrides beat
-//! segment overrides), segment rule semantics (§5.2), multivariate bucketing (§8.2: half-open
-//! buckets, control, no variant without an identity, weight-0 variants, priority order),
-//! STATIC vs DEFAULT reasons (§8.3) and metadata only when non-empty.
+//! Which value wins (the reference's `evaluate_segments` and `get_flag_result_from_context`):
+//! override precedence (lower priority wins, ties go to the first segment in context order, a
+//! missing priority is weakest, identity overrides beat segment overrides), segment rule semantics,
+//! multivariate bucketing (half-open buckets, control, no variant without an identity, weight-0
+//! variants, priority order), STATIC vs DEFAULT reasons and metadata only when non-empty.
 //!
 //! Every expectation was produced by running the reference (`flagsmith-flag-engine` 11.1.1, and
 //! for the environment-document case the Python SDK's mapper) on the same input.
@@ -13,7 +13,8 @@ use common::{run_cases, run_mv_rows, MvRow};
 use flagpole_engine::{Environment, Identity, Trait, TraitValue};
 use serde_json::json;
 
-/// §8.1: lower priority wins, ties go to the first segment, missing priority is weakest; override contents.
+/// Lower priority wins, ties go to the first segment, missing priority is weakest; override
+/// contents.
 #[test]
 fn override_precedence() {
     run_cases(&[
@@ -204,7 +205,7 @@ fn override_precedence() {
     ]);
 }
 
-/// §8.3 / §3.2: STATIC vs DEFAULT, metadata only when non-empty.
+/// STATIC vs DEFAULT, metadata only when non-empty.
 #[test]
 fn static_default_and_metadata() {
     run_cases(&[
@@ -247,7 +248,7 @@ fn static_default_and_metadata() {
     ]);
 }
 
-/// §5.2: rule types, sub-rules with the rule's own type, empty rule lists.
+/// Rule types, sub-rules with the rule's own type, empty rule lists.
 #[test]
 fn segment_rule_semantics() {
     run_cases(&[
@@ -318,7 +319,7 @@ fn segment_rule_semantics() {
     ]);
 }
 
-/// §8.2: half-open buckets, control, no identity, weight 0, priority order, variant keys.
+/// Half-open buckets, control, no identity, weight 0, priority order, variant keys.
 #[rustfmt::skip]
 const MULTIVARIATE_BUCKETS: &[MvRow] = &[
     ("mv", Some("id3679"), r#"[{"value": "a", "weight": 50, "priority": 1, "key": "a"}, {"value": "b", "weight": 50, "priority": 2, "key": "b"}]"#,
@@ -364,7 +365,7 @@ fn multivariate_buckets() {
     run_mv_rows(MULTIVARIATE_BUCKETS);
 }
 
-/// §8.2: a SPLIT on a segment override replaces TARGETING_MATCH.
+/// A SPLIT on a segment override replaces TARGETING_MATCH.
 #[test]
 fn multivariate_on_overrides() {
     run_cases(&[
@@ -405,7 +406,8 @@ fn fs(id: u32, name: &str, value: &str, enabled: bool, priority: Option<i32>) ->
     })
 }
 
-/// §8.1 through the environment-document mapping (§4): identity overrides become a virtual
+/// Precedence through the environment-document mapping (the Python SDK's
+/// `map_environment_document_to_context`): identity overrides become a virtual
 /// segment with priority −∞ that beats every segment override, even one with priority 0.
 #[test]
 fn identity_override_beats_segment_override() {

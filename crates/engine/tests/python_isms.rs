@@ -1,9 +1,11 @@
-//! The Python-isms the engine must reproduce (§5.3–§5.7 and §7 of the spec): trait coercion by
-//! strict ASCII regexes (`"007"` → 7, `"1.50"` → 1.5, `"1e5"` stays a string), bool casting of
-//! condition values, Python `int()`/`float()` parsing (`"+42"`, `" 42 "`, `"4_2"`, NaN, inf),
-//! semver with build metadata, prereleases and the trailing-newline quirk, the `re.match` regex
-//! dialect, Python's float `%`, IN without trimming, what PERCENTAGE_SPLIT hashes, the spec's
-//! hashing vectors (incl. the 9998 re-hash), `str()` of identifiers and float repr in reasons.
+//! The Python-isms the engine must reproduce (the reference is Python; its trait typing is
+//! `flag_engine/context/mappers.py`, semver `flag_engine/utils/semver.py`, hashing
+//! `flag_engine/utils/hashing.py`): trait coercion by strict ASCII regexes (`"007"` → 7, `"1.50"` →
+//! 1.5, `"1e5"` stays a string), bool casting of condition values, Python `int()`/`float()` parsing
+//! (`"+42"`, `" 42 "`, `"4_2"`, NaN, inf), semver with build metadata, prereleases and the
+//! trailing-newline quirk, the `re.match` regex dialect, Python's float `%`, IN without trimming,
+//! what PERCENTAGE_SPLIT hashes, known hashing vectors (incl. the 9998 re-hash), `str()` of
+//! identifiers and float repr in reasons.
 //!
 //! Every expectation was produced by running the reference (`flagsmith-flag-engine` 11.1.1) on
 //! the same context.
@@ -12,7 +14,7 @@ mod common;
 
 use common::{run_id_rows, run_mv_rows, run_rows, Exp::*, IdRow, MvRow, Row};
 
-/// §5.3: how trait strings are typed (strict ASCII regexes) and JSON number kinds.
+/// How trait strings are typed (strict ASCII regexes) and JSON number kinds.
 #[rustfmt::skip]
 const COERCION_OF_CONTEXT_VALUES: &[Row] = &[
     (r#"{"t":"007"}"#, "t", "EQUAL", r#""7""#, M),
@@ -57,7 +59,7 @@ fn coercion_of_context_values() {
     run_rows(COERCION_OF_CONTEXT_VALUES, true);
 }
 
-/// §5.4: a bool context value compares with `sv not in {"False", "false"}`.
+/// A bool context value compares with `sv not in {"False", "false"}`.
 #[rustfmt::skip]
 const BOOL_CONTEXT_VALUES: &[Row] = &[
     (r#"{"t":true}"#, "t", "EQUAL", r#""FALSE""#, M),
@@ -81,7 +83,7 @@ fn bool_context_values() {
     run_rows(BOOL_CONTEXT_VALUES, true);
 }
 
-/// §5.4 / §7.2: `int()` on the condition value; the `null` value as `"None"`.
+/// `int()` on the condition value; the `null` value as `"None"`.
 #[rustfmt::skip]
 const INT_CONTEXT_VALUES: &[Row] = &[
     (r#"{"t":42}"#, "t", "EQUAL", r#""+42""#, M),
@@ -106,7 +108,7 @@ fn int_context_values() {
     run_rows(INT_CONTEXT_VALUES, true);
 }
 
-/// §5.4 / §7.2: `float()` on the condition value, NaN and infinities.
+/// `float()` on the condition value, NaN and infinities.
 #[rustfmt::skip]
 const FLOAT_CONTEXT_VALUES: &[Row] = &[
     (r#"{"t":1.5}"#, "t", "EQUAL", r#""nan""#, N),
@@ -127,7 +129,7 @@ fn float_context_values() {
     run_rows(FLOAT_CONTEXT_VALUES, true);
 }
 
-/// §5.5: `:semver` comparisons (python-semver 3 strict grammar, build ignored).
+/// `:semver` comparisons (python-semver 3 strict grammar, build ignored).
 #[rustfmt::skip]
 const SEMVER: &[Row] = &[
     (r#"{"t":"1.2.3+build"}"#, "t", "EQUAL", r#""1.2.3:semver""#, M),
@@ -161,7 +163,7 @@ fn semver() {
     run_rows(SEMVER, true);
 }
 
-/// §5.4: `re.match` (anchored at the start only, `$` before a final newline), on `str(cv)`.
+/// `re.match` (anchored at the start only, `$` before a final newline), on `str(cv)`.
 #[rustfmt::skip]
 const REGEX_DIALECT: &[Row] = &[
     (r#"{"t":"abc"}"#, "t", "REGEX", r#""b""#, N),
@@ -194,7 +196,7 @@ fn regex_dialect() {
     run_rows(REGEX_DIALECT, true);
 }
 
-/// §5.4: float `%` takes the divisor's sign; `==` is exact.
+/// Float `%` takes the divisor's sign; `==` is exact.
 #[rustfmt::skip]
 const MODULO_PYTHON_SEMANTICS: &[Row] = &[
     (r#"{"t":-1}"#, "t", "MODULO", r#""3|2""#, M),
@@ -218,7 +220,7 @@ fn modulo_python_semantics() {
     run_rows(MODULO_PYTHON_SEMANTICS, true);
 }
 
-/// §5.4: IN splits CSV without trimming, parses `[`-strings as JSON, never matches floats.
+/// IN splits CSV without trimming, parses `[`-strings as JSON, never matches floats.
 #[rustfmt::skip]
 const IN_VALUES: &[Row] = &[
     (r#"{"t":"b"}"#, "t", "IN", r#""a, b""#, N),
@@ -252,7 +254,7 @@ fn in_values() {
     run_rows(IN_VALUES, true);
 }
 
-/// §5.6: what a trait hashes as (`str(cv)` after coercion) and the inclusive threshold.
+/// What a trait hashes as (`str(cv)` after coercion) and the inclusive threshold.
 #[rustfmt::skip]
 const PERCENTAGE_SPLIT_HASHING_OF_VALUES: &[Row] = &[
     (r#"{"t":true}"#, "t", "PERCENTAGE_SPLIT", r#""23.59471894378876""#, M),
@@ -278,7 +280,8 @@ fn percentage_split_hashing_of_values() {
     run_rows(PERCENTAGE_SPLIT_HASHING_OF_VALUES, true);
 }
 
-/// §5.7: the spec's hashing vectors (incl. the 9998 re-hash), exact 0/50 boundaries, raw vs coerced identity key, key enrichment.
+/// Hashing vectors of `get_hashed_percentage_for_object_ids` (incl. the 9998 re-hash), exact 0/50
+/// boundaries, raw vs coerced identity key, key enrichment.
 #[rustfmt::skip]
 const HASHING_VECTORS: &[IdRow] = &[
     (r#"{"identifier": "user", "key": "2"}"#, "1", "", "PERCENTAGE_SPLIT", r#""26.59531906381276""#, M),
@@ -316,7 +319,7 @@ fn hashing_vectors() {
     run_id_rows(HASHING_VECTORS);
 }
 
-/// §5.1 / §5.3 / §7.1: identifier coercion and `str()` of the identifier in the derived key.
+/// Identifier coercion and `str()` of the identifier in the derived key.
 #[rustfmt::skip]
 const IDENTITY_VALUES_ARE_COERCED_AND_RENDERED: &[IdRow] = &[
     (r#"{"identifier":"007"}"#, "1", "$.identity.identifier", "EQUAL", r#""7""#, M),
@@ -342,7 +345,7 @@ fn identity_values_are_coerced_and_rendered() {
     run_id_rows(IDENTITY_VALUES_ARE_COERCED_AND_RENDERED);
 }
 
-/// §7.1 / §8.3: `SPLIT; weight=<str(weight)>` keeps the JSON number kind and Python's float repr.
+/// `SPLIT; weight=<str(weight)>` keeps the JSON number kind and Python's float repr.
 #[rustfmt::skip]
 const SPLIT_REASON_USES_PYTHON_FLOAT_REPR: &[MvRow] = &[
     ("1", Some("2"), r#"[{"value": "v", "weight": 30, "priority": 1, "key": "k"}]"#,

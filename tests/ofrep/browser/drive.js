@@ -4,7 +4,8 @@
 //   {"pageUrl", "apiOrigin" (flagpole's origin: its requests are recorded),
 //    "before": {flag: text}, "after": {flag: text} (what the flags' .value must read),
 //    "docPath", "nextDocument" (text written atomically to docPath once the page shows "before"
-//    and its event stream is open), "changeTimeoutMs", "screenshot" (a PNG path)}
+//    and its event stream is open), "waitMs" (how long any wait may take: only a hang takes that
+//    long), "screenshot" (a PNG path)}
 // OUTPUT (times are Date.now() values):
 //   {"ready": {"at", "flags"}, "streamOpen", "edit": {"at", "seenAt"}, "after": {"flags"}, "status",
 //    "demo": window.flagpoleDemo, "requests": [{method, url, type, headers, status,
@@ -81,14 +82,14 @@ async function main() {
     await page.goto(req.pageUrl, { waitUntil: 'domcontentloaded' });
     out.ready = { at: null };
     try {
-      await page.waitForFunction(shows, req.before, { polling: 20, timeout: 10000 });
+      await page.waitForFunction(shows, req.before, { polling: 20, timeout: req.waitMs });
       out.ready.at = Date.now();
     } catch (err) {
       out.ready.error = String(err).split('\n')[0];
     }
     out.ready.flags = await page.evaluate(readFlags);
     if (out.ready.at !== null) {
-      const deadline = Date.now() + 5000;
+      const deadline = Date.now() + req.waitMs;
       while (!streamOpen() && Date.now() < deadline) await page.waitForTimeout(20);
       out.streamOpen = streamOpen();
 
@@ -96,7 +97,7 @@ async function main() {
       out.edit = edit;
       writeAtomic(req.docPath, req.nextDocument);
       try {
-        await page.waitForFunction(shows, req.after, { polling: 20, timeout: req.changeTimeoutMs });
+        await page.waitForFunction(shows, req.after, { polling: 20, timeout: req.waitMs });
         edit.seenAt = Date.now();
       } catch (err) {
         edit.error = String(err).split('\n')[0];
@@ -115,11 +116,11 @@ async function main() {
   fs.writeFileSync(output, JSON.stringify(out, null, 1));
 }
 
-// Never hang: whatever happens, stop well before the test's own timeout.
+// Never hang: whatever happens, stop before the test's own timeout (browser_support: 300 s).
 setTimeout(() => {
   console.error('drive.js: timed out');
   process.exit(3);
-}, 45000).unref();
+}, 240000).unref();
 
 main().then(
   () => process.exit(0),

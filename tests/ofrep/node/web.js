@@ -7,7 +7,8 @@
 //    "context": {...}, "newContext": {...},
 //    "reads": [["boolean"|"string"|"number"|"object", flag, default], ...],
 //    "docPath", "nextDocument" (text written atomically to docPath), "changedFlag", "changedValue",
-//    "changeTimeoutMs", "pollMs", "settleMs"}
+//    "waitMs" (how long any wait for an event may take: only a hang takes that long),
+//    "polls" (revalidations the polling provider makes before its reads are compared), "settleMs"}
 // OUTPUT (times in ms since the start):
 //   {"bad": {"initError", "details"}, "initial": [details...],
 //    "sseOpened", "edit": {"at", "changedAt", "valueAt", "events": [...]}, "afterEdit": [details...],
@@ -133,7 +134,7 @@ async function main() {
   });
   await OpenFeature.setProviderAndWait('web', new OFREPWebProvider(options('web')), req.context);
   out.initial = read(web, req.reads);
-  out.sseOpened = await waitFor(() => eventSources.some((e) => e.opened > 0), 5000);
+  out.sseOpened = await waitFor(() => eventSources.some((e) => e.opened > 0), req.waitMs);
   // Time for a (wrong) event at connect to show up as a refetch.
   await sleep(req.settleMs);
 
@@ -148,7 +149,7 @@ async function main() {
       edit.changedAt = out.configurationChanged.web[0].at;
     }
     return edit.valueAt !== undefined && edit.changedAt !== undefined;
-  }, req.changeTimeoutMs);
+  }, req.waitMs);
   out.afterEdit = read(web, req.reads);
 
   // Polling without a change: revalidation only.
@@ -160,7 +161,9 @@ async function main() {
   const pollProvider = new OFREPWebProvider(options('poll', { changeDetection: 'polling', pollInterval: 500 }));
   await OpenFeature.setProviderAndWait('poll', pollProvider, req.context);
   const pollInitial = read(poll, req.reads);
-  await sleep(req.pollMs);
+  // Counted, not timed: the initial fetch and `polls` revalidations, answered.
+  const answered = () => fetches.filter((f) => f.provider === 'poll' && f.status !== undefined);
+  await waitFor(() => answered().length > req.polls, req.waitMs);
   out.poll = { from: pollFrom, initial: pollInitial, after: read(poll, req.reads), to: now() };
   await pollProvider.onClose(); // stops polling
 
@@ -169,7 +172,7 @@ async function main() {
   await OpenFeature.setContext('web', req.newContext);
   out.contextChange = { from, reads: read(web, req.reads) };
   // Time for the reconnected stream to (wrongly) send an event.
-  await waitFor(() => eventSources.length >= 2 && eventSources[eventSources.length - 1].opened > 0, 5000);
+  await waitFor(() => eventSources.length >= 2 && eventSources[eventSources.length - 1].opened > 0, req.waitMs);
   await sleep(req.settleMs);
   out.contextChange.to = now();
 
@@ -177,11 +180,11 @@ async function main() {
   fs.writeFileSync(output, JSON.stringify(out));
 }
 
-// Never hang: whatever happens, stop well before the test's own timeout.
+// Never hang: whatever happens, stop before the test's own timeout (300 s).
 setTimeout(() => {
   console.error('web.js: scenario timed out');
   process.exit(3);
-}, 45000).unref();
+}, 240000).unref();
 
 main().then(
   () => process.exit(0),

@@ -15,7 +15,7 @@ use crate::condition::Condition;
 use crate::error::EvalError;
 use crate::hashing::hashed_percentage;
 use crate::identity::Identity;
-use crate::model::{Environment, FeatureEntry, Quantifier, Rule};
+use crate::model::{Environment, FeatureCtx, FeatureEntry, Quantifier, Rule, Variant};
 use crate::property::{Property, Query};
 use crate::result::{EvaluationResult, FlagResult, Reason, SegmentResult, VariantChoice};
 use crate::value::{Scalar, TraitValue};
@@ -27,6 +27,20 @@ mod scope;
 
 pub(crate) use evaluation::Evaluation;
 use scope::{FeatureScope, Overrides, Scope, SegmentOrder};
+
+/// Where an identity falls in a feature's multivariate split.
+pub(crate) struct VariantSplit<'a> {
+    /// In [0, 100): `hashed_percentage(feature key, identity key)`.
+    pub bucket: f64,
+    /// The variant whose range `[start, limit)` holds the bucket; none: the control value.
+    pub chosen: Option<ChosenVariant<'a>>,
+}
+
+pub(crate) struct ChosenVariant<'a> {
+    pub variant: &'a Variant,
+    pub start: f64,
+    pub limit: f64,
+}
 
 /// Evaluates the environment for an identity (`None` = no identity, as for an absent, null or
 /// empty `identity` in a context).
@@ -289,21 +303,13 @@ impl<'a> Evaluation<'a> {
         let ctx = &self.env.feature_ctxs[ctx_index];
         let mut value = ctx.value.as_ref().map_err(Clone::clone)?;
         let mut variant = VariantChoice::None;
-        if let (Some(identity_key), Some(variants)) = (&self.key_text, &ctx.variants) {
-            let variants = variants.as_ref().map_err(Clone::clone)?;
+        if let Some(split) = self.variant_split(ctx)? {
             variant = VariantChoice::Control;
-            let feature_key = ctx.key.as_ref().map_err(Clone::clone)?;
-            let percentage = hashed_percentage(feature_key, identity_key);
-            let mut start = 0.0;
-            for v in variants {
-                let limit = *v.weight.as_ref().map_err(Clone::clone)? + start;
-                if start <= percentage && percentage < limit {
-                    reason = Reason::Split(&v.reason);
-                    value = v.value.as_ref().map_err(Clone::clone)?;
-                    variant = VariantChoice::Key(&v.key);
-                    break;
-                }
-                start = limit;
+            if let Some(chosen) = split.chosen {
+                let v = &chosen.variant;
+                reason = Reason::Split(&v.reason);
+                value = v.value.as_ref().map_err(Clone::clone)?;
+                variant = VariantChoice::Key(&v.key);
             }
         }
         Ok(FlagResult {
@@ -317,6 +323,42 @@ impl<'a> Evaluation<'a> {
             decided_by: ctx_index,
             segment,
         })
+    }
+
+    /// The multivariate split of a feature context for this identity: its bucket and the variant
+    /// whose range holds it (none: the control value). `None` without an identity or variants.
+    pub(crate) fn variant_split(
+        &self,
+        ctx: &'a FeatureCtx,
+    ) -> Result<Option<VariantSplit<'a>>, EvalError> {
+        let (Some(identity_key), Some(variants)) = (&self.key_text, &ctx.variants) else {
+            return Ok(None);
+        };
+        let variants = variants.as_ref().map_err(Clone::clone)?;
+        let feature_key = ctx.key.as_ref().map_err(Clone::clone)?;
+        let bucket = hashed_percentage(feature_key, identity_key);
+        let mut start = 0.0;
+        for variant in variants {
+            let limit = *variant.weight.as_ref().map_err(Clone::clone)? + start;
+            if start <= bucket && bucket < limit {
+                let chosen = Some(ChosenVariant {
+                    variant,
+                    start,
+                    limit,
+                });
+                return Ok(Some(VariantSplit { bucket, chosen }));
+            }
+            start = limit;
+        }
+        Ok(Some(VariantSplit {
+            bucket,
+            chosen: None,
+        }))
+    }
+
+    /// `str(identity key)`: what percentage splits and multivariate splits hash.
+    pub(crate) fn identity_key_text(&self) -> Option<&str> {
+        self.key_text.as_deref()
     }
 
     pub(crate) fn is_in_segment(&mut self, index: usize) -> Result<bool, EvalError> {

@@ -2,7 +2,8 @@
 //! second thread while this one reads, so a server that answers early never blocks us), the
 //! responses parsed strictly (status line, header syntax, framing), and the checks every
 //! response must pass: no 5xx, and every error body in one of the two documented shapes
-//! (api spec §2.7 `{"status","message"}`, OFREP spec §5 `{"errorCode","errorDetails"[,"key"]}`).
+//! (the Flagsmith API's `{"status","message"}`, OFREP's `{"errorCode","errorDetails"[,"key"]}`;
+//! see the README).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -358,7 +359,7 @@ fn check_error_shape(status: u16, body: &[u8]) -> Result<(), String> {
     }
 }
 
-/// `Not Found` → `not_found` (api spec §2.7).
+/// `Not Found` → `not_found` (the `status` member of the JSON error body).
 fn http_slug(status: u16) -> String {
     let reason = match status {
         400 => "Bad Request",

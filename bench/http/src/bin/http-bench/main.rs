@@ -87,7 +87,7 @@ pub(crate) fn parse_opts() -> Opts {
         out: "bench/out/http.json".into(),
         work: "bench/out/http".into(),
         docs_dir: "bench/out/docs".into(),
-        bin_dir: "target/release".into(),
+        bin_dir: "target/profiling".into(),
         lua_dir: "bench/http/lua".into(),
     };
     let list = |s: Option<String>| -> Vec<String> {

@@ -24,7 +24,7 @@
 //!   --conns N [10000]  --rounds N [3]  --sse-doc NAME [tiny]
 //!   --runs N [3]  --duration S [2]  --warmup S [1]  --conc LIST [10,64]  --docs LIST [tiny,small]
 //!   --no-pin  --no-rps  --no-sse  --out FILE [bench/out/ofrep.json]  --work DIR [bench/out/ofrep]
-//!   --docs-dir DIR [bench/out/docs]  --bin-dir DIR [target/release]  --lua-dir DIR [bench/http/lua]
+//!   --docs-dir DIR [bench/out/docs]  --bin-dir DIR [target/profiling]  --lua-dir DIR [bench/http/lua]
 
 // What the modules shared with `http-bench` (net.rs, procs.rs) expect from their parent.
 #[allow(unused_imports)]
@@ -88,7 +88,7 @@ fn parse_opts() -> Opts {
         out: "bench/out/ofrep.json".into(),
         work: "bench/out/ofrep".into(),
         docs_dir: "bench/out/docs".into(),
-        bin_dir: "target/release".into(),
+        bin_dir: "target/profiling".into(),
         lua_dir: "bench/http/lua".into(),
     };
     let list = |s: Option<String>| -> Vec<String> {

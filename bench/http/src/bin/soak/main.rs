@@ -1,6 +1,7 @@
 //! `soak [options]`: the soak test behind `bench/soak.sh`. Not a CI test: run by hand.
 //!
-//! One Flagpole (release build) serves a seeded document as a local file, on 127.0.0.1 only.
+//! One Flagpole (the `profiling` build: release plus debug info) serves a seeded document as a
+//! local file, on 127.0.0.1 only.
 //! 1. Peak: a short wrk run (2 threads, 64 connections) of the mix below measures the peak RPS.
 //! 2. Soak: for `--minutes`, an open-loop driver (load.rs; Debian's wrk 4.1 has no `-R` and
 //!    there is no wrk2 package, and a closed loop with fewer connections can neither hold a rate
@@ -20,7 +21,7 @@
 //! Options (defaults in brackets): --minutes N [30]  --fraction F [0.8]  --rps R (skip the peak
 //! run)  --conns N [50]  --threads N [1]  --peak-seconds S [5]  --interval S [10]
 //! --rewrite S [10]  --doc NAME [small]  --out FILE [bench/out/soak.json]
-//! --work DIR [bench/out/soak]  --docs-dir DIR [bench/out/docs]  --bin-dir DIR [target/release]
+//! --work DIR [bench/out/soak]  --docs-dir DIR [bench/out/docs]  --bin-dir DIR [target/profiling]
 //! --lua-dir DIR [bench/http/lua]
 
 // What the modules shared with `http-bench` (net.rs, procs.rs) expect from their parent.
@@ -82,7 +83,7 @@ fn parse_opts() -> Opts {
         out: "bench/out/soak.json".into(),
         work: "bench/out/soak".into(),
         docs_dir: "bench/out/docs".into(),
-        bin_dir: "target/release".into(),
+        bin_dir: "target/profiling".into(),
         lua_dir: "bench/http/lua".into(),
     };
     fn num<T: std::str::FromStr>(v: String, name: &str) -> T {
