@@ -40,7 +40,7 @@ import warnings
 from pathlib import Path
 from typing import Callable
 
-import flagpole
+import flagpole_python as flagpole
 
 TRAITS = {"plan": "enterprise", "age": 42, "app_version": "2.4.1"}
 IDENTITIES = [(f"bench-user-{i}", TRAITS) for i in range(256)]

@@ -26,7 +26,7 @@ import requests
 
 import common
 import compare
-import flagpole
+import flagpole_python as flagpole
 import gen_document
 
 N_DOCS = int(os.environ.get("FLAGPOLE_PYBIND_DOCS") or 6)

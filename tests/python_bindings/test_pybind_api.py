@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import flagpole
+import flagpole_python as flagpole
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "environment.json"

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-import flagpole
+import flagpole_python as flagpole
 from pybind_support import make_document
 
 KEY = "ser.test-key"

@@ -20,7 +20,7 @@ use crate::upstream::{Shared, Upstream};
 
 const DEFAULT_API_URL: &str = "https://edge.api.flagsmith.com/api/v1/";
 
-#[pyclass(frozen, module = "flagpole")]
+#[pyclass(frozen, module = "flagpole_python")]
 pub struct Flagpole {
     shared: Arc<Shared>,
     default_flag_handler: Option<Py<PyAny>>,

@@ -19,7 +19,7 @@ pub fn compile_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Arc<Compiled>> {
 }
 
 /// An environment document, compiled. Immutable and safe to share between threads.
-#[pyclass(frozen, module = "flagpole")]
+#[pyclass(frozen, module = "flagpole_python")]
 pub struct Environment {
     pub(crate) inner: Arc<Compiled>,
 }
@@ -149,7 +149,7 @@ impl Environment {
 
     fn __repr__(&self) -> String {
         format!(
-            "<flagpole.Environment {:?} ({} features)>",
+            "<flagpole_python.Environment {:?} ({} features)>",
             self.inner.name,
             self.inner.names.len()
         )

@@ -8,31 +8,31 @@ use pyo3::exceptions::PyException;
 use pyo3::PyErr;
 
 create_exception!(
-    flagpole,
+    flagpole_python,
     FlagpoleError,
     PyException,
     "Base class of flagpole's errors."
 );
 create_exception!(
-    flagpole,
+    flagpole_python,
     DocumentError,
     FlagpoleError,
     "The environment document cannot be read or compiled."
 );
 create_exception!(
-    flagpole,
+    flagpole_python,
     EvaluationError,
     FlagpoleError,
     "The Flagsmith engine raises for this input (for example an invalid regex in a segment)."
 );
 create_exception!(
-    flagpole,
+    flagpole_python,
     FeatureNotFoundError,
     FlagpoleError,
     "The environment has no feature of this name (and no default_flag_handler was given)."
 );
 create_exception!(
-    flagpole,
+    flagpole_python,
     UpstreamError,
     FlagpoleError,
     "The environment document could not be fetched; the last good document is still served."

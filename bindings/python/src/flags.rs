@@ -53,7 +53,7 @@ enum Which {
 }
 
 /// The flags of one evaluation (an identity, or the environment).
-#[pyclass(frozen, module = "flagpole")]
+#[pyclass(frozen, module = "flagpole_python")]
 pub struct Flags {
     source: Source,
     compiled: Arc<Compiled>,
@@ -200,12 +200,15 @@ impl Flags {
     }
 
     fn __repr__(&self) -> String {
-        format!("<flagpole.Flags: {} flags>", self.compiled.names.len())
+        format!(
+            "<flagpole_python.Flags: {} flags>",
+            self.compiled.names.len()
+        )
     }
 }
 
 /// One flag (one result of a `Flags`, which it keeps alive). Immutable.
-#[pyclass(frozen, module = "flagpole")]
+#[pyclass(frozen, module = "flagpole_python")]
 pub struct Flag {
     parent: Py<Flags>,
     which: Which,

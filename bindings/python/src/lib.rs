@@ -33,7 +33,7 @@ mod upstream;
 use errors::{DocumentError, EvaluationError, FeatureNotFoundError, FlagpoleError, UpstreamError};
 
 #[pymodule]
-fn flagpole(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn flagpole_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<environment::Environment>()?;
     m.add_class::<client::Flagpole>()?;

@@ -1,4 +1,4 @@
-"""Type stubs for ``flagpole``: in-process Flagsmith-compatible flag evaluation on Flagpole's Rust
+"""Type stubs for ``flagpole_python``: in-process Flagsmith-compatible flag evaluation on Flagpole's Rust
 engine. Whole evaluations release the GIL; environments are immutable and shared between threads.
 
 Shipped in the wheel with a ``py.typed`` marker (maturin adds both).
