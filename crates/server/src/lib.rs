@@ -166,9 +166,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         tracing::info!("shutting down: draining requests in flight");
         requested.cancel();
     });
-    server::serve(listener, api, &config, shutdown.requested.clone()).await;
     // The drain and the background work's last steps share one budget.
-    let deadline = std::time::Instant::now() + config.server.shutdown_timeout;
+    let deadline = server::serve(listener, api, &config, shutdown.requested.clone()).await;
     shutdown.finish(deadline).await;
     Ok(())
 }

@@ -10,7 +10,7 @@
 pub mod direct_stream;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -27,7 +27,14 @@ use direct_stream::{Prefixed, Sniffed};
 /// `config.server.shutdown_timeout`: connections waiting for a first request close at once, hyper's
 /// connections finish their requests in flight, streams served on the socket end (their
 /// environments' tokens are children of `stopping`).
-pub async fn serve(listener: TcpListener, api: Api, config: &Config, stopping: CancellationToken) {
+/// Returns the time by which the whole shutdown should be over: the drain began, plus
+/// `shutdown_timeout` (what is left of it is the background work's budget).
+pub async fn serve(
+    listener: TcpListener,
+    api: Api,
+    config: &Config,
+    stopping: CancellationToken,
+) -> Instant {
     let header_read_timeout = config
         .limits
         .header_read_timeout
@@ -113,11 +120,13 @@ pub async fn serve(listener: TcpListener, api: Api, config: &Config, stopping: C
         }
     }
     drop(listener);
+    let deadline = Instant::now() + config.server.shutdown_timeout;
     connections.close();
     tokio::select! {
         ((), ()) = async { tokio::join!(graceful.shutdown(), connections.wait()) } => {}
-        () = tokio::time::sleep(config.server.shutdown_timeout) => {
+        () = tokio::time::sleep_until(deadline.into()) => {
             tracing::warn!("shutdown timeout reached with requests still in flight");
         }
     }
+    deadline
 }
