@@ -15,7 +15,7 @@ use super::Response;
 use crate::telemetry::http::{HttpMetrics, RouteLabel};
 
 /// The `tracing` target of access-log lines.
-pub use crate::logging::ACCESS_LOG_TARGET as ACCESS_TARGET;
+use crate::logging::ACCESS_LOG_TARGET;
 
 /// What the service observes, fixed at start.
 #[derive(Clone, Copy)]
@@ -95,10 +95,12 @@ fn log(logged: &Logged, status: StatusCode, duration_us: u64, response: &Respons
     );
     match bytes {
         Some(bytes) => tracing::info!(
-            target: ACCESS_TARGET,
+            target: ACCESS_LOG_TARGET,
             method, path, status, duration_us, bytes, "request"
         ),
-        None => tracing::info!(target: ACCESS_TARGET, method, path, status, duration_us, "request"),
+        None => {
+            tracing::info!(target: ACCESS_LOG_TARGET, method, path, status, duration_us, "request")
+        }
     }
 }
 
