@@ -94,6 +94,19 @@ pub(crate) struct FeatureCtx {
     pub metadata: Option<Value>,
 }
 
+impl FeatureCtx {
+    /// Whether evaluating this context for an identity cannot fail, whatever bucket the
+    /// identity falls in: it is multivariate and every field a split reads is well formed.
+    pub(crate) fn split_cannot_fail(&self) -> bool {
+        self.name.is_ok()
+            && self.enabled.is_ok()
+            && self.value.is_ok()
+            && self.key.is_ok()
+            && matches!(&self.variants, Some(Ok(variants))
+                if variants.iter().all(|v| v.weight.is_ok() && v.value.is_ok()))
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Variant {
     pub value: Result<Value, EvalError>,

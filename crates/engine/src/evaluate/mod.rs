@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use crate::condition::Condition;
 use crate::error::EvalError;
-use crate::hashing::hashed_percentage;
+use crate::hashing::{hashed_percentage, hashed_percentages, LANES};
 use crate::identity::Identity;
 use crate::model::{Environment, FeatureCtx, FeatureEntry, Quantifier, Rule, Variant};
 use crate::property::{Property, Query};
@@ -242,17 +242,14 @@ impl<'a> Evaluation<'a> {
         } else {
             vec![None; env.flag_slots]
         };
+        // Multivariate splits whose hashing waits to be done together (see `hashing`).
+        let mut splits = PendingSplits::default();
         for entry in entries {
             let ctx = &env.feature_ctxs[entry.ctx];
             let name = ctx.name.as_ref().map_err(Clone::clone)?;
             let id = ctx.name_id.expect("named feature has an id");
-            let result = match overrides.get(id) {
-                Some((o, s)) => self.flag_result(
-                    name,
-                    o,
-                    Reason::TargetingMatch(&env.segments[s].reason),
-                    Some(s),
-                )?,
+            let (decided_by, reason, segment) = match overrides.get(id) {
+                Some((o, s)) => (o, Reason::TargetingMatch(&env.segments[s].reason), Some(s)),
                 None => {
                     let (fallback, targeted) = self.fallback(entry, name)?;
                     let reason = if targeted {
@@ -260,19 +257,54 @@ impl<'a> Evaluation<'a> {
                     } else {
                         Reason::Static
                     };
-                    self.flag_result(name, fallback, reason, None)?
+                    (fallback, reason, None)
                 }
             };
+            let decider = &env.feature_ctxs[decided_by];
+            // Deferring a split keeps errors in flag order only if it cannot fail.
+            if distinct && self.key_text.is_some() && decider.split_cannot_fail() {
+                flags.push(self.unsplit_result(name, decided_by, reason, segment)?);
+                if splits.push(flags.len() - 1, decided_by) {
+                    self.settle_splits(&mut flags, &mut splits);
+                }
+                continue;
+            }
+            let result = self.flag_result(name, decided_by, reason, segment)?;
             if distinct {
                 flags.push(result);
             } else {
                 slots[entry.slot] = Some(result);
             }
         }
+        self.settle_splits(&mut flags, &mut splits);
         if !distinct {
             flags.extend(slots.into_iter().flatten());
         }
         Ok(flags)
+    }
+
+    /// Hashes the pending splits together and puts each flag in its variant.
+    fn settle_splits(&self, flags: &mut [FlagResult<'a>], splits: &mut PendingSplits) {
+        let n = splits.len;
+        if n == 0 {
+            return;
+        }
+        let identity_key = self.key_text.as_deref().unwrap_or_default();
+        let mut pairs = [("", ""); LANES];
+        for (pair, &(_, ctx)) in pairs.iter_mut().zip(&splits.items[..n]) {
+            let key = self.env.feature_ctxs[ctx].key.as_deref();
+            *pair = (key.unwrap_or_default(), identity_key);
+        }
+        let mut buckets = [0.0; LANES];
+        hashed_percentages(&pairs[..n], &mut buckets);
+        for (&(index, ctx), bucket) in splits.items[..n].iter().zip(buckets) {
+            if let Some(Ok(variants)) = &self.env.feature_ctxs[ctx].variants {
+                if let Ok(split) = choose_variant(variants, bucket) {
+                    apply_split(&mut flags[index], &split);
+                }
+            }
+        }
+        splits.len = 0;
     }
 
     /// `features[name]` (the context used when no override wins) and whether any segment in
@@ -297,28 +329,43 @@ impl<'a> Evaluation<'a> {
         &self,
         key: &'a str,
         ctx_index: usize,
-        mut reason: Reason<'a>,
+        reason: Reason<'a>,
         segment: Option<usize>,
     ) -> Result<FlagResult<'a>, EvalError> {
         let ctx = &self.env.feature_ctxs[ctx_index];
-        let mut value = ctx.value.as_ref().map_err(Clone::clone)?;
-        let mut variant = VariantChoice::None;
-        if let Some(split) = self.variant_split(ctx)? {
-            variant = VariantChoice::Control;
-            if let Some(chosen) = split.chosen {
-                let v = &chosen.variant;
-                reason = Reason::Split(&v.reason);
-                value = v.value.as_ref().map_err(Clone::clone)?;
-                variant = VariantChoice::Key(&v.key);
-            }
+        // The reference reads the value before the split, so its error comes first.
+        ctx.value.as_ref().map_err(Clone::clone)?;
+        let split = self.variant_split(ctx)?;
+        if let Some(VariantSplit {
+            chosen: Some(chosen),
+            ..
+        }) = &split
+        {
+            chosen.variant.value.as_ref().map_err(Clone::clone)?;
         }
+        let mut result = self.unsplit_result(key, ctx_index, reason, segment)?;
+        if let Some(split) = &split {
+            apply_split(&mut result, split);
+        }
+        Ok(result)
+    }
+
+    /// The flag as its context gives it, before any multivariate split.
+    fn unsplit_result(
+        &self,
+        key: &'a str,
+        ctx_index: usize,
+        reason: Reason<'a>,
+        segment: Option<usize>,
+    ) -> Result<FlagResult<'a>, EvalError> {
+        let ctx = &self.env.feature_ctxs[ctx_index];
         Ok(FlagResult {
             key,
             name: ctx.name.as_ref().map_err(Clone::clone)?,
             enabled: ctx.enabled.as_ref().map_err(Clone::clone)?,
-            value,
+            value: ctx.value.as_ref().map_err(Clone::clone)?,
             reason,
-            variant,
+            variant: VariantChoice::None,
             metadata: ctx.metadata.as_ref(),
             decided_by: ctx_index,
             segment,
@@ -337,23 +384,7 @@ impl<'a> Evaluation<'a> {
         let variants = variants.as_ref().map_err(Clone::clone)?;
         let feature_key = ctx.key.as_ref().map_err(Clone::clone)?;
         let bucket = hashed_percentage(feature_key, identity_key);
-        let mut start = 0.0;
-        for variant in variants {
-            let limit = *variant.weight.as_ref().map_err(Clone::clone)? + start;
-            if start <= bucket && bucket < limit {
-                let chosen = Some(ChosenVariant {
-                    variant,
-                    start,
-                    limit,
-                });
-                return Ok(Some(VariantSplit { bucket, chosen }));
-            }
-            start = limit;
-        }
-        Ok(Some(VariantSplit {
-            bucket,
-            chosen: None,
-        }))
+        choose_variant(variants, bucket).map(Some)
     }
 
     /// `str(identity key)`: what percentage splits and multivariate splits hash.
@@ -452,6 +483,57 @@ impl<'a> Evaluation<'a> {
             Some(v) => v.coerce(),
             None => Ok(Scalar::Null),
         }
+    }
+}
+
+/// The variant whose range `[start, start + weight)` holds the bucket (weights added in order).
+fn choose_variant(variants: &[Variant], bucket: f64) -> Result<VariantSplit<'_>, EvalError> {
+    let mut start = 0.0;
+    for variant in variants {
+        let limit = *variant.weight.as_ref().map_err(Clone::clone)? + start;
+        if start <= bucket && bucket < limit {
+            let chosen = Some(ChosenVariant {
+                variant,
+                start,
+                limit,
+            });
+            return Ok(VariantSplit { bucket, chosen });
+        }
+        start = limit;
+    }
+    Ok(VariantSplit {
+        bucket,
+        chosen: None,
+    })
+}
+
+/// A flag in its split: the control value, or the chosen variant's value and reason.
+fn apply_split<'a>(flag: &mut FlagResult<'a>, split: &VariantSplit<'a>) {
+    flag.variant = VariantChoice::Control;
+    if let Some(chosen) = &split.chosen {
+        let v = chosen.variant;
+        if let Ok(value) = &v.value {
+            flag.reason = Reason::Split(&v.reason);
+            flag.value = value;
+            flag.variant = VariantChoice::Key(&v.key);
+        }
+    }
+}
+
+/// Up to [`LANES`] flags (index in the output, deciding feature context) whose split is not
+/// hashed yet.
+#[derive(Default)]
+struct PendingSplits {
+    items: [(usize, usize); LANES],
+    len: usize,
+}
+
+impl PendingSplits {
+    /// Adds one; true when the batch is full.
+    fn push(&mut self, index: usize, ctx: usize) -> bool {
+        self.items[self.len] = (index, ctx);
+        self.len += 1;
+        self.len == LANES
     }
 }
 
