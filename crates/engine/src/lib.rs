@@ -44,7 +44,9 @@ pub use compile::Diagnostic;
 pub use error::{EvalError, InputError, PyErrorKind};
 pub use identity::{traits_from_json, Identity, Trait};
 pub use model::Environment;
-pub use result::{EvaluationResult, FlagResult, Reason, SegmentResult, VariantChoice};
+pub use result::{
+    EvaluationResult, FlagResult, Reason, SegmentResult, SourcedValue, ValueSource, VariantChoice,
+};
 pub use value::{Scalar, TraitValue};
 
 impl Environment {
@@ -105,6 +107,52 @@ impl Environment {
     /// Whether the environment has a feature of this name (a key of the context's `features`).
     pub fn has_feature(&self, name: &str) -> bool {
         self.feature_by_key.contains_key(name)
+    }
+
+    /// Every [`ValueSource`] a flag can have, in order (contexts in environment order, each
+    /// followed by its variants), with the name, `enabled` and `value` a flag decided by it
+    /// holds. Sources whose fields are malformed (they raise when evaluated) are left out.
+    pub fn value_sources(&self) -> impl Iterator<Item = SourcedValue<'_>> {
+        self.feature_ctxs
+            .iter()
+            .enumerate()
+            .flat_map(|(context, ctx)| {
+                let (Ok(name), Ok(enabled), Ok(value)) = (&ctx.name, &ctx.enabled, &ctx.value)
+                else {
+                    return Vec::new();
+                };
+                let own = SourcedValue {
+                    source: ValueSource {
+                        context,
+                        variant: None,
+                    },
+                    name,
+                    enabled,
+                    value,
+                };
+                let variants = match &ctx.variants {
+                    Some(Ok(variants)) => variants.as_slice(),
+                    _ => &[],
+                };
+                std::iter::once(own)
+                    .chain(variants.iter().enumerate().filter_map(|(i, v)| {
+                        Some(SourcedValue {
+                            source: ValueSource {
+                                context,
+                                variant: Some(i),
+                            },
+                            name,
+                            enabled,
+                            value: v.value.as_ref().ok()?,
+                        })
+                    }))
+                    .collect()
+            })
+    }
+
+    /// The number of feature contexts ([`ValueSource::context`] is below it).
+    pub fn context_count(&self) -> usize {
+        self.feature_ctxs.len()
     }
 
     /// The environment key (`environment.key`) as text, if the context has one.

@@ -58,6 +58,30 @@ pub struct FlagResult<'a> {
     pub(crate) decided_by: usize,
     /// Index of the segment whose override won, if any.
     pub(crate) segment: Option<usize>,
+    /// Index (in the deciding context's variants, priority order) of the variant chosen.
+    pub(crate) variant_index: Option<usize>,
+}
+
+/// Where a flag's `enabled` and `value` come from: a feature context of the environment and,
+/// after a multivariate split, one of its variants. Every source is listed, once, by
+/// [`Environment::value_sources`](crate::Environment::value_sources), so a caller can prepare
+/// what it writes for each source when the environment changes and look it up per flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ValueSource {
+    /// The feature context (environment default or segment override), in environment order.
+    pub context: usize,
+    /// The variant, in the context's variant order; `None`: the context's own value.
+    pub variant: Option<usize>,
+}
+
+/// One [`ValueSource`] with what a flag decided by it holds.
+#[derive(Clone, Copy, Debug)]
+pub struct SourcedValue<'a> {
+    pub source: ValueSource,
+    /// The deciding context's `name`.
+    pub name: &'a str,
+    pub enabled: &'a Value,
+    pub value: &'a Value,
 }
 
 /// One matching segment.
@@ -109,6 +133,14 @@ impl EvaluationResult<'_> {
 }
 
 impl FlagResult<'_> {
+    /// The context (and variant) that gave this flag its `enabled` and `value`.
+    pub fn source(&self) -> ValueSource {
+        ValueSource {
+            context: self.decided_by,
+            variant: self.variant_index,
+        }
+    }
+
     /// `{"enabled","name","reason","value","variant"[,"metadata"]}`, the reference's key order.
     pub fn write_json<W: Write>(&self, out: &mut W) -> io::Result<()> {
         out.write_all(b"{\"enabled\":")?;

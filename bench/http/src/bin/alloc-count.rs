@@ -1,5 +1,6 @@
-//! `alloc-count DOC.json...`: heap allocations per `/identities` request outside the HTTP stack,
-//! counted by a global allocator. Prints one JSON object on standard output.
+//! `alloc-count DOC.json...`: heap allocations and CPU time per `/identities` request outside the
+//! HTTP stack, counted by a global allocator and timed in a loop (one thread; the median of five
+//! timed rounds, so a busy machine moves it less). Prints one JSON object on standard output.
 //!
 //! Per document it builds the server's `Snapshot` (as `flagpole serve` does), then times
 //! nothing and counts everything the identities handlers do after the HTTP layer hands them the
@@ -65,6 +66,28 @@ fn counted(mut f: impl FnMut()) -> (f64, f64) {
     ((a1 - a0) as f64 / N as f64, (b1 - b0) as f64 / N as f64)
 }
 
+/// Nanoseconds per call of `f`: the median of five rounds of about 100 ms each.
+fn timed(mut f: impl FnMut()) -> f64 {
+    let started = std::time::Instant::now();
+    let mut calls = 0u64;
+    while started.elapsed().as_millis() < 20 {
+        f();
+        calls += 1;
+    }
+    let per_round = (calls * 5).max(1);
+    let mut rounds: Vec<f64> = (0..5)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            for _ in 0..per_round {
+                f();
+            }
+            started.elapsed().as_nanos() as f64 / per_round as f64
+        })
+        .collect();
+    rounds.sort_by(f64::total_cmp);
+    rounds[2]
+}
+
 fn main() {
     let mut out = serde_json::Map::new();
     for path in std::env::args().skip(1) {
@@ -78,18 +101,24 @@ fn main() {
         let snapshot = Snapshot::build(&doc, 1).expect("build snapshot");
         let kind = KeyKind::Client;
 
-        let get = counted(|| {
+        let mut get_handler = || {
             let identity = Identity::new("bench-user", &[]);
             let result = snapshot.env.evaluate(Some(&identity)).expect("evaluate");
-            let mut body = Vec::with_capacity(256 + 96 * result.flags.len());
+            let mut body = Vec::with_capacity(256 + snapshot.flags_capacity_hint());
             identity_response::write(&mut body, &snapshot, kind, "bench-user", &[], &result);
             std::hint::black_box(&body);
+        };
+        let get = counted(&mut get_handler);
+        let get_ns = timed(&mut get_handler);
+        let get_evaluate_ns = timed(|| {
+            let identity = Identity::new("bench-user", &[]);
+            std::hint::black_box(snapshot.env.evaluate(Some(&identity)).expect("evaluate"));
         });
-        let post = counted(|| {
+        let mut post_handler = || {
             let request = IdentityRequest::parse(POST_BODY, 2000).expect("valid request");
             let identity = Identity::new(&request.identifier, &request.traits);
             let result = snapshot.env.evaluate(Some(&identity)).expect("evaluate");
-            let mut body = Vec::with_capacity(256 + 96 * result.flags.len());
+            let mut body = Vec::with_capacity(256 + snapshot.flags_capacity_hint());
             identity_response::write(
                 &mut body,
                 &snapshot,
@@ -99,7 +128,9 @@ fn main() {
                 &result,
             );
             std::hint::black_box(&body);
-        });
+        };
+        let post = counted(&mut post_handler);
+        let post_ns = timed(&mut post_handler);
         // The parts of POST: parsing the request body alone.
         let post_json = counted(|| {
             let request = IdentityRequest::parse(POST_BODY, 2000).expect("valid request");
@@ -115,6 +146,9 @@ fn main() {
                 "post_bytes_per_request": post.1,
                 "post_request_json_allocs": post_json.0,
                 "output_blocks": 3,
+                "get_ns_per_request": get_ns.round(),
+                "get_evaluate_ns": get_evaluate_ns.round(),
+                "post_ns_per_request": post_ns.round(),
             }),
         );
     }

@@ -38,6 +38,8 @@ pub(crate) struct VariantSplit<'a> {
 
 pub(crate) struct ChosenVariant<'a> {
     pub variant: &'a Variant,
+    /// Its position in the context's variants.
+    pub index: usize,
     pub start: f64,
     pub limit: f64,
 }
@@ -369,6 +371,7 @@ impl<'a> Evaluation<'a> {
             metadata: ctx.metadata.as_ref(),
             decided_by: ctx_index,
             segment,
+            variant_index: None,
         })
     }
 
@@ -489,11 +492,12 @@ impl<'a> Evaluation<'a> {
 /// The variant whose range `[start, start + weight)` holds the bucket (weights added in order).
 fn choose_variant(variants: &[Variant], bucket: f64) -> Result<VariantSplit<'_>, EvalError> {
     let mut start = 0.0;
-    for variant in variants {
+    for (index, variant) in variants.iter().enumerate() {
         let limit = *variant.weight.as_ref().map_err(Clone::clone)? + start;
         if start <= bucket && bucket < limit {
             let chosen = Some(ChosenVariant {
                 variant,
+                index,
                 start,
                 limit,
             });
@@ -516,6 +520,7 @@ fn apply_split<'a>(flag: &mut FlagResult<'a>, split: &VariantSplit<'a>) {
             flag.reason = Reason::Split(&v.reason);
             flag.value = value;
             flag.variant = VariantChoice::Key(&v.key);
+            flag.variant_index = Some(chosen.index);
         }
     }
 }

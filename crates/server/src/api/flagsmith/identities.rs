@@ -257,7 +257,7 @@ fn identity_response(
             "the environment cannot be evaluated for this identity",
         )
     })?;
-    let mut out = Vec::with_capacity(256 + 96 * result.flags.len());
+    let mut out = Vec::with_capacity(256 + snapshot.flags_capacity_hint());
     crate::snapshot::identity_response::write(
         &mut out, snapshot, kind, identifier, traits, &result,
     );
