@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use flagpole_engine::Identity;
 use flagpole_server::api::flagsmith::identities::IdentityRequest;
-use flagpole_server::snapshot::identity_response;
+use flagpole_server::snapshot::{identity_cache, identity_response};
 use flagpole_server::snapshot::{KeyKind, Snapshot};
 
 struct Counting;
@@ -131,6 +131,38 @@ fn main() {
         };
         let post = counted(&mut post_handler);
         let post_ns = timed(&mut post_handler);
+        // With the identity cache: a hit (parse, key, lookup), and a miss that stores its answer
+        // (a new identifier each time).
+        let cache_bytes = 64 << 20;
+        let mut cached_post = |identifier: Option<&str>| {
+            let request = IdentityRequest::parse(POST_BODY, 2000).expect("valid request");
+            let identifier = identifier.unwrap_or(&request.identifier);
+            let key = identity_cache::key(kind, identifier, &request.traits);
+            if let Some(hit) = snapshot.identity_cache.get(&key) {
+                std::hint::black_box(&hit);
+                return;
+            }
+            let identity = Identity::new(identifier, &request.traits);
+            let result = snapshot.env.evaluate(Some(&identity)).expect("evaluate");
+            let mut body = Vec::with_capacity(256 + snapshot.flags_capacity_hint());
+            identity_response::write(
+                &mut body,
+                &snapshot,
+                kind,
+                identifier,
+                &request.traits,
+                &result,
+            );
+            snapshot
+                .identity_cache
+                .insert(key, body.into(), cache_bytes);
+        };
+        let post_hit_ns = timed(|| cached_post(None));
+        let mut n = 0u64;
+        let post_miss_ns = timed(|| {
+            n += 1;
+            cached_post(Some(&format!("new-{n}")));
+        });
         // The parts of POST: parsing the request body alone.
         let post_json = counted(|| {
             let request = IdentityRequest::parse(POST_BODY, 2000).expect("valid request");
@@ -149,6 +181,8 @@ fn main() {
                 "get_ns_per_request": get_ns.round(),
                 "get_evaluate_ns": get_evaluate_ns.round(),
                 "post_ns_per_request": post_ns.round(),
+                "post_cache_hit_ns": post_hit_ns.round(),
+                "post_cache_miss_ns": post_miss_ns.round(),
             }),
         );
     }

@@ -56,7 +56,7 @@ pub fn prepared(
 }
 
 /// A body computed for this request, gzip-compressed when large and accepted.
-pub fn dynamic(headers: &HeaderMap, bytes: Vec<u8>) -> Response {
+pub fn dynamic(headers: &HeaderMap, bytes: Bytes) -> Response {
     let mut response = if bytes.len() >= COMPRESS_MIN_BYTES {
         let accept = headers
             .get(header::ACCEPT_ENCODING)
@@ -67,12 +67,12 @@ pub fn dynamic(headers: &HeaderMap, bytes: Vec<u8>) -> Response {
                 .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
             r
         } else {
-            full(StatusCode::OK, Bytes::from(bytes))
+            full(StatusCode::OK, bytes)
         };
         response.headers_mut().insert(header::VARY, ACCEPT_ENCODING);
         response
     } else {
-        full(StatusCode::OK, Bytes::from(bytes))
+        full(StatusCode::OK, bytes)
     };
     response.headers_mut().insert(header::CONTENT_TYPE, JSON);
     response

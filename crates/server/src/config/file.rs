@@ -110,6 +110,14 @@ pub(super) struct FlagpoleFile {
     metrics: Option<Object<SwitchFile>>,
     status_page: Option<Object<SwitchFile>>,
     usage_report_interval_seconds: Option<Seconds>,
+    identity_cache: Option<Object<IdentityCacheFile>>,
+}
+
+/// `{"max_bytes": N}`; 0 turns the cache off.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct IdentityCacheFile {
+    max_bytes: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -274,6 +282,9 @@ impl FlagpoleFile {
         }
         if let Some(n) = self.max_concurrent_fetches {
             c.upstream.max_concurrent_fetches = n.usize();
+        }
+        if let Some(n) = self.identity_cache.and_then(|c| c.0.max_bytes) {
+            c.limits.identity_cache_bytes = n;
         }
         if let Some(on) = self.metrics.and_then(|s| s.0.enabled) {
             c.telemetry.metrics = on;

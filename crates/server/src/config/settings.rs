@@ -89,6 +89,8 @@ pub struct Limits {
     pub write_timeout: Duration,
     /// Flagsmith API requests a second per key (429 above it); `None` = unlimited.
     pub rate_limit_per_key_rps: Option<u32>,
+    /// Identity answers kept per environment for repeat requests, in bytes (0 = none kept).
+    pub identity_cache_bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -143,6 +145,7 @@ impl Default for Config {
                 max_connections: 25_000,
                 write_timeout: Duration::from_secs(30),
                 rate_limit_per_key_rps: None,
+                identity_cache_bytes: 16 << 20,
             },
             logging: Logging {
                 level: "INFO".into(),

@@ -4,6 +4,7 @@
 //! swaps it in whole.
 
 pub mod etag_memo;
+pub mod identity_cache;
 pub mod identity_response;
 pub mod prepared_flags;
 
@@ -63,6 +64,8 @@ pub struct Snapshot {
     pub hide_disabled: bool,
     /// Every flag object an evaluation can produce, serialised.
     prepared: prepared_flags::PreparedFlags,
+    /// Identity answers already written for this snapshot.
+    pub identity_cache: identity_cache::IdentityCache,
 }
 
 impl Snapshot {
@@ -168,6 +171,7 @@ impl Snapshot {
             feature_index,
             hide_disabled,
             prepared: Default::default(),
+            identity_cache: Default::default(),
         };
         snapshot.updated_at_ms = snapshot.updated_at.as_deref().map_or(0, unix_ms);
         snapshot.last_modified = snapshot.updated_at.as_deref().and_then(http_date);

@@ -40,6 +40,7 @@ pub const HTTP_REQUESTS: &str = "flagpole_http_requests_total";
 pub const HTTP_DURATION: &str = "flagpole_http_request_duration_seconds";
 pub const UPSTREAM_FETCHES: &str = "flagpole_upstream_fetches_total";
 pub const UPSTREAM_DURATION: &str = "flagpole_upstream_fetch_duration_seconds";
+pub const IDENTITY_CACHE: &str = "flagpole_identity_cache_requests_total";
 const BUILD_INFO: &str = "flagpole_build_info";
 const START_TIME: &str = "flagpole_start_time_seconds";
 
@@ -115,6 +116,11 @@ fn describe() {
         Unit::Seconds,
         "Duration of environment document fetches from upstream, every page included."
     );
+    metrics::describe_counter!(
+        IDENTITY_CACHE,
+        Unit::Count,
+        "Identity requests by whether the identity cache answered them (hit) or they were evaluated (miss)."
+    );
     metrics::describe_gauge!(BUILD_INFO, "Always 1; the version is a label.");
     metrics::describe_gauge!(
         START_TIME,
@@ -141,6 +147,16 @@ pub fn uptime() -> (SystemTime, Duration) {
 pub fn upstream_fetch(result: &'static str, took: Duration) {
     metrics::counter!(UPSTREAM_FETCHES, "result" => result).increment(1);
     metrics::histogram!(UPSTREAM_DURATION).record(took.as_secs_f64());
+}
+
+/// Counts one identity request answered from the identity cache (`hit`) or evaluated. On the
+/// request path: the two handles are registered once, then each count is one atomic add.
+pub fn identity_cache(hit: bool) {
+    static HANDLES: std::sync::OnceLock<[metrics::Counter; 2]> = std::sync::OnceLock::new();
+    let handles = HANDLES.get_or_init(|| {
+        ["miss", "hit"].map(|result| metrics::counter!(IDENTITY_CACHE, "result" => result))
+    });
+    handles[usize::from(hit)].increment(1);
 }
 
 /// `at` in Unix seconds (fractional).

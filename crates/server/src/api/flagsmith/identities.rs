@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use bytes::Bytes;
 use flagpole_engine::python::number::PyInt;
 use flagpole_engine::{Identity, Trait, TraitValue};
 use http::request::Parts;
@@ -17,16 +18,21 @@ use crate::api::authorise::Authorised;
 use crate::api::error::ApiError;
 use crate::api::request_body::{self, BodyError};
 use crate::api::{respond, AppState, Response};
-use crate::snapshot::{KeyKind, Snapshot};
+use crate::snapshot::{identity_cache, KeyKind, Snapshot};
+use crate::telemetry;
 use crate::usage::Resource;
 
 pub fn get_identity(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
     let authorised = authorise(state, &request.headers)?;
-    let answer = get_answer(request, &authorised);
+    let answer = get_answer(state, request, &authorised);
     tally(&authorised.env, Resource::Identities, answer)
 }
 
-fn get_answer(request: &Parts, authorised: &Authorised) -> Result<Response, ApiError> {
+fn get_answer(
+    state: &AppState,
+    request: &Parts,
+    authorised: &Authorised,
+) -> Result<Response, ApiError> {
     let (headers, kind, snapshot) = (&request.headers, authorised.kind, &authorised.snapshot);
     let identifier = request
         .uri
@@ -40,7 +46,7 @@ fn get_answer(request: &Parts, authorised: &Authorised) -> Result<Response, ApiE
         .ok_or_else(|| {
             ApiError::bad_request("identifier: a non-empty query parameter is required")
         })?;
-    let body = identity_response(snapshot, kind, &identifier, &[])?;
+    let body = identity_response(state, snapshot, kind, &identifier, &[])?;
     Ok(respond::dynamic(headers, body))
 }
 
@@ -75,7 +81,7 @@ async fn post_answer(
             BodyError::Unreadable(message) => ApiError::bad_request(message),
         })?;
     let request = IdentityRequest::parse(&body, state.config.limits.max_trait_value_length)?;
-    let response = identity_response(snapshot, kind, &request.identifier, &request.traits)?;
+    let response = identity_response(state, snapshot, kind, &request.identifier, &request.traits)?;
     Ok(respond::dynamic(&parts.headers, response))
 }
 
@@ -243,12 +249,24 @@ fn trait_value(raw: &str, max_length: usize) -> Result<TraitValue<'_>, String> {
     }
 }
 
+/// The answer for an identity: from the snapshot's identity cache when this identity asked
+/// before (with the same traits), else evaluated, written and kept there.
 fn identity_response(
+    state: &AppState,
     snapshot: &Snapshot,
     kind: KeyKind,
     identifier: &str,
     traits: &[Trait<'_>],
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<Bytes, ApiError> {
+    let max_bytes = state.config.limits.identity_cache_bytes;
+    let key = (max_bytes > 0).then(|| identity_cache::key(kind, identifier, traits));
+    if let Some(key) = &key {
+        let hit = snapshot.identity_cache.get(key);
+        telemetry::identity_cache(hit.is_some());
+        if let Some(answer) = hit {
+            return Ok(answer);
+        }
+    }
     let identity = Identity::new(identifier, traits);
     let result = snapshot.env.evaluate(Some(&identity)).map_err(|e| {
         tracing::error!(error = %e, "evaluation failed");
@@ -261,7 +279,13 @@ fn identity_response(
     crate::snapshot::identity_response::write(
         &mut out, snapshot, kind, identifier, traits, &result,
     );
-    Ok(out)
+    let answer = Bytes::from(out);
+    if let Some(key) = key {
+        snapshot
+            .identity_cache
+            .insert(key, answer.clone(), max_bytes);
+    }
+    Ok(answer)
 }
 
 #[cfg(test)]
