@@ -98,3 +98,21 @@ def test_a_new_document_is_never_answered_from_the_old_cache(flagpole, tmp_path)
         f["feature_state_value"] == "hello-r1" for f in fp.flags(env.client_key)), WAIT, "new document served")
     # The first identity answer after the swap already comes from the new document.
     assert plain_value() == "hello-r1"
+
+
+def test_gzip_answers_decompress_to_the_plain_answer(flagpole, tmp_path):
+    import gzip
+
+    envs = standard_envs()[:1]
+    paths = write_documents(tmp_path / "docs", envs)
+    fp = flagpole(local_config(paths, envs))
+    fp.wait_ready(WAIT)
+    key = envs[0].server_key
+    body = {"identifier": "user-2", "traits": [{"trait_key": "plan", "trait_value": "enterprise"}]}
+    plain = fp.post("/api/v1/identities/", body, key)
+    assert plain.status == 200 and plain.header("content-encoding") is None
+    assert len(plain.body) >= 1000  # large enough to be compressed
+    for _ in range(2):  # the first compresses, the second is served from the cache
+        r = fp.post("/api/v1/identities/", body, key, headers={"Accept-Encoding": "gzip"})
+        assert r.status == 200 and r.header("content-encoding") == "gzip", r.headers
+        assert gzip.decompress(r.body) == plain.body

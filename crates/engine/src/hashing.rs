@@ -32,6 +32,13 @@ pub fn hashed_percentage(a: &str, b: &str) -> f64 {
 /// At most [`LANES`] pairs.
 pub(crate) fn hashed_percentages(pairs: &[(&str, &str)], out: &mut [f64]) {
     assert!(pairs.len() <= LANES && out.len() >= pairs.len());
+    // Eight lanes cost about two single hashes: fewer pairs go one by one.
+    if pairs.len() <= 2 {
+        for (&(a, b), out) in pairs.iter().zip(out) {
+            *out = hashed_percentage(a, b);
+        }
+        return;
+    }
     let mut words = [[0u32; LANES]; 16];
     let mut single = [false; LANES];
     for (lane, &(a, b)) in pairs.iter().enumerate() {

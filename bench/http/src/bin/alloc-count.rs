@@ -134,7 +134,7 @@ fn main() {
         // With the identity cache: a hit (parse, key, lookup), and a miss that stores its answer
         // (a new identifier each time).
         let cache_bytes = 64 << 20;
-        let mut cached_post = |identifier: Option<&str>| {
+        let cached_post = |identifier: Option<&str>| {
             let request = IdentityRequest::parse(POST_BODY, 2000).expect("valid request");
             let identifier = identifier.unwrap_or(&request.identifier);
             let key = identity_cache::key(kind, identifier, &request.traits);

@@ -1,11 +1,11 @@
 //! Writing responses: prepared (per-revision) bodies with ETag, conditional requests and
 //! pre-compressed variants; dynamic bodies compressed on the fly when large.
 
-use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 
 use super::{empty, full, Response};
-use crate::body::{accepted_encodings, gzip, Encoding, PreparedBody, COMPRESS_MIN_BYTES};
+use crate::body::{accepted_encodings, Encoding, PreparedBody, COMPRESS_MIN_BYTES};
+use crate::snapshot::identity_cache::Answer;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("Accept-Encoding");
@@ -55,24 +55,25 @@ pub fn prepared(
     response
 }
 
-/// A body computed for this request, gzip-compressed when large and accepted.
-pub fn dynamic(headers: &HeaderMap, bytes: Bytes) -> Response {
+/// An identity's answer: gzipped (once per answer, see [`Answer`]) when large and accepted.
+pub fn answer(headers: &HeaderMap, answer: &Answer) -> Response {
+    let bytes = &answer.plain;
     let mut response = if bytes.len() >= COMPRESS_MIN_BYTES {
         let accept = headers
             .get(header::ACCEPT_ENCODING)
             .and_then(|v| v.to_str().ok());
         let mut response = if accepted_encodings(accept).contains(Encoding::Gzip) {
-            let mut r = full(StatusCode::OK, gzip(&bytes, 1));
+            let mut r = full(StatusCode::OK, answer.gzipped());
             r.headers_mut()
                 .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
             r
         } else {
-            full(StatusCode::OK, bytes)
+            full(StatusCode::OK, bytes.clone())
         };
         response.headers_mut().insert(header::VARY, ACCEPT_ENCODING);
         response
     } else {
-        full(StatusCode::OK, bytes)
+        full(StatusCode::OK, bytes.clone())
     };
     response.headers_mut().insert(header::CONTENT_TYPE, JSON);
     response

@@ -5,25 +5,51 @@
 //! environment pays nothing) and bounded in bytes (keys and answers); `moka` picks what to
 //! keep (frequency-aware, so a burst of one-off identities does not flush the regulars).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use flagpole_engine::{Trait, TraitValue};
+use quick_cache::Weighter;
 
 use super::KeyKind;
 
 /// Bytes counted per entry beyond its key and answer (the cache's own bookkeeping).
 const ENTRY_OVERHEAD: usize = 96;
 
-type Cache = quick_cache::sync::Cache<Box<[u8]>, Bytes, Weight>;
+type Cache = quick_cache::sync::Cache<Box<[u8]>, Arc<Answer>, Weight>;
 
-/// An entry weighs its bytes.
+/// One identity's answer, and its gzip form once a client asked for it (SDKs send
+/// `Accept-Encoding: gzip`: compressing once per cached answer, not once per request).
+#[derive(Debug)]
+pub struct Answer {
+    pub plain: Bytes,
+    gzip: OnceLock<Bytes>,
+}
+
+impl Answer {
+    pub fn new(plain: Bytes) -> Answer {
+        Answer {
+            plain,
+            gzip: OnceLock::new(),
+        }
+    }
+
+    /// The answer gzipped (at the fast level: it is made on a request's time).
+    pub fn gzipped(&self) -> Bytes {
+        self.gzip
+            .get_or_init(|| Bytes::from(crate::body::gzip(&self.plain, 1)))
+            .clone()
+    }
+}
+
+/// An entry weighs its bytes (the gzip form, when made, is counted as if it were as large as
+/// the answer: an upper bound, known when the entry is stored).
 #[derive(Clone)]
 struct Weight;
 
-impl quick_cache::Weighter<Box<[u8]>, Bytes> for Weight {
-    fn weight(&self, key: &Box<[u8]>, answer: &Bytes) -> u64 {
-        (key.len() + answer.len() + ENTRY_OVERHEAD) as u64
+impl quick_cache::Weighter<Box<[u8]>, Arc<Answer>> for Weight {
+    fn weight(&self, key: &Box<[u8]>, answer: &Arc<Answer>) -> u64 {
+        (key.len() + 2 * answer.plain.len() + ENTRY_OVERHEAD) as u64
     }
 }
 
@@ -43,16 +69,16 @@ impl std::fmt::Debug for IdentityCache {
 
 impl IdentityCache {
     /// The answer stored under `key`, if any.
-    pub fn get(&self, key: &[u8]) -> Option<Bytes> {
+    pub fn get(&self, key: &[u8]) -> Option<Arc<Answer>> {
         self.cache.get()?.get(key)
     }
 
     /// Stores an answer; the cache holds at most `max_bytes` (created with that bound on first
     /// use).
-    pub fn insert(&self, key: Vec<u8>, answer: Bytes, max_bytes: u64) {
+    pub fn insert(&self, key: Vec<u8>, answer: Arc<Answer>, max_bytes: u64) {
         let cache = self.cache.get_or_init(|| {
             // Sized for answers like the first one.
-            let entry = (key.len() + answer.len() + ENTRY_OVERHEAD) as u64;
+            let entry = Weight.weight(&key.clone().into_boxed_slice(), &answer);
             let items = (max_bytes / entry).clamp(16, 1 << 20) as usize;
             Cache::with_weighter(items, max_bytes, Weight)
         });
@@ -149,12 +175,21 @@ mod tests {
     #[test]
     fn answers_come_back_until_evicted_by_size() {
         let cache = IdentityCache::default();
-        assert_eq!(cache.get(b"k"), None);
-        cache.insert(b"k".to_vec(), Bytes::from_static(b"answer"), 1 << 20);
-        assert_eq!(cache.get(b"k").as_deref(), Some(&b"answer"[..]));
+        assert!(cache.get(b"k").is_none());
+        let answer = |b: Bytes| Arc::new(Answer::new(b));
+        cache.insert(
+            b"k".to_vec(),
+            answer(Bytes::from_static(b"answer")),
+            1 << 20,
+        );
+        assert_eq!(cache.get(b"k").unwrap().plain, &b"answer"[..]);
         // An answer larger than the whole bound is never kept.
-        cache.insert(b"big".to_vec(), Bytes::from(vec![0u8; 2 << 20]), 1 << 20);
-        assert_eq!(cache.get(b"big"), None);
+        cache.insert(
+            b"big".to_vec(),
+            answer(Bytes::from(vec![0u8; 2 << 20])),
+            1 << 20,
+        );
+        assert!(cache.get(b"big").is_none());
         assert_eq!(cache.entries(), 1);
     }
 }

@@ -3,6 +3,7 @@
 //! response bytes once.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use flagpole_engine::python::number::PyInt;
@@ -18,7 +19,8 @@ use crate::api::authorise::Authorised;
 use crate::api::error::ApiError;
 use crate::api::request_body::{self, BodyError};
 use crate::api::{respond, AppState, Response};
-use crate::snapshot::{identity_cache, KeyKind, Snapshot};
+use crate::snapshot::identity_cache::{self, Answer};
+use crate::snapshot::{KeyKind, Snapshot};
 use crate::telemetry;
 use crate::usage::Resource;
 
@@ -47,7 +49,7 @@ fn get_answer(
             ApiError::bad_request("identifier: a non-empty query parameter is required")
         })?;
     let body = identity_response(state, snapshot, kind, &identifier, &[])?;
-    Ok(respond::dynamic(headers, body))
+    Ok(respond::answer(headers, &body))
 }
 
 pub async fn post_identity(
@@ -82,7 +84,7 @@ async fn post_answer(
         })?;
     let request = IdentityRequest::parse(&body, state.config.limits.max_trait_value_length)?;
     let response = identity_response(state, snapshot, kind, &request.identifier, &request.traits)?;
-    Ok(respond::dynamic(&parts.headers, response))
+    Ok(respond::answer(&parts.headers, &response))
 }
 
 /// The wire form of a `POST /identities/` body, borrowed from the request bytes. Unknown fields
@@ -257,7 +259,7 @@ fn identity_response(
     kind: KeyKind,
     identifier: &str,
     traits: &[Trait<'_>],
-) -> Result<Bytes, ApiError> {
+) -> Result<Arc<Answer>, ApiError> {
     let max_bytes = state.config.limits.identity_cache_bytes;
     let key = (max_bytes > 0).then(|| identity_cache::key(kind, identifier, traits));
     if let Some(key) = &key {
@@ -279,7 +281,7 @@ fn identity_response(
     crate::snapshot::identity_response::write(
         &mut out, snapshot, kind, identifier, traits, &result,
     );
-    let answer = Bytes::from(out);
+    let answer = Arc::new(Answer::new(Bytes::from(out)));
     if let Some(key) = key {
         snapshot
             .identity_cache
