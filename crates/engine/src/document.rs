@@ -22,6 +22,7 @@ mod view;
 use serde_json::{json, Map, Value};
 
 use crate::error::InputError;
+use overrides::object_of;
 pub use view::DocumentView;
 
 /// What the REST API shows about a feature besides its evaluated state.
@@ -161,18 +162,6 @@ impl Mapped {
             ("segments", Value::Object(self.segments)),
         ])
     }
-}
-
-/// A JSON object of these members, in this order. Unlike `json!`, which copies every
-/// interpolated value through `to_value`, it moves them (the segments hold thousands of
-/// identifiers).
-pub(crate) fn object_of<const N: usize>(members: [(&str, Value); N]) -> Value {
-    Value::Object(
-        members
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect(),
-    )
 }
 
 fn array<'v>(v: Option<&'v Value>, path: &str) -> Result<&'v [Value], InputError> {

@@ -14,7 +14,6 @@
 use indexmap::IndexMap;
 use serde_json::{json, Map, Value};
 
-use super::object_of;
 use crate::value::{classify_number, JsonNumber};
 
 /// Groups of identities with equal override sets, in order of first appearance.
@@ -175,6 +174,18 @@ pub(crate) fn identity_override_segments(
     }
     groups.into_segments(segments);
     Ok(())
+}
+
+/// A JSON object of these members, in this order. Unlike `json!`, which copies every
+/// interpolated value through `to_value`, it moves them (the segments hold thousands of
+/// identifiers).
+pub(crate) fn object_of<const N: usize>(members: [(&str, Value); N]) -> Value {
+    Value::Object(
+        members
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    )
 }
 
 static NULL: Value = Value::Null;

@@ -50,7 +50,11 @@ impl DocumentView {
     pub fn parse(bytes: &[u8]) -> Option<DocumentView> {
         // One pass over the whole input is cheaper than checking every string on its own (a
         // document holds hundreds of thousands of short ones), and the parser then need not.
-        let text = std::str::from_utf8(bytes).ok()?;
+        Self::parse_str(std::str::from_utf8(bytes).ok()?)
+    }
+
+    /// [`DocumentView::parse`] of text already known to be UTF-8.
+    pub fn parse_str(text: &str) -> Option<DocumentView> {
         serde_json::from_str(text).ok()
     }
 
