@@ -449,8 +449,9 @@ struct Row {
     official_disagreements: Vec<String>,
 }
 
-/// `FLAGPOLE_BENCH_PROFILE=<doc>:<eval|official|compile>[:N]`: only runs N evaluations (or
-/// compiles) of one document, for profilers (`valgrind --tool=callgrind`, `perf record`).
+/// `FLAGPOLE_BENCH_PROFILE=<doc>:<eval|official|compile|served>[:N]`: only runs N evaluations
+/// (or compiles, or snapshot builds) of one document, for profilers (`valgrind --tool=callgrind`,
+/// `perf record`).
 fn profile(spec: &str) {
     let mut parts = spec.split(':');
     let doc = parts.next().unwrap_or("medium");
@@ -468,6 +469,12 @@ fn profile(spec: &str) {
         "compile" => {
             for _ in 0..n {
                 black_box(Environment::from_document_json(black_box(&bytes)).unwrap());
+            }
+        }
+        "served" => {
+            let served = served::Served::new(&bytes);
+            for _ in 0..n {
+                black_box(served.build());
             }
         }
         "official" => {
@@ -537,7 +544,7 @@ fn main() {
         let compile_ms = ms_per_run(budget, || {
             Environment::from_document_json(&bytes).expect("flagpole compiles the document")
         });
-        let served_ms = served::served_ms(budget, &bytes);
+        let served_ms = served::Served::new(&bytes).ms(budget);
         let official_compile_ms = ms_per_run(budget, || official_compile(&bytes));
 
         let env = Environment::from_document_json(&bytes).unwrap();

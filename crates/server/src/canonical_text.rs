@@ -266,14 +266,15 @@ impl<'t> Writer<'t, '_> {
     }
 }
 
-/// RFC 8785's order of member names: by UTF-16 code units. UTF-8 bytes sort the same way unless
-/// a name holds a character from U+E000 on (where UTF-16 puts surrogate pairs first).
+/// RFC 8785's order of member names: by UTF-16 code units. UTF-8 bytes sort the same way except
+/// where the first characters that differ are one from U+E000 to U+FFFF and one from U+10000 on
+/// (UTF-16 puts the surrogate pair first): both then start with a byte from 0xEE on.
 fn name_order(a: &str, b: &str) -> Ordering {
-    let below_e000 = |s: &str| s.bytes().all(|c| c < 0xEE);
-    if below_e000(a) && below_e000(b) {
-        a.as_bytes().cmp(b.as_bytes())
-    } else {
-        a.encode_utf16().cmp(b.encode_utf16())
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    match x.iter().zip(y).position(|(p, q)| p != q) {
+        Some(i) if x[i] >= 0xEE && y[i] >= 0xEE => a.encode_utf16().cmp(b.encode_utf16()),
+        Some(i) => x[i].cmp(&y[i]),
+        None => x.len().cmp(&y.len()),
     }
 }
 

@@ -121,3 +121,13 @@ proptest! {
         assert_same(&serde_json::to_string_pretty(&doc).unwrap());
     }
 }
+
+proptest! {
+    #[test]
+    fn names_are_ordered_by_utf16_code_units(
+        a in "[a\u{7f}\u{80}\u{7ff}\u{800}\u{d7ff}\u{e000}\u{fb01}\u{ffff}\u{10000}\u{1f600}\u{10ffff}]{0,4}",
+        b in "[a\u{7f}\u{80}\u{7ff}\u{800}\u{d7ff}\u{e000}\u{fb01}\u{ffff}\u{10000}\u{1f600}\u{10ffff}]{0,4}",
+    ) {
+        prop_assert_eq!(super::name_order(&a, &b), a.encode_utf16().cmp(b.encode_utf16()));
+    }
+}
