@@ -63,19 +63,12 @@ impl Environment {
     /// does not map exactly, and every invalid one, is parsed as a tree instead, for the same
     /// result or the same error.
     pub fn from_document_json(bytes: &[u8]) -> Result<Environment, InputError> {
-        Self::from_document_json_with_diagnostics(bytes).map(|(env, _)| env)
-    }
-
-    /// [`Environment::from_document_json`], with the compiler's diagnostics.
-    pub fn from_document_json_with_diagnostics(
-        bytes: &[u8],
-    ) -> Result<(Environment, Vec<Diagnostic>), InputError> {
-        if let Some(compiled) = document::DocumentView::parse(bytes).and_then(|v| v.compile()) {
-            return Ok(compiled);
+        if let Some((env, _)) = document::DocumentView::parse(bytes).and_then(|v| v.compile()) {
+            return Ok(env);
         }
         let doc: serde_json::Value = serde_json::from_slice(bytes)
             .map_err(|e| InputError::new("$", format!("invalid JSON: {e}")))?;
-        compile::compile_context(&document::document_to_context(&doc)?)
+        Self::from_document(&doc)
     }
 
     /// Compiles an already parsed environment document.

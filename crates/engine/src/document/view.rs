@@ -11,9 +11,10 @@
 //! the tree path ([`super::Mapped`]).
 //!
 //! It is a fast path with an exact fallback. It accepts only documents it maps exactly as the
-//! tree path does: members the mapping reads must have the expected shape, with no duplicates,
-//! and everything it skips is still checked as strictly as the tree parser would (valid UTF-8,
-//! paired surrogates, the nesting limit). Anything else, including every invalid document, makes
+//! tree path does: members the mapping reads must have the expected shape, with no duplicates;
+//! an override's `id`, `enabled` and value must be scalars (the raw JSON of an array or object
+//! was delimited without the parser's nesting limit); and everything it skips is still checked
+//! as strictly as the tree parser would (valid UTF-8, paired surrogates, the nesting limit). Anything else, including every invalid document, makes
 //! [`DocumentView::parse`] or [`DocumentView::compile`] return `None`, and the caller takes the
 //! tree path, which gives the result or the error (with its JSON path) it always gave. So error
 //! paths are only ever built for documents that have an error.
@@ -79,18 +80,8 @@ impl DocumentView {
     }
 }
 
-/// Which member a key names. Keys are compared decoded (an escaped key names the same member).
-fn member(key: &str) -> Option<usize> {
-    const MEMBERS: [&str; 6] = [
-        "api_key",
-        "name",
-        "updated_at",
-        "feature_states",
-        "project",
-        "identity_overrides",
-    ];
-    MEMBERS.iter().position(|m| *m == key)
-}
+/// The members read as JSON, in the order of [`DocumentView`]'s fields.
+const JSON_MEMBERS: [&str; 5] = ["api_key", "name", "updated_at", "feature_states", "project"];
 
 impl<'de> Deserialize<'de> for DocumentView {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -110,14 +101,16 @@ impl<'de> Visitor<'de> for DocumentVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DocumentView, A::Error> {
         let mut json: [Option<Value>; 5] = Default::default();
         let mut overrides = None;
+        // Keys are compared decoded: an escaped key names the same member.
         while let Some(Key(key)) = map.next_key()? {
-            match member(&key) {
-                Some(5) => {
-                    if overrides.is_some() {
-                        return Err(A::Error::custom("duplicate identity_overrides"));
-                    }
-                    overrides = Some(map.next_value_seed(OverridesSeed)?);
+            if key == "identity_overrides" {
+                if overrides.is_some() {
+                    return Err(A::Error::custom("duplicate identity_overrides"));
                 }
+                overrides = Some(map.next_value_seed(OverridesSeed)?);
+                continue;
+            }
+            match JSON_MEMBERS.iter().position(|m| *m == key) {
                 Some(i) => {
                     if json[i].is_some() {
                         return Err(A::Error::custom("duplicate member"));
