@@ -8,6 +8,7 @@
 //! (`docgen::BENCH_IDENTIFIER` with `docgen::bench_traits_json()`):
 //!
 //! - compile: `flagpole_engine::Environment::from_document_json` (JSON parse + mapping + compile);
+//! - served: from the document's bytes to the snapshot the proxy swaps in (`served.rs`);
 //! - Flagpole: `env.evaluate(Some(&identity))`, result dropped each iteration;
 //! - official: `flagsmith_flag_engine::engine::get_evaluation_result(&context)` on a context the
 //!   crate's own mapper built (`environment_to_context`) with the identity added once
@@ -41,6 +42,9 @@ use flagsmith_flag_engine::engine_eval::{
 use flagsmith_flag_engine::identities::Trait as OfficialTrait;
 use flagsmith_flag_engine::types::{FlagsmithValue, FlagsmithValueType};
 use serde_json::{json, Value};
+
+#[path = "engine/served.rs"]
+mod served;
 
 // ---------------------------------------------------------------------------------------------
 // Counting allocator
@@ -431,6 +435,7 @@ struct Row {
     size: DocSize,
     bytes: usize,
     compile_ms: f64,
+    served_ms: f64,
     official_compile_ms: f64,
     flagpole_ns: f64,
     official_ns: f64,
@@ -444,8 +449,9 @@ struct Row {
     official_disagreements: Vec<String>,
 }
 
-/// `FLAGPOLE_BENCH_PROFILE=<doc>:<eval|official|compile>[:N]`: only runs N evaluations (or
-/// compiles) of one document, for profilers (`valgrind --tool=callgrind`, `perf record`).
+/// `FLAGPOLE_BENCH_PROFILE=<doc>:<eval|official|compile|served>[:N]`: only runs N evaluations
+/// (or compiles, or snapshot builds) of one document, for profilers (`valgrind --tool=callgrind`,
+/// `perf record`).
 fn profile(spec: &str) {
     let mut parts = spec.split(':');
     let doc = parts.next().unwrap_or("medium");
@@ -464,6 +470,12 @@ fn profile(spec: &str) {
         "compile" => {
             for _ in 0..n {
                 black_box(Environment::from_document_json(black_box(&bytes)).unwrap());
+            }
+        }
+        "served" => {
+            let served = served::Served::new(&bytes);
+            for _ in 0..n {
+                black_box(served.build());
             }
         }
         "official" => {
@@ -530,9 +542,15 @@ fn main() {
             .expect("write benchmark document");
         eprintln!("{}: {} bytes", size.name, bytes.len());
 
+        assert!(
+            flagpole_engine::document::DocumentView::parse(&bytes).is_some(),
+            "{}: the document must take the engine's fast path",
+            size.name
+        );
         let compile_ms = ms_per_run(budget, || {
             Environment::from_document_json(&bytes).expect("flagpole compiles the document")
         });
+        let served_ms = served::Served::new(&bytes).ms(budget);
         let official_compile_ms = ms_per_run(budget, || official_compile(&bytes));
 
         let env = Environment::from_document_json(&bytes).unwrap();
@@ -560,7 +578,7 @@ fn main() {
             flagsmith_flag_engine::engine::get_evaluation_result(&ctx)
         });
         eprintln!(
-            "{}: compile {compile_ms:.2} ms, flagpole {flagpole_ns:.0} ns, official {official_ns:.0} ns",
+            "{}: compile {compile_ms:.2} ms, served {served_ms:.2} ms, flagpole {flagpole_ns:.0} ns, official {official_ns:.0} ns",
             size.name
         );
 
@@ -577,6 +595,7 @@ fn main() {
             size,
             bytes: bytes.len(),
             compile_ms,
+            served_ms,
             official_compile_ms,
             flagpole_ns,
             official_ns,
@@ -662,8 +681,8 @@ fn main() {
 
     // The table.
     println!();
-    println!("| document | size | compile ms | flagpole ns/eval | official ns/eval | python ns/eval | speedup vs official | speedup vs python | allocs/eval (flagpole) | allocs/eval (official) |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| document | size | compile ms | served ms | flagpole ns/eval | official ns/eval | python ns/eval | speedup vs official | speedup vs python | allocs/eval (flagpole) | allocs/eval (official) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &rows {
         let s = &row.size;
         let py = python_ns.get(s.name).copied();
@@ -680,13 +699,14 @@ fn main() {
             None => format!("{:.1}", row.flagpole_allocs),
         };
         println!(
-            "| {} | {} ({} features, {} segments, {} identity overrides) | {:.2} | {:.0} | {:.0} | {} | {:.1}× | {} | {} | {:.1} |",
+            "| {} | {} ({} features, {} segments, {} identity overrides) | {:.2} | {:.2} | {:.0} | {:.0} | {} | {:.1}× | {} | {} | {:.1} |",
             s.name,
             human_bytes(row.bytes),
             s.features,
             s.segments,
             s.identity_overrides,
             row.compile_ms,
+            row.served_ms,
             row.flagpole_ns,
             row.official_ns,
             py_cell,
@@ -728,6 +748,7 @@ fn main() {
                 "flags_evaluated": r.flags,
                 "segments_matched": r.segments_matched,
                 "compile_ms": r.compile_ms,
+                "served_ms": r.served_ms,
                 "official_compile_ms": r.official_compile_ms,
                 "flagpole_ns_per_eval": r.flagpole_ns,
                 "official_ns_per_eval": r.official_ns,

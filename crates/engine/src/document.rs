@@ -3,18 +3,27 @@
 //! API needs (`feature.id`, `feature.type`) that the context does not carry.
 //!
 //! Identity overrides become virtual segments, one per distinct set of overrides, matching on
-//! `$.identity.identifier IN [...]` with priority −∞. JSON cannot spell −∞, so it is written as
-//! the number `-1e999`, which every float parser (ours and Python's) reads as −infinity.
+//! `$.identity.identifier IN [...]` with priority −∞ (`overrides`). JSON cannot spell −∞, so it
+//! is written as the number `-1e999`, which every float parser (ours and Python's) reads as
+//! −infinity.
+//!
+//! A document is mapped from one of two readings, by the same code for everything but the
+//! identity overrides: a JSON tree ([`document_to_context`]; any document, with errors naming the
+//! JSON path), or [`DocumentView`], read straight from the bytes without a tree of the identity
+//! overrides (the fast path for documents it maps exactly; everything else, errors included, is
+//! left to the tree).
 //!
 //! [`pages`]: where the next page of a paginated document is, and how pages merge.
 
+mod overrides;
 pub mod pages;
+mod view;
 
-use indexmap::IndexMap;
 use serde_json::{json, Map, Value};
 
 use crate::error::InputError;
-use crate::value::{classify_number, JsonNumber};
+use overrides::object_of;
+pub use view::DocumentView;
 
 /// What the REST API shows about a feature besides its evaluated state.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,8 +36,12 @@ pub struct FeatureInfo {
 
 /// Features of a document in `feature_states` order.
 pub fn feature_catalog(doc: &Value) -> Vec<FeatureInfo> {
-    let states = doc
-        .get("feature_states")
+    feature_catalog_of(doc.get("feature_states"))
+}
+
+/// Features of a document's `feature_states` member (absent, or not an array: none), in order.
+pub fn feature_catalog_of(feature_states: Option<&Value>) -> Vec<FeatureInfo> {
+    let states = feature_states
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
@@ -54,62 +67,101 @@ pub fn document_to_context(doc: &Value) -> Result<Value, InputError> {
     let doc = doc
         .as_object()
         .ok_or_else(|| InputError::new("$", "environment document must be a JSON object"))?;
-    let api_key = match doc.get("api_key") {
-        Some(Value::String(k)) => k.clone(),
-        _ => return Err(InputError::new("$.api_key", "must be a string")),
-    };
-    let name = doc
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
+    let mut mapped = Mapped::new(Members {
+        api_key: doc.get("api_key"),
+        name: doc.get("name"),
+        feature_states: doc.get("feature_states"),
+        project: doc.get("project"),
+    })?;
+    overrides::identity_override_segments(
+        array(doc.get("identity_overrides"), "$.identity_overrides")?,
+        &mut mapped.segments,
+    )?;
+    Ok(mapped.into_context())
+}
 
-    let mut features = Map::new();
-    for (i, fs) in array(doc.get("feature_states"), "$.feature_states")?
-        .iter()
-        .enumerate()
-    {
-        let ctx = feature_context(fs, &format!("$.feature_states[{i}]"))?;
-        let key = ctx["name"].as_str().unwrap_or_default().to_owned();
-        features.insert(key, ctx);
-    }
+/// The members of a document the mapping reads besides `identity_overrides` (absent: `None`).
+pub(crate) struct Members<'v> {
+    pub api_key: Option<&'v Value>,
+    pub name: Option<&'v Value>,
+    pub feature_states: Option<&'v Value>,
+    pub project: Option<&'v Value>,
+}
 
-    let mut segments = Map::new();
-    let project = doc.get("project").and_then(Value::as_object);
-    let project_segments = project.and_then(|p| p.get("segments"));
-    for (i, segment) in array(project_segments, "$.project.segments")?
-        .iter()
-        .enumerate()
-    {
-        let path = format!("$.project.segments[{i}]");
-        let s = object(segment, &path)?;
-        let id = s.get("id").cloned().unwrap_or(Value::Null);
-        let key = crate::condition::pystr(&id);
-        let mut overrides = Vec::new();
-        for (j, fs) in array(s.get("feature_states"), &format!("{path}.feature_states"))?
+/// A document mapped but for its identity overrides, which are added to `segments` after the
+/// project's segments.
+pub(crate) struct Mapped {
+    environment: Value,
+    features: Map<String, Value>,
+    pub segments: Map<String, Value>,
+}
+
+impl Mapped {
+    /// Maps the environment, its features and the project's segments, failing on the first bad
+    /// member in the order the SDK reads them.
+    pub fn new(doc: Members<'_>) -> Result<Mapped, InputError> {
+        let api_key = match doc.api_key {
+            Some(Value::String(k)) => k.clone(),
+            _ => return Err(InputError::new("$.api_key", "must be a string")),
+        };
+        let name = doc.name.and_then(Value::as_str).unwrap_or("").to_owned();
+
+        let mut features = Map::new();
+        for (i, fs) in array(doc.feature_states, "$.feature_states")?
             .iter()
             .enumerate()
         {
-            overrides.push(feature_context(fs, &format!("{path}.feature_states[{j}]"))?);
+            let ctx = feature_context(fs, &format!("$.feature_states[{i}]"))?;
+            let key = ctx["name"].as_str().unwrap_or_default().to_owned();
+            features.insert(key, ctx);
         }
-        segments.insert(
-            key.clone(),
-            json!({
-                "key": key,
-                "name": s.get("name").cloned().unwrap_or(Value::Null),
-                "rules": rules(s.get("rules"), &format!("{path}.rules"))?,
-                "overrides": overrides,
-                "metadata": {"id": id, "source": "api"},
-            }),
-        );
-    }
-    identity_override_segments(doc.get("identity_overrides"), &mut segments)?;
 
-    Ok(json!({
-        "environment": {"key": api_key, "name": name},
-        "features": features,
-        "segments": segments,
-    }))
+        let mut segments = Map::new();
+        let project = doc.project.and_then(Value::as_object);
+        let project_segments = project.and_then(|p| p.get("segments"));
+        for (i, segment) in array(project_segments, "$.project.segments")?
+            .iter()
+            .enumerate()
+        {
+            let path = format!("$.project.segments[{i}]");
+            let s = object(segment, &path)?;
+            let id = s.get("id").cloned().unwrap_or(Value::Null);
+            let key = crate::condition::pystr(&id);
+            let mut overrides = Vec::new();
+            for (j, fs) in array(s.get("feature_states"), &format!("{path}.feature_states"))?
+                .iter()
+                .enumerate()
+            {
+                overrides.push(feature_context(fs, &format!("{path}.feature_states[{j}]"))?);
+            }
+            segments.insert(
+                key.clone(),
+                object_of([
+                    ("key", Value::String(key)),
+                    ("name", s.get("name").cloned().unwrap_or(Value::Null)),
+                    ("rules", rules(s.get("rules"), &format!("{path}.rules"))?),
+                    ("overrides", Value::Array(overrides)),
+                    ("metadata", json!({"id": id, "source": "api"})),
+                ]),
+            );
+        }
+        Ok(Mapped {
+            environment: object_of([
+                ("key", Value::String(api_key)),
+                ("name", Value::String(name)),
+            ]),
+            features,
+            segments,
+        })
+    }
+
+    pub fn into_context(self) -> Value {
+        object_of([
+            ("environment", self.environment),
+            ("features", Value::Object(self.features)),
+            ("segments", Value::Object(self.segments)),
+        ])
+    }
 }
 
 fn array<'v>(v: Option<&'v Value>, path: &str) -> Result<&'v [Value], InputError> {
@@ -263,115 +315,4 @@ fn rules(v: Option<&Value>, path: &str) -> Result<Value, InputError> {
         }));
     }
     Ok(Value::Array(out))
-}
-
-/// One virtual segment per distinct set of identity overrides (grouped as the SDK groups them).
-fn identity_override_segments(
-    v: Option<&Value>,
-    segments: &mut Map<String, Value>,
-) -> Result<(), InputError> {
-    // Group key (Python tuple equality: 1 == 1.0 == True) → (overrides, identifiers).
-    let mut groups: IndexMap<String, (Vec<Value>, Vec<Value>)> = IndexMap::new();
-    for (i, identity) in array(v, "$.identity_overrides")?.iter().enumerate() {
-        // Paths are formatted only on error: a medium document has thousands of identities.
-        let path = || format!("$.identity_overrides[{i}]");
-        let identity = identity
-            .as_object()
-            .ok_or_else(|| InputError::new(path(), "must be an object"))?;
-        let features = match identity.get("identity_features") {
-            None | Some(Value::Null) => &[][..],
-            Some(Value::Array(a)) => a.as_slice(),
-            Some(_) => {
-                return Err(InputError::new(
-                    format!("{}.identity_features", path()),
-                    "must be an array",
-                ))
-            }
-        };
-        if features.is_empty() {
-            continue;
-        }
-        let mut entries = Vec::with_capacity(features.len());
-        for (j, fs) in features.iter().enumerate() {
-            let fp = || format!("{}.identity_features[{j}]", path());
-            let fs = fs
-                .as_object()
-                .ok_or_else(|| InputError::new(fp(), "must be an object"))?;
-            let feature = fs
-                .get("feature")
-                .and_then(Value::as_object)
-                .ok_or_else(|| InputError::new(format!("{}.feature", fp()), "must be an object"))?;
-            let name = feature.get("name").and_then(Value::as_str).ok_or_else(|| {
-                InputError::new(format!("{}.feature.name", fp()), "must be a string")
-            })?;
-            entries.push((
-                name.to_owned(),
-                feature.get("id").cloned().unwrap_or(Value::Null),
-                fs.get("enabled").cloned().unwrap_or(Value::Bool(false)),
-                fs.get("feature_state_value")
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            ));
-        }
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let group_key = entries
-            .iter()
-            .map(|(name, id, enabled, value)| {
-                format!(
-                    "{}|{}|{}|{}",
-                    py_eq_key(id),
-                    name,
-                    py_eq_key(enabled),
-                    py_eq_key(value)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\u{0}");
-        let identifier = identity.get("identifier").cloned().unwrap_or(Value::Null);
-        let group = groups.entry(group_key).or_insert_with(|| {
-            let overrides = entries
-                .iter()
-                .map(|(name, id, enabled, value)| {
-                    json!({"key": "", "name": name, "enabled": enabled, "value": value,
-                           "priority": negative_infinity(), "metadata": {"id": id}})
-                })
-                .collect();
-            (overrides, Vec::new())
-        });
-        group.1.push(identifier);
-    }
-    for (i, (_, (overrides, identifiers))) in groups.into_iter().enumerate() {
-        let key = format!("identity_overrides:{i}");
-        segments.insert(
-            key.clone(),
-            json!({
-                "key": key,
-                "name": "identity_overrides",
-                "rules": [{"type": "ALL", "conditions": [
-                    {"property": "$.identity.identifier", "operator": "IN", "value": identifiers}]}],
-                "overrides": overrides,
-                "metadata": {"source": "identity_overrides"},
-            }),
-        );
-    }
-    Ok(())
-}
-
-fn negative_infinity() -> Value {
-    serde_json::from_str("-1e999").expect("arbitrary-precision numbers keep -1e999")
-}
-
-/// A string equal for values Python's `==` (and `hash`) treats as equal.
-fn py_eq_key(v: &Value) -> String {
-    match v {
-        Value::Bool(b) => (*b as u8).to_string(),
-        Value::Number(n) => match classify_number(n) {
-            JsonNumber::Int(i) => i.to_string(),
-            JsonNumber::Float(f) if f.fract() == 0.0 && f.abs() < 1e300 => {
-                format!("{}", num_bigint::BigInt::from(f as i128))
-            }
-            JsonNumber::Float(f) => format!("f{f:?}"),
-        },
-        other => other.to_string(),
-    }
 }

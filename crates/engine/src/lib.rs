@@ -60,7 +60,14 @@ impl Environment {
 
     /// Parses and compiles an environment document (`/api/v1/environment-document/`), mapped to
     /// a context exactly as the Flagsmith SDKs map it for local evaluation.
+    ///
+    /// The document is read without a JSON tree of it ([`document::DocumentView`]); one the view
+    /// does not map exactly, and every invalid one, is parsed as a tree instead, for the same
+    /// result or the same error.
     pub fn from_document_json(bytes: &[u8]) -> Result<Environment, InputError> {
+        if let Some((env, _)) = document::DocumentView::parse(bytes).and_then(|v| v.compile()) {
+            return Ok(env);
+        }
         let doc: serde_json::Value = serde_json::from_slice(bytes)
             .map_err(|e| InputError::new("$", format!("invalid JSON: {e}")))?;
         Self::from_document(&doc)

@@ -7,10 +7,11 @@ use std::borrow::Cow;
 use std::io::{self, BufRead, Read, Write};
 use std::process::ExitCode;
 
-use flagpole_engine::{document, Diagnostic, Environment, Identity, InputError, Trait, TraitValue};
+use flagpole_engine::{Diagnostic, Environment, Identity, InputError, Trait, TraitValue};
 use serde_json::{json, Value};
 
 use crate::{ContextArgs, EvalCommand, IdentityArgs};
+use flagpole_server::received::{Received, Rejected};
 use flagpole_server::snapshot::identity_response;
 use flagpole_server::snapshot::{KeyKind, Snapshot};
 
@@ -135,11 +136,17 @@ fn raises(e: flagpole_engine::EvalError) -> Failure {
 
 fn run_identity(args: &IdentityArgs) -> Result<(), Failure> {
     let bytes = read_input(&args.document)?;
-    let doc = parse_json(&bytes, &args.document)?;
-    let context = document::document_to_context(&doc)?;
-    let (_, diagnostics) = Environment::from_context(&context)?;
-    check_diagnostics(&diagnostics, args.common.lenient)?;
-    let snapshot = Snapshot::build_with_bytes(&doc, bytes, 1, false)?;
+    // Read as the proxy reads a document, with the same errors as parsing it, mapping it and
+    // compiling it one after the other.
+    let received = Received::from_bytes(&bytes, None).map_err(|rejected| match rejected {
+        Rejected::InvalidJson(e) => {
+            Failure::Input(format!("{}: malformed JSON: {e}", args.document))
+        }
+        Rejected::Engine(e) => e.into(),
+        other => Failure::Input(other.message("")),
+    })?;
+    check_diagnostics(&received.diagnostics, args.common.lenient)?;
+    let snapshot = Snapshot::from_received(received, bytes, 1, false)?;
     if args.common.batch {
         return batch(|line| {
             let request = parse_json(line.as_bytes(), "request")?;

@@ -1,10 +1,11 @@
-//! Times the stages of publishing one environment document (parse, build, compress) and counts
+//! Times the stages of publishing one environment document (read, build, compress) and counts
 //! the heap a built snapshot keeps:
 //! `cargo run --release -p flagpole-server --example snapshot_timing -- FILE`.
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
+use flagpole_server::received::Received;
 use flagpole_server::snapshot::Snapshot;
 
 /// Counts live heap bytes.
@@ -37,18 +38,18 @@ fn main() {
     for _ in 0..3 {
         let before = LIVE.load(Ordering::Relaxed);
         let t = Instant::now();
-        let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-        let parse = t.elapsed();
+        let received = Received::from_bytes(&bytes, None).unwrap();
+        let read = t.elapsed();
         let t = Instant::now();
-        let s = Snapshot::build_with_bytes(&doc, bytes.clone(), 1, true).unwrap();
+        let s = Snapshot::from_received(received, bytes.clone(), 1, true).unwrap();
         let build = t.elapsed();
         let t = Instant::now();
         s.finish_compression();
         let compress = t.elapsed();
-        drop(doc);
         let kept = LIVE.load(Ordering::Relaxed) - before;
         println!(
-            "parse {parse:?} build {build:?} compress (after the swap) {compress:?}; \
+            "read (parse, compile, revision) {read:?} build {build:?} \
+             compress (after the swap) {compress:?}; \
              snapshot keeps {:.1} MiB for a {:.1} MiB document",
             mib(kept),
             mib(bytes.len() as isize)

@@ -83,7 +83,12 @@ pub fn write_with(out: &mut Vec<u8>, value: &Value, numbers: Numbers) {
 /// A JSON number as an IEEE double printed the ECMAScript way (`10.0` → `10`, `1e21` →
 /// `1e+21`). Numbers beyond a double's range cannot be canonicalised; they keep their spelling.
 fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
-    let text = n.to_string();
+    write_number_text(out, &n.to_string());
+}
+
+/// [`write_number`] of the number spelled `text` as the parser keeps it (`e` in lower case and
+/// always signed: `1E5` is kept as `1e+5`; see `canonical_text`).
+pub(crate) fn write_number_text(out: &mut Vec<u8>, text: &str) {
     match text.parse::<f64>() {
         Ok(f) if f.is_finite() => {
             let mut buffer = ryu_js::Buffer::new();

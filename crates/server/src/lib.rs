@@ -9,12 +9,14 @@
 pub mod background;
 pub mod body;
 pub mod canonical;
+pub mod canonical_text;
 pub mod config;
 pub mod json;
 pub mod keys;
 pub mod logging;
 pub mod memory;
 pub mod rate_limit;
+pub mod received;
 pub mod usage;
 // … one environment at one revision, then all of them …
 pub mod snapshot;
@@ -92,14 +94,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     for (slot, source) in plan {
         match source {
             Plan::Embedded => {
-                let doc = serde_json::from_str(EXAMPLE_DOCUMENT)
-                    .expect("the bundled example is valid JSON");
-                slot.publish(
-                    doc,
-                    Some(bytes::Bytes::from_static(EXAMPLE_DOCUMENT.as_bytes())),
-                )
-                .await
-                .map_err(|e| format!("the bundled example: {e}"))?;
+                let example = bytes::Bytes::from_static(EXAMPLE_DOCUMENT.as_bytes());
+                slot.publish(received::Incoming::Bytes(example))
+                    .await
+                    .map_err(|e| format!("the bundled example: {}", e.message(&slot.client_key)))?;
                 slot.mark_success(SystemTime::now());
             }
             Plan::File(path) => {

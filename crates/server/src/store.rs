@@ -13,10 +13,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::rate_limit::KeyLimits;
+use crate::received::{Incoming, Received, Rejected};
 use crate::snapshot::{KeyKind, Snapshot};
 
 /// Where an environment's document comes from.
@@ -126,30 +126,21 @@ impl EnvSlot {
         self.snapshot.load_full()
     }
 
-    /// Compiles and swaps in a document, unless it equals the current one. `received` is the
-    /// document's bytes as they arrived when they are exactly the document (one page, one file):
-    /// they are served as they are instead of being serialised again. The build runs on a
-    /// blocking thread; a document the engine rejects leaves the current snapshot in place.
-    pub async fn publish(
-        self: &Arc<Self>,
-        document: Value,
-        received: Option<Bytes>,
-    ) -> Result<Published, String> {
+    /// Compiles and swaps in a document, unless it equals the current one. Bytes that are
+    /// exactly the document (one page, one file) are served as they are instead of being
+    /// serialised again. The build runs on a blocking thread; a document that is not this
+    /// environment's, or that the engine rejects, leaves the current snapshot in place.
+    pub async fn publish(self: &Arc<Self>, document: Incoming) -> Result<Published, Rejected> {
         let _guard = self.publish.lock().await;
         let started = std::time::Instant::now();
-        if document.get("api_key").and_then(Value::as_str) != Some(self.client_key.as_str()) {
-            return Err(format!(
-                "the document's api_key is not this environment's client key ({})",
-                crate::keys::fingerprint(&self.client_key)
-            ));
-        }
         let current = self.snapshot();
+        let client_key = self.client_key.clone();
         // Serialising, comparing and building are CPU work on megabytes: keep them off the
         // async workers that serve requests.
         let (built, document) = crate::background::run(move || {
-            let bytes = match received {
-                Some(bytes) => bytes,
-                None => Bytes::from(crate::json::to_vec(&document)),
+            let bytes = match &document {
+                Incoming::Bytes(bytes) => bytes.clone(),
+                Incoming::Tree(doc) => Bytes::from(crate::json::to_vec(doc)),
             };
             if let Some(current) = &current {
                 if current.document.bytes == bytes {
@@ -157,12 +148,12 @@ impl EnvSlot {
                 }
             }
             let revision = current.as_ref().map_or(1, |c| c.revision + 1);
-            let built = Snapshot::build_with_bytes(&document, bytes, revision, true).map(Some);
+            let built = build_snapshot(&document, bytes, &client_key, revision).map(Some);
             (built, document)
         })
         .await
-        .map_err(|e| format!("snapshot build failed: {e}"))?;
-        let built = built.map_err(|e| format!("the engine rejects the document: {e}"))?;
+        .map_err(|e| Rejected::Internal(e.to_string()))?;
+        let built = built?;
         let Some(snapshot) = built else {
             return Ok(Published::Unchanged(
                 self.snapshot().map_or(0, |s| s.revision),
@@ -185,8 +176,8 @@ impl EnvSlot {
             true
         });
         // After the swap, off the request path: compress the new document (served uncompressed
-        // until then), free the parsed tree and the old snapshot (once its last reader lets go)
-        // and hand the memory back.
+        // until then), free a merged tree (if pages were merged) and the old snapshot (once its
+        // last reader lets go) and hand the memory back.
         let took = started.elapsed();
         tokio::spawn(crate::background::run(move || {
             drop(document);
@@ -250,6 +241,22 @@ impl EnvSlot {
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().clone()
     }
+}
+
+/// The snapshot a document makes for the environment `client_key`: what
+/// [`EnvSlot::publish`] builds on its blocking thread before the swap (the benchmarks time it).
+/// `bytes` are the document as served: the received bytes, or the merged tree serialised.
+pub fn build_snapshot(
+    document: &Incoming,
+    bytes: Bytes,
+    client_key: &str,
+    revision: u64,
+) -> Result<Snapshot, Rejected> {
+    let received = match document {
+        Incoming::Bytes(_) => Received::from_bytes(&bytes, Some(client_key))?,
+        Incoming::Tree(doc) => Received::from_tree(doc, Some(client_key))?,
+    };
+    Snapshot::from_received(received, bytes, revision, true).map_err(Rejected::Engine)
 }
 
 /// A key a caller may present.

@@ -8,18 +8,16 @@ pub mod identity_cache;
 pub mod identity_response;
 pub mod prepared_flags;
 
-use std::collections::HashSet;
-
 // A fast hasher for the per-request lookups (feature names, keys): the tables are built from
 // the document and the config, never from what callers send, so flooding is not a concern.
 use foldhash::HashMap;
 
-use flagpole_engine::document::{document_to_context, feature_catalog};
 use flagpole_engine::{Environment, EvaluationResult, InputError};
 use serde_json::Value;
 
 use crate::body::PreparedBody;
 pub use crate::keys::KeyKind;
+use crate::received::{Received, Rejected};
 
 /// Documents at least this large are compressed after the swap rather than before it.
 const DEFER_COMPRESSION_BYTES: usize = 256 * 1024;
@@ -87,23 +85,36 @@ impl Snapshot {
         revision: u64,
         compress: bool,
     ) -> Result<Snapshot, InputError> {
-        let (env, _) = Environment::from_context(&document_to_context(doc)?)?;
-        let project = doc.get("project");
-        let server_only_ids: HashSet<String> = project
-            .and_then(|p| p.get("server_key_only_feature_ids"))
-            .and_then(Value::as_array)
-            .map(|ids| ids.iter().map(Value::to_string).collect())
-            .unwrap_or_default();
-        let hide_disabled = project
-            .and_then(|p| p.get("hide_disabled_flags"))
-            .and_then(Value::as_bool)
-            == Some(true);
+        let received = Received::from_tree(doc, None).map_err(|rejected| match rejected {
+            Rejected::Engine(e) => e,
+            other => InputError::new("$", other.message("")),
+        })?;
+        Self::from_received(received, document_bytes, revision, compress)
+    }
+
+    /// Builds from what was read of a document ([`Received`]) and the document's bytes, as
+    /// [`build_with_bytes`](Self::build_with_bytes) does.
+    pub fn from_received(
+        received: Received,
+        document_bytes: impl Into<bytes::Bytes>,
+        revision: u64,
+        compress: bool,
+    ) -> Result<Snapshot, InputError> {
+        let Received {
+            env,
+            features: catalog,
+            server_only_ids,
+            hide_disabled,
+            updated_at,
+            content_revision,
+            diagnostics: _,
+        } = received;
 
         // Feature metadata, in feature_states order (the engine's result order); a repeated name
         // keeps its first position and its last state, as the SDK's mapping does.
         let mut features: Vec<FeatureMeta> = Vec::new();
         let mut feature_index = HashMap::default();
-        for info in feature_catalog(doc) {
+        for info in catalog {
             let mut prefix = br#"{"feature":{"id":"#.to_vec();
             crate::json::write(&mut prefix, &info.id);
             prefix.extend_from_slice(br#","name":"#);
@@ -125,7 +136,6 @@ impl Snapshot {
             }
         }
 
-        let content_revision = crate::canonical::hex(&crate::canonical::sha256(doc), 16);
         // (name, enabled, value) of each of the environment's own flags (no segments, no
         // identity: what `/flags` serves), owned: the evaluation borrows `env`, which moves into
         // the snapshot.
@@ -144,10 +154,7 @@ impl Snapshot {
 
         let mut snapshot = Snapshot {
             revision,
-            updated_at: doc
-                .get("updated_at")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            updated_at,
             last_modified: None,
             document: {
                 // Only a large document's compression is worth deferring; a small one is

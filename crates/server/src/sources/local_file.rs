@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use notify::{RecursiveMode, Watcher};
 use serde_json::Value;
 
+use crate::received::{Incoming, Rejected};
 use crate::store::{EnvSlot, Published};
 
 /// Reads and parses a document file; returns the document and the file's bytes.
@@ -25,24 +26,39 @@ pub fn read(path: &Path) -> Result<(Value, Vec<u8>), String> {
     Ok((document, bytes))
 }
 
-/// Loads the file into the slot now (reading and parsing on a blocking thread).
+/// Loads the file into the slot now (reading it on a blocking thread; it is parsed once, when
+/// its snapshot is built).
 pub async fn load(slot: &Arc<EnvSlot>, path: &Path) {
     let owned = path.to_path_buf();
-    let read = crate::background::run(move || read(&owned))
+    let read = crate::background::run(move || std::fs::read(&owned))
         .await
-        .unwrap_or_else(|e| Err(format!("reading the document failed: {e}")));
-    match read {
-        Ok((document, bytes)) => match slot.publish(document, Some(bytes.into())).await {
-            Ok(published) => {
-                slot.mark_success(SystemTime::now());
-                if let Published::NewRevision { revision, took } = published {
-                    let build_ms = took.as_millis() as u64;
-                    tracing::info!(file = %path.display(), revision, build_ms, "environment document loaded");
-                }
+        .map_err(|e| format!("reading the document failed: {e}"))
+        .and_then(|read| read.map_err(|e| format!("cannot read {}: {e}", path.display())));
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(reason) => return slot.mark_failure(reason),
+    };
+    match slot.publish(Incoming::Bytes(bytes.into())).await {
+        Ok(published) => {
+            slot.mark_success(SystemTime::now());
+            if let Published::NewRevision { revision, took } = published {
+                let build_ms = took.as_millis() as u64;
+                tracing::info!(file = %path.display(), revision, build_ms, "environment document loaded");
             }
-            Err(reason) => slot.mark_failure(format!("{}: {reason}", path.display())),
-        },
-        Err(reason) => slot.mark_failure(reason),
+        }
+        Err(rejected) => slot.mark_failure(rejection(path, &rejected, &slot.client_key)),
+    }
+}
+
+/// Why the file was not taken, in the words [`read`] uses for what it checks.
+fn rejection(path: &Path, rejected: &Rejected, client_key: &str) -> String {
+    match rejected {
+        Rejected::InvalidJson(e) => format!("{}: invalid JSON: {e}", path.display()),
+        Rejected::NotAnObject | Rejected::NoApiKey => format!(
+            "{}: not an environment document (no api_key)",
+            path.display()
+        ),
+        other => format!("{}: {}", path.display(), other.message(client_key)),
     }
 }
 

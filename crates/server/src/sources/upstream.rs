@@ -17,6 +17,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
+use crate::received::{Incoming, Rejected};
 use crate::sources::warm_start::WarmStart;
 use crate::store::{EnvSlot, Published, Source};
 
@@ -121,11 +122,7 @@ pub async fn poll_once(
             crate::telemetry::upstream_fetch(result, took);
             slot.mark_success(SystemTime::now())
         }
-        Ok(Fetched::Document {
-            document,
-            received,
-            etag,
-        }) => match slot.publish(document, received).await {
+        Ok(Fetched::Document { document, etag }) => match slot.publish(document).await {
             Ok(published) => {
                 crate::telemetry::upstream_fetch(result, took);
                 *slot.upstream_etag.lock() = etag;
@@ -139,9 +136,10 @@ pub async fn poll_once(
                     }
                 }
             }
-            Err(reason) => {
-                crate::telemetry::upstream_fetch("rejected_document", took);
-                slot.mark_failure(reason)
+            Err(rejected) => {
+                let error = rejection(&rejected, &slot.client_key);
+                crate::telemetry::upstream_fetch(error.kind, took);
+                slot.mark_failure(error.message)
             }
         },
         Err(error) => {
@@ -186,12 +184,33 @@ impl FetchError {
     }
 }
 
+/// How a document upstream sent is refused: the words and `result` label a failure to parse
+/// it has when pages are parsed here (`invalid_json`; JSON that is not an object), and
+/// `rejected_document` with publishing's reason otherwise.
+fn rejection(rejected: &Rejected, client_key: &str) -> FetchError {
+    match rejected {
+        Rejected::InvalidJson(e) => invalid_json(e),
+        Rejected::NotAnObject => not_a_document(),
+        other => FetchError::new("rejected_document", other.message(client_key)),
+    }
+}
+
+fn invalid_json(e: impl std::fmt::Display) -> FetchError {
+    FetchError::new("invalid_json", format!("invalid JSON from upstream: {e}"))
+}
+
+fn not_a_document() -> FetchError {
+    FetchError::new(
+        "rejected_document",
+        "upstream sent JSON that is not an environment document",
+    )
+}
+
 enum Fetched {
     NotModified,
     Document {
-        document: Value,
-        /// The body as received when it is the whole document (a single page).
-        received: Option<Bytes>,
+        /// A single page's body as received, or the pages merged.
+        document: Incoming,
         etag: Option<String>,
     },
 }
@@ -249,7 +268,15 @@ async fn fetch(
         .get(ETAG)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let (mut document, mut next, first_body) = read_page(response, &base).await?;
+    let (first_body, mut next) = read_page(response, &base).await?;
+    if next.is_none() {
+        // One page: the document as received, parsed once, when the snapshot is built.
+        return Ok(Fetched::Document {
+            document: Incoming::Bytes(first_body),
+            etag,
+        });
+    }
+    let mut document = parse_page(first_body).await?;
     let mut pages = 1;
     while let Some(url) = next {
         pages += 1;
@@ -265,7 +292,10 @@ async fn fetch(
             .send()
             .await
             .map_err(|e| FetchError::transport(e).context(format_args!("page {pages}")))?;
-        let (page, following, _) = read_page(response, &url)
+        let (body, following) = read_page(response, &url)
+            .await
+            .map_err(|e| e.context(format_args!("page {pages}")))?;
+        let page = parse_page(body)
             .await
             .map_err(|e| e.context(format_args!("page {pages}")))?;
         merge_page(&mut document, page)
@@ -273,8 +303,7 @@ async fn fetch(
         next = following;
     }
     Ok(Fetched::Document {
-        document,
-        received: (pages == 1).then_some(first_body),
+        document: Incoming::Tree(document),
         etag,
     })
 }
@@ -290,12 +319,11 @@ fn describe(e: reqwest::Error) -> String {
     text
 }
 
-/// Reads one page: a 200 with a JSON object body, the `next` link if any (same origin only), and
-/// the body's bytes.
+/// Reads one page: a 200, its body, and the `next` link if any (same origin only).
 async fn read_page(
     response: reqwest::Response,
     base: &reqwest::Url,
-) -> Result<(Value, Option<reqwest::Url>, Bytes), FetchError> {
+) -> Result<(Bytes, Option<reqwest::Url>), FetchError> {
     let status = response.status();
     if !status.is_success() {
         let kind = match status.as_u16() {
@@ -310,20 +338,18 @@ async fn read_page(
         None => None,
     };
     let body = response.bytes().await.map_err(FetchError::transport)?;
+    Ok((body, next))
+}
+
+/// Parses a page of a paginated document, which must be a JSON object, to be merged.
+async fn parse_page(body: Bytes) -> Result<Value, FetchError> {
     // Parsing megabytes is background work, not the async workers' (they serve requests).
-    let (document, body) = crate::background::run(move || {
-        let parsed = serde_json::from_slice::<Value>(&body);
-        (parsed, body)
-    })
-    .await
-    .map_err(|e| FetchError::new("internal", format!("parsing failed: {e}")))?;
-    let document = document
-        .map_err(|e| FetchError::new("invalid_json", format!("invalid JSON from upstream: {e}")))?;
+    let document = crate::background::run(move || serde_json::from_slice::<Value>(&body))
+        .await
+        .map_err(|e| FetchError::new("internal", format!("parsing failed: {e}")))?
+        .map_err(invalid_json)?;
     if !document.is_object() {
-        return Err(FetchError::new(
-            "rejected_document",
-            "upstream sent JSON that is not an environment document",
-        ));
+        return Err(not_a_document());
     }
-    Ok((document, next, body))
+    Ok(document)
 }

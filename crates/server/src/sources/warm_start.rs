@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
+use crate::received::{Incoming, Rejected};
 use crate::snapshot::Snapshot;
 use crate::store::EnvSlot;
 
@@ -59,17 +60,18 @@ impl WarmStart {
         let Ok(bytes) = std::fs::read(stem.with_extension("json")) else {
             return false;
         };
-        let Ok(document) = serde_json::from_slice::<Value>(&bytes) else {
-            tracing::warn!("ignoring an unreadable warm-start snapshot");
-            return false;
-        };
+        match slot.publish(Incoming::Bytes(bytes.into())).await {
+            Ok(_) => {}
+            Err(Rejected::InvalidJson(_)) => {
+                tracing::warn!("ignoring an unreadable warm-start snapshot");
+                return false;
+            }
+            Err(_) => return false,
+        }
         let meta: Value = std::fs::read(stem.with_extension("meta.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(Value::Null);
-        if slot.publish(document, Some(bytes.into())).await.is_err() {
-            return false;
-        }
         let saved_at = meta
             .get("saved_at_ms")
             .and_then(Value::as_u64)
