@@ -8,10 +8,11 @@
 #   bench/http.sh --quick    1 run of 1 s per cell (about 4 minutes)
 #   bench/http.sh --docs small --endpoints identities_get,identities_post --conc 64 --no-memory
 #
-# Other options (passed to the driver, bench/http/src/bin/http-bench.rs): --runs N,
+# Other options (passed to the driver, bench/http/src/bin/http-bench/main.rs): --runs N,
 # --duration S, --warmup S, --conc LIST, --docs LIST, --endpoints LIST, --source upstream|file
 # (where the load-phase Flagpole gets its documents), --no-pin, --no-load,
-# --no-memory, --out FILE. All traffic goes to 127.0.0.1; every run is bounded in time.
+# --no-memory, --out FILE, --identity-cache-bytes N (0: Flagpole without its identity cache).
+# All traffic goes to 127.0.0.1; every run is bounded in time.
 # Builds with the `profiling` profile (release + debug info, target/profiling/) for perf.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

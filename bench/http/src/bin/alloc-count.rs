@@ -153,9 +153,11 @@ fn main() {
                 &request.traits,
                 &result,
             );
-            snapshot
-                .identity_cache
-                .insert(key, body.into(), cache_bytes);
+            snapshot.identity_cache.insert(
+                key,
+                std::sync::Arc::new(identity_cache::Answer::new(body.into())),
+                cache_bytes,
+            );
         };
         let post_hit_ns = timed(|| cached_post(None));
         let mut n = 0u64;

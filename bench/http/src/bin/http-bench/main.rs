@@ -12,6 +12,8 @@
 //!   document_gzip,document_zstd  --source upstream|file [upstream]  --no-pin  --no-load
 //!   --no-memory  --out FILE
 //!   [bench/out/http.json]  --work DIR [bench/out/http]
+//!   --identity-cache-bytes N: Flagpole's `flagpole.identity_cache.max_bytes` (0 = no cache;
+//!   default: Flagpole's default, on)
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -60,6 +62,8 @@ pub(crate) struct Opts {
     pub(crate) docs_dir: PathBuf,
     pub(crate) bin_dir: PathBuf,
     pub(crate) lua_dir: PathBuf,
+    /// `flagpole.identity_cache.max_bytes` of the load-phase Flagpole (`None`: its default).
+    pub(crate) identity_cache_bytes: Option<u64>,
 }
 
 pub(crate) const ALL_ENDPOINTS: &[&str] = &[
@@ -89,6 +93,7 @@ pub(crate) fn parse_opts() -> Opts {
         docs_dir: "bench/out/docs".into(),
         bin_dir: "target/profiling".into(),
         lua_dir: "bench/http/lua".into(),
+        identity_cache_bytes: None,
     };
     let list = |s: Option<String>| -> Vec<String> {
         s.unwrap_or_default()
@@ -122,6 +127,10 @@ pub(crate) fn parse_opts() -> Opts {
             "--docs-dir" => o.docs_dir = args.next().expect("--docs-dir DIR").into(),
             "--bin-dir" => o.bin_dir = args.next().expect("--bin-dir DIR").into(),
             "--lua-dir" => o.lua_dir = args.next().expect("--lua-dir DIR").into(),
+            "--identity-cache-bytes" => {
+                let n = args.next().and_then(|v| v.parse().ok());
+                o.identity_cache_bytes = Some(n.expect("--identity-cache-bytes N"));
+            }
             other => {
                 eprintln!("http-bench: unknown argument {other:?} (see the source header)");
                 std::process::exit(2);

@@ -26,7 +26,13 @@ pub(crate) fn load_doc(dir: &Path, name: &str) -> Doc {
     }
 }
 
-pub(crate) fn write_config(path: &Path, port: u16, docs: &[&Doc], upstream: Option<u16>) {
+pub(crate) fn write_config(
+    path: &Path,
+    port: u16,
+    docs: &[&Doc],
+    upstream: Option<u16>,
+    identity_cache_bytes: Option<u64>,
+) {
     let mut config = json!({
         "environment_key_pairs": docs.iter().map(|d| json!({
             "server_side_key": d.server_key, "client_side_key": d.client_key
@@ -43,6 +49,9 @@ pub(crate) fn write_config(path: &Path, port: u16, docs: &[&Doc], upstream: Opti
             config["flagpole"] = json!({"documents": docs.iter().map(|d| json!({"path": d.path})).collect::<Vec<_>>()});
         }
     }
+    if let Some(n) = identity_cache_bytes {
+        config["flagpole"]["identity_cache"] = json!({"max_bytes": n});
+    }
     std::fs::write(path, serde_json::to_vec_pretty(&config).unwrap()).expect("write config");
 }
 
@@ -55,7 +64,7 @@ pub(crate) fn start_flagpole(
 ) -> (Proc, u16) {
     let port = free_port();
     let config = o.work.join(format!("config-{label}.json"));
-    write_config(&config, port, docs, upstream);
+    write_config(&config, port, docs, upstream, o.identity_cache_bytes);
     let bin = o.bin_dir.join("flagpole");
     let config_s = config.to_string_lossy().into_owned();
     let cmd = command(cpu, &bin, &["serve", "--config", &config_s]);
