@@ -114,6 +114,27 @@ fn main() {
             let identity = Identity::new("bench-user", &[]);
             std::hint::black_box(snapshot.env.evaluate(Some(&identity)).expect("evaluate"));
         });
+        // Writing alone, for one evaluation: from the prepared flag objects (what the handler
+        // does) and through the general per-flag writer (serde), for comparison.
+        let identity = Identity::new("bench-user", &[]);
+        let result = snapshot.env.evaluate(Some(&identity)).expect("evaluate");
+        let write_prepared_ns = timed(|| {
+            let mut body = Vec::with_capacity(256 + snapshot.flags_capacity_hint());
+            identity_response::write(&mut body, &snapshot, kind, "bench-user", &[], &result);
+            std::hint::black_box(&body);
+        });
+        let write_serde_ns = timed(|| {
+            let mut body = Vec::with_capacity(256 + snapshot.flags_capacity_hint());
+            body.push(b'[');
+            for flag in &result.flags {
+                if body.len() > 1 {
+                    body.push(b',');
+                }
+                snapshot.write_flag(&mut body, kind, flag.key, flag.enabled, flag.value);
+            }
+            body.push(b']');
+            std::hint::black_box(&body);
+        });
         let mut post_handler = || {
             let request = IdentityRequest::parse(POST_BODY, 2000).expect("valid request");
             let identity = Identity::new(&request.identifier, &request.traits);
@@ -184,6 +205,8 @@ fn main() {
                 "get_evaluate_ns": get_evaluate_ns.round(),
                 "post_ns_per_request": post_ns.round(),
                 "post_cache_hit_ns": post_hit_ns.round(),
+                "write_prepared_ns": write_prepared_ns.round(),
+                "write_serde_ns": write_serde_ns.round(),
                 "post_cache_miss_ns": post_miss_ns.round(),
             }),
         );
