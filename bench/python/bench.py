@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of the `flagpole` Python package (bindings/python) against the Flagsmith Python SDK
+"""Benchmark of the `flagpole_python` package (bindings/python) against the Flagsmith Python SDK
 6.3.0's local evaluation, and of its thread scaling with and without releasing the GIL.
 
 Why: the package exists to make in-process evaluation cheap and to let threads evaluate in
@@ -8,8 +8,8 @@ bench/engine) and prints one Markdown table per part; nothing here is a test.
 
 Usage::
 
-    bench.py DOCS_DIR [--names small,medium] [--seconds S] [--threads 1,2] [--rounds R]
-             [--json-out PATH]
+    bench.py DOCS_DIR [--names tiny,small,medium] [--seconds S] [--threads 1,2] [--rounds R]
+             [--sweep] [--json-out PATH]
 
 Part 1, per call (one thread): `get_identity_flags(identifier, traits)` followed by
 `all_flags()` (the whole evaluation, every flag materialised as a Python object, both sides), and
@@ -19,11 +19,19 @@ offline_handler=LocalFileHandler(path))`. Identities: 256 `bench-user-<i>` with 
 bench's traits, cycled.
 
 Part 2, threads: identities evaluated per second with N threads, relative to 1 thread:
-`get_identity_flags` + `all_flags()` (the whole evaluation runs with the GIL released), the
-same with `_get_identity_flags_holding_gil` (GIL held), `get_identity_flags` + one
-`is_feature_enabled` (one feature, evaluated with the GIL held: it is shorter than a hand-off),
-and `get_identity_flags_batch` of 64 identities (one GIL release for the whole batch), next to
-the machine's ceiling measured the same way (`hashlib.sha256`, C code that releases the GIL).
+`get_identity_flags` + `all_flags()` as shipped (the whole evaluation runs with the GIL released
+only when the document's estimated evaluation cost, `Environment._evaluation_cost_ns`, reaches
+`_GIL_RELEASE_THRESHOLD_NS`), the same always releasing (`_get_identity_flags_releasing_gil`, the
+behaviour before the threshold) and never releasing (`_get_identity_flags_holding_gil`),
+`get_identity_flags` + one `is_feature_enabled` (one feature, evaluated with the GIL held: it is
+shorter than a hand-off), and `get_identity_flags_batch` of 64 identities (one GIL release for
+the whole batch), next to the machine's ceiling measured the same way (`hashlib.sha256`, C code
+that releases the GIL). The variants of a document are measured interleaved, round after round,
+and each keeps its best round.
+
+`--sweep`: part 2's three `all_flags()` variants only, on every document named (`bench/python.sh
+--sweep` generates documents from 5 to 400 features for it), with each document's estimate: where
+releasing starts to pay, i.e. the threshold.
 """
 
 from __future__ import annotations
@@ -82,18 +90,20 @@ def ceiling_call(identifier: str, traits: dict) -> object:
     return hashlib.sha256(BLOCK)
 
 
-def scaling(fn: Callable[[str, dict], object], thread_counts: list, seconds: float,
-            rounds: int, per_call: int = 1) -> tuple:
-    """Best identities/s (calls/s x ``per_call``) per thread count over ``rounds`` interleaved
-    rounds (a shared machine's other load lowers some rounds; the best round is the closest to
-    the machine's capacity), and the ceiling's best calls/s measured right after each of them,
-    so that each row can be read against the capacity the machine had while it ran."""
-    best = {n: 0.0 for n in thread_counts}
-    ceiling = {n: 0.0 for n in thread_counts}
+def scaling(variants: list, thread_counts: list, seconds: float, rounds: int) -> tuple:
+    """Best identities/s (calls/s x ``per_call``) per variant and thread count over ``rounds``
+    rounds, each measuring every variant at every thread count in turn (a shared machine's other
+    load lowers some rounds; the best round is the closest to the machine's capacity, and
+    interleaving gives every variant the same chances), and per variant the ceiling's best
+    calls/s measured right after each of its measurements, so that each row can be read against
+    the capacity the machine had while it ran. ``variants``: (label, per_call, fn)."""
+    best = {label: {n: 0.0 for n in thread_counts} for label, _, _ in variants}
+    ceiling = {label: {n: 0.0 for n in thread_counts} for label, _, _ in variants}
     for _ in range(rounds):
-        for n in thread_counts:
-            best[n] = max(best[n], throughput(fn, n, seconds) * per_call)
-            ceiling[n] = max(ceiling[n], throughput(ceiling_call, n, seconds / 3))
+        for label, per_call, fn in variants:
+            for n in thread_counts:
+                best[label][n] = max(best[label][n], throughput(fn, n, seconds) * per_call)
+                ceiling[label][n] = max(ceiling[label][n], throughput(ceiling_call, n, seconds / 3))
     return best, ceiling
 
 
@@ -132,76 +142,106 @@ def sdk_client(path: Path):
                      offline_handler=LocalFileHandler(str(path)))
 
 
+def check_agreement(name: str, env, sdk, feature: str) -> None:
+    """Same answers first: a benchmark of two things that disagree measures nothing."""
+    batch = env.get_identity_flags_batch(IDENTITIES[:32])
+    for (identifier, traits), batched in zip(IDENTITIES[:32], batch):
+        want = [(f.feature_name, f.enabled, f.value, f.feature_id)
+                for f in sdk.get_identity_flags(identifier, traits).all_flags()]
+        for flags in (env.get_identity_flags(identifier, traits), batched,
+                      env._get_identity_flags_releasing_gil(identifier, traits),
+                      env._get_identity_flags_holding_gil(identifier, traits)):
+            got = [(f.feature_name, f.enabled, f.value, f.feature_id) for f in flags.all_flags()]
+            assert want == got, f"{name}: flagpole and the SDK disagree for {identifier}"
+        one = (sdk.get_identity_flags(identifier, traits).get_flag(feature),
+               env.get_identity_flags(identifier, traits).get_flag(feature))
+        assert len({(f.enabled, f.value, f.feature_id) for f in one}) == 1, \
+            f"{name}: flagpole and the SDK disagree on {feature} for {identifier}"
+
+
+def decision(env) -> str:
+    """What `all_flags()` does with the GIL on this document, and why."""
+    estimate = env._evaluation_cost_ns
+    verb = "releases" if estimate >= flagpole._GIL_RELEASE_THRESHOLD_NS else "holds"
+    return f"{verb} (estimate {estimate / 1000:.1f} µs)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("docs_dir", type=Path)
-    parser.add_argument("--names", default="small,medium")
+    parser.add_argument("--names", default="tiny,small,medium")
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int, default=3, help="thread rounds (best is kept)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="only the all_flags() thread variants, with each document's estimate")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     thread_counts = [int(t) for t in args.threads.split(",")]
-    results: dict = {"per_call": {}, "threads": {}, "ceiling": {}}
+    threshold = flagpole._GIL_RELEASE_THRESHOLD_NS
+    results: dict = {"per_call": {}, "threads": {}, "ceiling": {}, "estimate_ns": {},
+                     "threshold_ns": threshold, "shape": {}}
+    shipped, releasing, holding = ("`all_flags()`, as shipped", "`all_flags()`, always releases",
+                                   "`all_flags()`, always holds")
 
     rows = []
+    sweep: dict = {}  # name: [shipped, always releases, always holds, ceiling], each {threads: /s}
     for name in [n for n in args.names.split(",") if n]:
         path = args.docs_dir / f"{name}.json"
         env = flagpole.Environment.from_path(path)
-        sdk = sdk_client(path)
+        document = json.loads(path.read_bytes())
+        results["shape"][name] = (len(document.get("feature_states") or []),
+                                  len((document.get("project") or {}).get("segments") or []))
+        results["estimate_ns"][name] = env._evaluation_cost_ns
         feature = env.feature_names()[0]
-        # Same answers first: a benchmark of two things that disagree measures nothing.
-        batch = env.get_identity_flags_batch(IDENTITIES[:32])
-        for (identifier, traits), batched in zip(IDENTITIES[:32], batch):
-            want = [(f.feature_name, f.enabled, f.value, f.feature_id)
-                    for f in sdk.get_identity_flags(identifier, traits).all_flags()]
-            for flags in (env.get_identity_flags(identifier, traits), batched):
-                got = [(f.feature_name, f.enabled, f.value, f.feature_id) for f in flags.all_flags()]
-                assert want == got, f"{name}: flagpole and the SDK disagree for {identifier}"
-            one = (sdk.get_identity_flags(identifier, traits).get_flag(feature),
-                   env.get_identity_flags(identifier, traits).get_flag(feature))
-            assert len({(f.enabled, f.value, f.feature_id) for f in one}) == 1, \
-                f"{name}: flagpole and the SDK disagree on {feature} for {identifier}"
-        timings = {
-            "sdk_all": per_call_ns(lambda i, t: sdk.get_identity_flags(i, t).all_flags(), args.seconds),
-            "flagpole_all": per_call_ns(lambda i, t: env.get_identity_flags(i, t).all_flags(), args.seconds),
-            "sdk_one": per_call_ns(lambda i, t: sdk.get_identity_flags(i, t).is_feature_enabled(feature), args.seconds),
-            "flagpole_one": per_call_ns(lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature), args.seconds),
-        }
-        results["per_call"][name] = timings
-        n_features = len(env.feature_names())
-        rows.append(
-            f"| {name} ({n_features} features) | {timings['sdk_all'] / 1000:.1f} | {timings['flagpole_all'] / 1000:.2f} "
-            f"| **{ratio(timings['sdk_all'] / timings['flagpole_all'])}** | {timings['sdk_one'] / 1000:.1f} "
-            f"| {timings['flagpole_one'] / 1000:.2f} | **{ratio(timings['sdk_one'] / timings['flagpole_one'])}** |")
-        print(f"{name}: {json.dumps({k: round(v) for k, v in timings.items()})}", file=sys.stderr)
+        if not args.sweep:
+            sdk = sdk_client(path)
+            check_agreement(name, env, sdk, feature)
+            timings = {
+                "sdk_all": per_call_ns(lambda i, t: sdk.get_identity_flags(i, t).all_flags(), args.seconds),
+                "flagpole_all": per_call_ns(lambda i, t: env.get_identity_flags(i, t).all_flags(), args.seconds),
+                "sdk_one": per_call_ns(lambda i, t: sdk.get_identity_flags(i, t).is_feature_enabled(feature), args.seconds),
+                "flagpole_one": per_call_ns(lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature), args.seconds),
+            }
+            results["per_call"][name] = timings
+            n_features = len(env.feature_names())
+            rows.append(
+                f"| {name} ({n_features} features) | {timings['sdk_all'] / 1000:.1f} | {timings['flagpole_all'] / 1000:.2f} "
+                f"| **{ratio(timings['sdk_all'] / timings['flagpole_all'])}** | {timings['sdk_one'] / 1000:.1f} "
+                f"| {timings['flagpole_one'] / 1000:.2f} | **{ratio(timings['sdk_one'] / timings['flagpole_one'])}** |")
+            print(f"{name}: {json.dumps({k: round(v) for k, v in timings.items()})}", file=sys.stderr)
 
         chunk = IDENTITIES[:BATCH]
         variants = [
-            ("`all_flags()`, releases the GIL", 1,
-             lambda i, t: env.get_identity_flags(i, t).all_flags()),
-            ("`all_flags()`, holds the GIL", 1,
-             lambda i, t: env._get_identity_flags_holding_gil(i, t).all_flags()),
-            ("one `is_feature_enabled` (lazy, GIL held)", 1,
-             lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature)),
-            (f"`get_identity_flags_batch` of {BATCH}, one release", BATCH,
-             lambda i, t: env.get_identity_flags_batch(chunk)),
+            (f"{shipped}: {decision(env)}", 1, lambda i, t: env.get_identity_flags(i, t).all_flags()),
+            (releasing, 1, lambda i, t: env._get_identity_flags_releasing_gil(i, t).all_flags()),
+            (holding, 1, lambda i, t: env._get_identity_flags_holding_gil(i, t).all_flags()),
         ]
-        for variant, per_call, call in variants:
-            per_threads, ceiling = scaling(call, thread_counts, args.seconds, args.rounds, per_call)
-            results["threads"][f"{name}: {variant}"] = per_threads
-            results["ceiling"][f"{name}: {variant}"] = ceiling
-            print(f"{name} {variant}: {json.dumps({n: round(v) for n, v in per_threads.items()})}"
-                  f" ceiling {json.dumps({n: round(v) for n, v in ceiling.items()})}",
+        if not args.sweep:
+            variants += [
+                ("one `is_feature_enabled` (lazy, GIL held)", 1,
+                 lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature)),
+                (f"`get_identity_flags_batch` of {BATCH}, one release", BATCH,
+                 lambda i, t: env.get_identity_flags_batch(chunk)),
+            ]
+        best, ceiling = scaling(variants, thread_counts, args.seconds, args.rounds)
+        sweep[name] = [best[label] for label, _, _ in variants[:3]] + [ceiling[variants[0][0]]]
+        for label, _, _ in variants:
+            results["threads"][f"{name}: {label}"] = best[label]
+            results["ceiling"][f"{name}: {label}"] = ceiling[label]
+            print(f"{name} {label}: {json.dumps({n: round(v) for n, v in best[label].items()})}"
+                  f" ceiling {json.dumps({n: round(v) for n, v in ceiling[label].items()})}",
                   file=sys.stderr)
 
     print(f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, flagpole {flagpole.__version__}\n")
-    print("Per call, one thread (µs per call; lower is better)\n")
-    print("| document | SDK: flags + all_flags() | flagpole | speedup | SDK: flags + one is_feature_enabled | flagpole | speedup |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    print("\n".join(rows))
+    if rows:
+        print("Per call, one thread (µs per call; lower is better)\n")
+        print("| document | SDK: flags + all_flags() | flagpole | speedup | SDK: flags + one is_feature_enabled | flagpole | speedup |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("\n".join(rows))
+    print(f"\nThe GIL is released for an estimated evaluation cost of {threshold / 1000:g} µs or more.")
     print("\nThreads: identities evaluated per second, and throughput vs 1 thread; the ceiling "
           "(`hashlib.sha256` of 256 KiB, which releases the GIL) was measured right after each\n")
     header = " | ".join(f"{n} thread{'s' if n > 1 else ''}" for n in thread_counts)
@@ -217,10 +257,23 @@ def main() -> int:
         ceiling = results["ceiling"][label]
         ceiling_cells = " | ".join(f"{ceiling[n] / ceiling[thread_counts[0]]:.2f}×" for n in others)
         print(f"| {label} | {cells} | {ceiling_cells} |")
+    if args.sweep and len(thread_counts) >= 2:
+        one, two = thread_counts[0], thread_counts[1]
+        print(f"\nSweep: {two} threads ÷ {one} per variant (best rounds), by estimated evaluation cost\n")
+        print(f"| document | features | segments | estimate µs | shipped | µs per call, {one} thread, holding "
+              f"| releasing ÷ holding, {one} thread | holds | always releases | shipped | ceiling |")
+        print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+        for name, (auto, released, held, ceil) in sweep.items():
+            estimate = results["estimate_ns"][name]
+            features, segments = results["shape"][name]
+            verb = "releases" if estimate >= threshold else "holds"
+            print(f"| {name} | {features} | {segments} | {estimate / 1000:.1f} | {verb} "
+                  f"| {1e6 / held[one]:.2f} | {released[one] / held[one]:.2f} "
+                  f"| {held[two] / held[one]:.2f}× | {released[two] / released[one]:.2f}× "
+                  f"| **{auto[two] / auto[one]:.2f}×** | {ceil[two] / ceil[one]:.2f}× |")
     if args.json_out:
         args.json_out.write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
