@@ -168,6 +168,28 @@ def check_agreement(name: str, env, sdk, feature: str) -> None:
             f"{name}: flagpole and the SDK disagree on {feature} for {identifier}"
 
 
+def thread_variants(env, feature: str, with_more: bool) -> list:
+    """(label, identities per call, fn) of one document, the three `all_flags()` variants first
+    (a function of its own, so that each closure keeps its own document)."""
+    chunk = IDENTITIES[:BATCH]
+    variants = [
+        (f"`all_flags()`, as shipped: {decision(env)}", 1,
+         lambda i, t: env.get_identity_flags(i, t).all_flags()),
+        ("`all_flags()`, always releases", 1,
+         lambda i, t: env._get_identity_flags_releasing_gil(i, t).all_flags()),
+        ("`all_flags()`, always holds", 1,
+         lambda i, t: env._get_identity_flags_holding_gil(i, t).all_flags()),
+    ]
+    if with_more:
+        variants += [
+            ("one `is_feature_enabled` (lazy, GIL held)", 1,
+             lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature)),
+            (f"`get_identity_flags_batch` of {BATCH}, one release", BATCH,
+             lambda i, t: env.get_identity_flags_batch(chunk)),
+        ]
+    return variants
+
+
 def decision(env) -> str:
     """What `all_flags()` does with the GIL on this document, and why."""
     estimate = env._evaluation_cost_ns
@@ -191,8 +213,6 @@ def main() -> int:
     threshold = flagpole._GIL_RELEASE_THRESHOLD_NS
     results: dict = {"per_call": {}, "threads": {}, "ceiling": {}, "estimate_ns": {},
                      "threshold_ns": threshold, "shape": {}}
-    shipped, releasing, holding = ("`all_flags()`, as shipped", "`all_flags()`, always releases",
-                                   "`all_flags()`, always holds")
 
     rows = []
     all_variants: list = []  # (label, per_call, fn) of every document, measured interleaved
@@ -222,19 +242,7 @@ def main() -> int:
                 f"| {timings['flagpole_one'] / 1000:.2f} | **{ratio(timings['sdk_one'] / timings['flagpole_one'])}** |")
             print(f"{name}: {json.dumps({k: round(v) for k, v in timings.items()})}", file=sys.stderr)
 
-        chunk = IDENTITIES[:BATCH]
-        variants = [
-            (f"{shipped}: {decision(env)}", 1, lambda i, t: env.get_identity_flags(i, t).all_flags()),
-            (releasing, 1, lambda i, t: env._get_identity_flags_releasing_gil(i, t).all_flags()),
-            (holding, 1, lambda i, t: env._get_identity_flags_holding_gil(i, t).all_flags()),
-        ]
-        if not args.sweep:
-            variants += [
-                ("one `is_feature_enabled` (lazy, GIL held)", 1,
-                 lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature)),
-                (f"`get_identity_flags_batch` of {BATCH}, one release", BATCH,
-                 lambda i, t: env.get_identity_flags_batch(chunk)),
-            ]
+        variants = thread_variants(env, feature, with_more=not args.sweep)
         all_variants += [(f"{name}: {label}", per_call, fn) for label, per_call, fn in variants]
         sweep[name] = [f"{name}: {label}" for label, _, _ in variants[:3]]
 
