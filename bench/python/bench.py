@@ -9,7 +9,7 @@ bench/engine) and prints one Markdown table per part; nothing here is a test.
 Usage::
 
     bench.py DOCS_DIR [--names tiny,small,medium] [--seconds S] [--threads 1,2] [--rounds R]
-             [--sweep] [--json-out PATH]
+             [--sweep] [--quiet PCT [--quiet-wait S]] [--json-out PATH]
 
 Part 1, per call (one thread): `get_identity_flags(identifier, traits)` followed by
 `all_flags()` (the whole evaluation, every flag materialised as a Python object, both sides), and
@@ -29,9 +29,13 @@ the whole batch), next to the machine's ceiling measured the same way (`hashlib.
 that releases the GIL). The variants of a document are measured interleaved, round after round,
 and each keeps its best round.
 
-`--sweep`: part 2's three `all_flags()` variants only, on every document named (`bench/python.sh
---sweep` generates documents from 5 to 400 features for it), with each document's estimate: where
-releasing starts to pay, i.e. the threshold.
+`--quiet PCT`: each thread measurement first waits (at most `--quiet-wait` s, default 20) until
+the machine's CPUs are PCT % idle, for shared machines.
+
+`--sweep`: part 2's `all_flags()` always releasing and never releasing only, on every document
+named (`bench/python.sh --sweep` generates documents from 5 to 400 features for it), with each
+document's estimate and the variant shipped for it: where releasing starts to pay, i.e. the
+threshold.
 """
 
 from __future__ import annotations
@@ -90,14 +94,39 @@ def ceiling_call(identifier: str, traits: dict) -> object:
     return hashlib.sha256(BLOCK)
 
 
-def scaling(variants: list, thread_counts: list, seconds: float, rounds: int) -> tuple:
+def idle_fraction(seconds: float) -> float:
+    """The fraction of all CPUs' time left idle over ``seconds`` (from /proc/stat; 1.0 where
+    it cannot be read). This process only sleeps meanwhile, so the rest is other load."""
+    def sample() -> list:
+        with open("/proc/stat", encoding="ascii") as stat:
+            return [int(x) for x in stat.readline().split()[1:9]]
+    try:
+        before = sample()
+        time.sleep(seconds)
+        delta = [b - a for a, b in zip(before, sample())]
+    except OSError:
+        return 1.0
+    return (delta[3] + delta[4]) / max(1, sum(delta))
+
+
+def wait_for_quiet(min_idle: float, max_wait: float) -> None:
+    """Waits (at most ``max_wait`` s) until the machine is at least ``min_idle`` idle."""
+    deadline = time.monotonic() + max_wait
+    while idle_fraction(0.25) < min_idle and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def scaling(variants: list, thread_counts: list, seconds: float, rounds: int,
+            min_idle: float = 0.0, max_wait: float = 0.0) -> tuple:
     """Best identities/s (calls/s x ``per_call``) per variant and thread count over ``rounds``
     rounds, each measuring every variant (of every document) at every thread count in turn: a
     shared machine's other load lowers some measurements, the best is the closest to what the
     machine can do, and interleaving spreads every variant over the same minutes. Right after
     each measurement the ceiling is measured with as many threads; next to a variant's best, the
     ceiling measured right after it, as a multiple of the best one-thread ceiling, says whether
-    that best ran with the cores free (about 1.9x on 2 free cores). ``variants``: (label,
+    that best ran with the cores free (about 1.9x on 2 free cores). With ``min_idle``, each
+    measurement first waits (at most ``max_wait`` s) for the machine to be that idle, so that
+    on a shared machine the measurements gather in its quiet moments. ``variants``: (label,
     per_call, fn)."""
     best = {label: {n: 0.0 for n in thread_counts} for label, _, _ in variants}
     beside = {label: {n: 0.0 for n in thread_counts} for label, _, _ in variants}
@@ -105,6 +134,8 @@ def scaling(variants: list, thread_counts: list, seconds: float, rounds: int) ->
     for _ in range(rounds):
         for label, per_call, fn in variants:
             for n in thread_counts:
+                if min_idle > 0:
+                    wait_for_quiet(min_idle, max_wait)
                 rate = throughput(fn, n, seconds) * per_call
                 ceiling = throughput(ceiling_call, n, seconds / 3)
                 if n == 1:
@@ -169,12 +200,11 @@ def check_agreement(name: str, env, sdk, feature: str) -> None:
 
 
 def thread_variants(env, feature: str, with_more: bool) -> list:
-    """(label, identities per call, fn) of one document, the three `all_flags()` variants first
-    (a function of its own, so that each closure keeps its own document)."""
+    """(label, identities per call, fn) of one document: `all_flags()` always releasing and
+    never releasing the GIL, then (``with_more``) as shipped, one flag read, and the batch (a
+    function of its own, so that each closure keeps its own document)."""
     chunk = IDENTITIES[:BATCH]
     variants = [
-        (f"`all_flags()`, as shipped: {decision(env)}", 1,
-         lambda i, t: env.get_identity_flags(i, t).all_flags()),
         ("`all_flags()`, always releases", 1,
          lambda i, t: env._get_identity_flags_releasing_gil(i, t).all_flags()),
         ("`all_flags()`, always holds", 1,
@@ -182,6 +212,8 @@ def thread_variants(env, feature: str, with_more: bool) -> list:
     ]
     if with_more:
         variants += [
+            (f"`all_flags()`, as shipped: {decision(env)}", 1,
+             lambda i, t: env.get_identity_flags(i, t).all_flags()),
             ("one `is_feature_enabled` (lazy, GIL held)", 1,
              lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature)),
             (f"`get_identity_flags_batch` of {BATCH}, one release", BATCH,
@@ -206,6 +238,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="thread rounds (best is kept)")
     parser.add_argument("--sweep", action="store_true",
                         help="only the all_flags() thread variants, with each document's estimate")
+    parser.add_argument("--quiet", type=float, default=0.0, metavar="PCT",
+                        help="before each thread measurement, wait until the CPUs are PCT %% idle")
+    parser.add_argument("--quiet-wait", type=float, default=20.0, metavar="S",
+                        help="longest wait for --quiet per measurement (then measure anyway)")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
@@ -244,9 +280,10 @@ def main() -> int:
 
         variants = thread_variants(env, feature, with_more=not args.sweep)
         all_variants += [(f"{name}: {label}", per_call, fn) for label, per_call, fn in variants]
-        sweep[name] = [f"{name}: {label}" for label, _, _ in variants[:3]]
+        sweep[name] = [f"{name}: {label}" for label, _, _ in variants[:2]]
 
-    best, ceiling = scaling(all_variants, thread_counts, args.seconds, args.rounds)
+    best, ceiling = scaling(all_variants, thread_counts, args.seconds, args.rounds,
+                            args.quiet / 100, args.quiet_wait)
     for label, _, _ in all_variants:
         results["threads"][label] = best[label]
         results["ceiling"][label] = ceiling[label]
@@ -283,18 +320,20 @@ def main() -> int:
         print(f"\nSweep: {two} threads ÷ {one} per variant (best rounds), by estimated evaluation cost\n")
         print(f"| document | features | segments | estimate µs | shipped | µs per call, {one} thread, holding "
               f"| releasing ÷ holding, {one} thread | holds | always releases | shipped "
-              f"| ceiling beside each best, {two} threads (holds/releases/shipped) |")
+              f"| ceiling beside each best, {two} threads (holds/releases) |")
         print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
         for name, labels in sweep.items():
-            auto, released, held = (results["threads"][label] for label in labels)
+            released, held = (results["threads"][label] for label in labels)
             ceil = "/".join(f"{results['ceiling'][label][two]:.2f}" for label in labels[::-1])
             estimate = results["estimate_ns"][name]
             features, segments = results["shape"][name]
-            verb = "releases" if estimate >= threshold else "holds"
-            print(f"| {name} | {features} | {segments} | {estimate / 1000:.1f} | {verb} "
+            releases = estimate >= threshold
+            shipped = released if releases else held
+            print(f"| {name} | {features} | {segments} | {estimate / 1000:.1f} "
+                  f"| {'releases' if releases else 'holds'} "
                   f"| {1e6 / held[one]:.2f} | {released[one] / held[one]:.2f} "
                   f"| {held[two] / held[one]:.2f}× | {released[two] / released[one]:.2f}× "
-                  f"| **{auto[two] / auto[one]:.2f}×** | {ceil} |")
+                  f"| **{shipped[two] / shipped[one]:.2f}×** | {ceil} |")
     if args.json_out:
         args.json_out.write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
