@@ -7,6 +7,11 @@
 #                            median of 3 runs of 2 s per server (about 15 minutes)
 #   bench/http.sh --quick    1 run of 1 s per cell (about 4 minutes)
 #   bench/http.sh --docs small --endpoints identities_get,identities_post --conc 64 --no-memory
+#   bench/http.sh --quick --docs small --zipf
+#                            identities traffic whose identifiers repeat: GET and POST with
+#                            identifiers drawn from a Zipf distribution (s = 1.0) over 100,000
+#                            identities (bench/http/lua/zipf_identities.lua) next to the plain
+#                            identities endpoints, then a table of RPS and the servers' RSS
 #
 # Other options (passed to the driver, bench/http/src/bin/http-bench/main.rs): --runs N,
 # --duration S, --warmup S, --conc LIST, --docs LIST, --endpoints LIST, --source upstream|file

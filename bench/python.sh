@@ -1,16 +1,40 @@
 #!/usr/bin/env bash
-# Python bindings benchmark: the `flagpole` package vs the Flagsmith Python SDK 6.3.0's local
-# evaluation, per call and with 1 and 2 threads (GIL released vs held). Prints Markdown tables;
-# writes bench/out/python.json. Uses the repository's .venv (created by ./scripts/test.sh, or by
-# `python3 -m venv .venv && .venv/bin/pip install -r tests/requirements.txt`); builds the wheel
-# from bindings/python and installs it there. Extra arguments go to bench/python/bench.py.
+# Python bindings benchmark: the `flagpole_python` package vs the Flagsmith Python SDK 6.3.0's
+# local evaluation, per call and with 1 and 2 threads (GIL released when it pays, always, never).
+# Prints Markdown tables; writes bench/out/python.json. Uses the repository's .venv (created by
+# ./scripts/test.sh, or by `python3 -m venv .venv && .venv/bin/pip install -r
+# tests/requirements.txt`); builds the wheel from bindings/python and installs it there. Extra
+# arguments go to bench/python/bench.py.
+#
+# `bench/python.sh --sweep [ARGS]`: the thread part alone on generated documents from 5 to 400
+# features (names f<features>s<segments>), to find where releasing the GIL starts to pay (the
+# threshold in bindings/python/src/gil.rs); writes bench/out/python-sweep.json.
+#
 # gen-docs builds with the `profiling` profile as in the other benches; the wheel with the
 # bindings' own release profile.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-cargo run --quiet --profile profiling --locked -p flagpole-bench --bin gen-docs -- --out bench/out/docs >/dev/null
+gen_docs=(cargo run --quiet --profile profiling --locked -p flagpole-bench --bin gen-docs --)
+if [ "${1:-}" = "--sweep" ]; then
+  docs=bench/out/sweep-docs
+  json=bench/out/python-sweep.json
+  shapes=(f5s2:5:2 f20s5:20:5 f50s15:50:15 f75s20:75:20 f100s25:100:25 f125s30:125:30
+          f150s40:150:40 f200s50:200:50 f300s50:300:50 f400s50:400:50)
+  args=()
+  names=()
+  for shape in "${shapes[@]}"; do
+    args+=(--shape "$shape")
+    names+=("${shape%%:*}")
+  done
+  "${gen_docs[@]}" --out "$docs" "${args[@]}" >/dev/null
+  set -- --names "$(IFS=,; echo "${names[*]}")" "$@"
+else
+  docs=bench/out/docs
+  json=bench/out/python.json
+  "${gen_docs[@]}" --out "$docs" >/dev/null
+fi
 wheels=bindings/python/target/wheels
 rm -f "$wheels"/*.whl
 .venv/bin/maturin build --quiet --release --locked -m bindings/python/Cargo.toml --out "$wheels"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole_python-*.whl
-.venv/bin/python bench/python/bench.py bench/out/docs --json-out bench/out/python.json "$@"
+.venv/bin/python bench/python/bench.py "$docs" --json-out "$json" "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of the `flagpole` Python package (bindings/python) against the Flagsmith Python SDK
+"""Benchmark of the `flagpole_python` package (bindings/python) against the Flagsmith Python SDK
 6.3.0's local evaluation, and of its thread scaling with and without releasing the GIL.
 
 Why: the package exists to make in-process evaluation cheap and to let threads evaluate in
@@ -8,8 +8,8 @@ bench/engine) and prints one Markdown table per part; nothing here is a test.
 
 Usage::
 
-    bench.py DOCS_DIR [--names small,medium] [--seconds S] [--threads 1,2] [--rounds R]
-             [--json-out PATH]
+    bench.py DOCS_DIR [--names tiny,small,medium] [--seconds S] [--threads 1,2] [--rounds R]
+             [--sweep] [--quiet PCT [--quiet-wait S]] [--json-out PATH]
 
 Part 1, per call (one thread): `get_identity_flags(identifier, traits)` followed by
 `all_flags()` (the whole evaluation, every flag materialised as a Python object, both sides), and
@@ -19,11 +19,23 @@ offline_handler=LocalFileHandler(path))`. Identities: 256 `bench-user-<i>` with 
 bench's traits, cycled.
 
 Part 2, threads: identities evaluated per second with N threads, relative to 1 thread:
-`get_identity_flags` + `all_flags()` (the whole evaluation runs with the GIL released), the
-same with `_get_identity_flags_holding_gil` (GIL held), `get_identity_flags` + one
-`is_feature_enabled` (one feature, evaluated with the GIL held: it is shorter than a hand-off),
-and `get_identity_flags_batch` of 64 identities (one GIL release for the whole batch), next to
-the machine's ceiling measured the same way (`hashlib.sha256`, C code that releases the GIL).
+`get_identity_flags` + `all_flags()` as shipped (the whole evaluation runs with the GIL released
+only when the document's estimated evaluation cost, `Environment._evaluation_cost_ns`, reaches
+`_GIL_RELEASE_THRESHOLD_NS`), the same always releasing (`_get_identity_flags_releasing_gil`, the
+behaviour before the threshold) and never releasing (`_get_identity_flags_holding_gil`),
+`get_identity_flags` + one `is_feature_enabled` (one feature, evaluated with the GIL held: it is
+shorter than a hand-off), and `get_identity_flags_batch` of 64 identities (one GIL release for
+the whole batch), next to the machine's ceiling measured the same way (`hashlib.sha256`, C code
+that releases the GIL). The variants of a document are measured interleaved, round after round,
+and each keeps its best round.
+
+`--quiet PCT`: each thread measurement first waits (at most `--quiet-wait` s, default 20) until
+the machine's CPUs are PCT % idle, for shared machines.
+
+`--sweep`: part 2's `all_flags()` always releasing and never releasing only, on every document
+named (`bench/python.sh --sweep` generates documents from 5 to 400 features for it), with each
+document's estimate and the variant shipped for it: where releasing starts to pay, i.e. the
+threshold.
 """
 
 from __future__ import annotations
@@ -82,18 +94,56 @@ def ceiling_call(identifier: str, traits: dict) -> object:
     return hashlib.sha256(BLOCK)
 
 
-def scaling(fn: Callable[[str, dict], object], thread_counts: list, seconds: float,
-            rounds: int, per_call: int = 1) -> tuple:
-    """Best identities/s (calls/s x ``per_call``) per thread count over ``rounds`` interleaved
-    rounds (a shared machine's other load lowers some rounds; the best round is the closest to
-    the machine's capacity), and the ceiling's best calls/s measured right after each of them,
-    so that each row can be read against the capacity the machine had while it ran."""
-    best = {n: 0.0 for n in thread_counts}
-    ceiling = {n: 0.0 for n in thread_counts}
+def idle_fraction(seconds: float) -> float:
+    """The fraction of all CPUs' time left idle over ``seconds`` (from /proc/stat; 1.0 where
+    it cannot be read). This process only sleeps meanwhile, so the rest is other load."""
+    def sample() -> list:
+        with open("/proc/stat", encoding="ascii") as stat:
+            return [int(x) for x in stat.readline().split()[1:9]]
+    try:
+        before = sample()
+        time.sleep(seconds)
+        delta = [b - a for a, b in zip(before, sample())]
+    except OSError:
+        return 1.0
+    return (delta[3] + delta[4]) / max(1, sum(delta))
+
+
+def wait_for_quiet(min_idle: float, max_wait: float) -> None:
+    """Waits (at most ``max_wait`` s) until the machine is at least ``min_idle`` idle."""
+    deadline = time.monotonic() + max_wait
+    while idle_fraction(0.25) < min_idle and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def scaling(variants: list, thread_counts: list, seconds: float, rounds: int,
+            min_idle: float = 0.0, max_wait: float = 0.0) -> tuple:
+    """Best identities/s (calls/s x ``per_call``) per variant and thread count over ``rounds``
+    rounds, each measuring every variant (of every document) at every thread count in turn: a
+    shared machine's other load lowers some measurements, the best is the closest to what the
+    machine can do, and interleaving spreads every variant over the same minutes. Right after
+    each measurement the ceiling is measured with as many threads; next to a variant's best, the
+    ceiling measured right after it, as a multiple of the best one-thread ceiling, says whether
+    that best ran with the cores free (about 1.9x on 2 free cores). With ``min_idle``, each
+    measurement first waits (at most ``max_wait`` s) for the machine to be that idle, so that
+    on a shared machine the measurements gather in its quiet moments. ``variants``: (label,
+    per_call, fn)."""
+    best = {label: {n: 0.0 for n in thread_counts} for label, _, _ in variants}
+    beside = {label: {n: 0.0 for n in thread_counts} for label, _, _ in variants}
+    one_thread_ceiling = 0.0
     for _ in range(rounds):
-        for n in thread_counts:
-            best[n] = max(best[n], throughput(fn, n, seconds) * per_call)
-            ceiling[n] = max(ceiling[n], throughput(ceiling_call, n, seconds / 3))
+        for label, per_call, fn in variants:
+            for n in thread_counts:
+                if min_idle > 0:
+                    wait_for_quiet(min_idle, max_wait)
+                rate = throughput(fn, n, seconds) * per_call
+                ceiling = throughput(ceiling_call, n, seconds / 3)
+                if n == 1:
+                    one_thread_ceiling = max(one_thread_ceiling, ceiling)
+                if rate > best[label][n]:
+                    best[label][n], beside[label][n] = rate, ceiling
+    ceiling = {label: {n: c / one_thread_ceiling for n, c in per_n.items()}
+               for label, per_n in beside.items()}
     return best, ceiling
 
 
@@ -132,78 +182,126 @@ def sdk_client(path: Path):
                      offline_handler=LocalFileHandler(str(path)))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("docs_dir", type=Path)
-    parser.add_argument("--names", default="small,medium")
-    parser.add_argument("--seconds", type=float, default=2.0)
-    parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--rounds", type=int, default=3, help="thread rounds (best is kept)")
-    parser.add_argument("--json-out", type=Path)
-    args = parser.parse_args()
-    warnings.simplefilter("ignore")
-    thread_counts = [int(t) for t in args.threads.split(",")]
-    results: dict = {"per_call": {}, "threads": {}, "ceiling": {}}
+def check_agreement(name: str, env, sdk, feature: str) -> None:
+    """Same answers first: a benchmark of two things that disagree measures nothing."""
+    batch = env.get_identity_flags_batch(IDENTITIES[:32])
+    for (identifier, traits), batched in zip(IDENTITIES[:32], batch):
+        want = [(f.feature_name, f.enabled, f.value, f.feature_id)
+                for f in sdk.get_identity_flags(identifier, traits).all_flags()]
+        for flags in (env.get_identity_flags(identifier, traits), batched,
+                      env._get_identity_flags_releasing_gil(identifier, traits),
+                      env._get_identity_flags_holding_gil(identifier, traits)):
+            got = [(f.feature_name, f.enabled, f.value, f.feature_id) for f in flags.all_flags()]
+            assert want == got, f"{name}: flagpole and the SDK disagree for {identifier}"
+        one = (sdk.get_identity_flags(identifier, traits).get_flag(feature),
+               env.get_identity_flags(identifier, traits).get_flag(feature))
+        assert len({(f.enabled, f.value, f.feature_id) for f in one}) == 1, \
+            f"{name}: flagpole and the SDK disagree on {feature} for {identifier}"
 
-    rows = []
-    for name in [n for n in args.names.split(",") if n]:
-        path = args.docs_dir / f"{name}.json"
-        env = flagpole.Environment.from_path(path)
-        sdk = sdk_client(path)
-        feature = env.feature_names()[0]
-        # Same answers first: a benchmark of two things that disagree measures nothing.
-        batch = env.get_identity_flags_batch(IDENTITIES[:32])
-        for (identifier, traits), batched in zip(IDENTITIES[:32], batch):
-            want = [(f.feature_name, f.enabled, f.value, f.feature_id)
-                    for f in sdk.get_identity_flags(identifier, traits).all_flags()]
-            for flags in (env.get_identity_flags(identifier, traits), batched):
-                got = [(f.feature_name, f.enabled, f.value, f.feature_id) for f in flags.all_flags()]
-                assert want == got, f"{name}: flagpole and the SDK disagree for {identifier}"
-            one = (sdk.get_identity_flags(identifier, traits).get_flag(feature),
-                   env.get_identity_flags(identifier, traits).get_flag(feature))
-            assert len({(f.enabled, f.value, f.feature_id) for f in one}) == 1, \
-                f"{name}: flagpole and the SDK disagree on {feature} for {identifier}"
-        timings = {
-            "sdk_all": per_call_ns(lambda i, t: sdk.get_identity_flags(i, t).all_flags(), args.seconds),
-            "flagpole_all": per_call_ns(lambda i, t: env.get_identity_flags(i, t).all_flags(), args.seconds),
-            "sdk_one": per_call_ns(lambda i, t: sdk.get_identity_flags(i, t).is_feature_enabled(feature), args.seconds),
-            "flagpole_one": per_call_ns(lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature), args.seconds),
-        }
-        results["per_call"][name] = timings
-        n_features = len(env.feature_names())
-        rows.append(
-            f"| {name} ({n_features} features) | {timings['sdk_all'] / 1000:.1f} | {timings['flagpole_all'] / 1000:.2f} "
-            f"| **{ratio(timings['sdk_all'] / timings['flagpole_all'])}** | {timings['sdk_one'] / 1000:.1f} "
-            f"| {timings['flagpole_one'] / 1000:.2f} | **{ratio(timings['sdk_one'] / timings['flagpole_one'])}** |")
-        print(f"{name}: {json.dumps({k: round(v) for k, v in timings.items()})}", file=sys.stderr)
 
-        chunk = IDENTITIES[:BATCH]
-        variants = [
-            ("`all_flags()`, releases the GIL", 1,
+def thread_variants(env, feature: str, with_more: bool) -> list:
+    """(label, identities per call, fn) of one document: `all_flags()` always releasing and
+    never releasing the GIL, then (``with_more``) as shipped, one flag read, and the batch (a
+    function of its own, so that each closure keeps its own document)."""
+    chunk = IDENTITIES[:BATCH]
+    variants = [
+        ("`all_flags()`, always releases", 1,
+         lambda i, t: env._get_identity_flags_releasing_gil(i, t).all_flags()),
+        ("`all_flags()`, always holds", 1,
+         lambda i, t: env._get_identity_flags_holding_gil(i, t).all_flags()),
+    ]
+    if with_more:
+        variants += [
+            (f"`all_flags()`, as shipped: {decision(env)}", 1,
              lambda i, t: env.get_identity_flags(i, t).all_flags()),
-            ("`all_flags()`, holds the GIL", 1,
-             lambda i, t: env._get_identity_flags_holding_gil(i, t).all_flags()),
             ("one `is_feature_enabled` (lazy, GIL held)", 1,
              lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature)),
             (f"`get_identity_flags_batch` of {BATCH}, one release", BATCH,
              lambda i, t: env.get_identity_flags_batch(chunk)),
         ]
-        for variant, per_call, call in variants:
-            per_threads, ceiling = scaling(call, thread_counts, args.seconds, args.rounds, per_call)
-            results["threads"][f"{name}: {variant}"] = per_threads
-            results["ceiling"][f"{name}: {variant}"] = ceiling
-            print(f"{name} {variant}: {json.dumps({n: round(v) for n, v in per_threads.items()})}"
-                  f" ceiling {json.dumps({n: round(v) for n, v in ceiling.items()})}",
-                  file=sys.stderr)
+    return variants
+
+
+def decision(env) -> str:
+    """What `all_flags()` does with the GIL on this document, and why."""
+    estimate = env._evaluation_cost_ns
+    verb = "releases" if estimate >= flagpole._GIL_RELEASE_THRESHOLD_NS else "holds"
+    return f"{verb} (estimate {estimate / 1000:.1f} µs)"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("docs_dir", type=Path)
+    parser.add_argument("--names", default="tiny,small,medium")
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--rounds", type=int, default=3, help="thread rounds (best is kept)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="only the all_flags() thread variants, with each document's estimate")
+    parser.add_argument("--quiet", type=float, default=0.0, metavar="PCT",
+                        help="before each thread measurement, wait until the CPUs are PCT %% idle")
+    parser.add_argument("--quiet-wait", type=float, default=20.0, metavar="S",
+                        help="longest wait for --quiet per measurement (then measure anyway)")
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    threshold = flagpole._GIL_RELEASE_THRESHOLD_NS
+    results: dict = {"per_call": {}, "threads": {}, "ceiling": {}, "estimate_ns": {},
+                     "threshold_ns": threshold, "shape": {}}
+
+    rows = []
+    all_variants: list = []  # (label, per_call, fn) of every document, measured interleaved
+    sweep: dict = {}  # name: the labels of its shipped, always-releasing and always-holding rows
+    for name in [n for n in args.names.split(",") if n]:
+        path = args.docs_dir / f"{name}.json"
+        env = flagpole.Environment.from_path(path)
+        document = json.loads(path.read_bytes())
+        results["shape"][name] = (len(document.get("feature_states") or []),
+                                  len((document.get("project") or {}).get("segments") or []))
+        results["estimate_ns"][name] = env._evaluation_cost_ns
+        feature = env.feature_names()[0]
+        if not args.sweep:
+            sdk = sdk_client(path)
+            check_agreement(name, env, sdk, feature)
+            timings = {
+                "sdk_all": per_call_ns(lambda i, t: sdk.get_identity_flags(i, t).all_flags(), args.seconds),
+                "flagpole_all": per_call_ns(lambda i, t: env.get_identity_flags(i, t).all_flags(), args.seconds),
+                "sdk_one": per_call_ns(lambda i, t: sdk.get_identity_flags(i, t).is_feature_enabled(feature), args.seconds),
+                "flagpole_one": per_call_ns(lambda i, t: env.get_identity_flags(i, t).is_feature_enabled(feature), args.seconds),
+            }
+            results["per_call"][name] = timings
+            n_features = len(env.feature_names())
+            rows.append(
+                f"| {name} ({n_features} features) | {timings['sdk_all'] / 1000:.1f} | {timings['flagpole_all'] / 1000:.2f} "
+                f"| **{ratio(timings['sdk_all'] / timings['flagpole_all'])}** | {timings['sdk_one'] / 1000:.1f} "
+                f"| {timings['flagpole_one'] / 1000:.2f} | **{ratio(timings['sdk_one'] / timings['flagpole_one'])}** |")
+            print(f"{name}: {json.dumps({k: round(v) for k, v in timings.items()})}", file=sys.stderr)
+
+        variants = thread_variants(env, feature, with_more=not args.sweep)
+        all_variants += [(f"{name}: {label}", per_call, fn) for label, per_call, fn in variants]
+        sweep[name] = [f"{name}: {label}" for label, _, _ in variants[:2]]
+
+    best, ceiling = scaling(all_variants, thread_counts, args.seconds, args.rounds,
+                            args.quiet / 100, args.quiet_wait)
+    for label, _, _ in all_variants:
+        results["threads"][label] = best[label]
+        results["ceiling"][label] = ceiling[label]
+        print(f"{label}: {json.dumps({n: round(v) for n, v in best[label].items()})}"
+              f" ceiling {json.dumps({n: round(v, 2) for n, v in ceiling[label].items()})}",
+              file=sys.stderr)
 
     print(f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, flagpole {flagpole.__version__}\n")
-    print("Per call, one thread (µs per call; lower is better)\n")
-    print("| document | SDK: flags + all_flags() | flagpole | speedup | SDK: flags + one is_feature_enabled | flagpole | speedup |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    print("\n".join(rows))
-    print("\nThreads: identities evaluated per second, and throughput vs 1 thread; the ceiling "
-          "(`hashlib.sha256` of 256 KiB, which releases the GIL) was measured right after each\n")
+    if rows:
+        print("Per call, one thread (µs per call; lower is better)\n")
+        print("| document | SDK: flags + all_flags() | flagpole | speedup | SDK: flags + one is_feature_enabled | flagpole | speedup |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("\n".join(rows))
+    print(f"\nThe GIL is released for an estimated evaluation cost of {threshold / 1000:g} µs or more.")
+    print("\nThreads: identities evaluated per second (best of the rounds), and throughput vs 1 "
+          "thread; the ceiling (`hashlib.sha256` of 256 KiB, which releases the GIL) measured right "
+          "after that best, relative to the best one-thread ceiling\n")
     header = " | ".join(f"{n} thread{'s' if n > 1 else ''}" for n in thread_counts)
     others = [n for n in thread_counts if n != thread_counts[0]]
     ceiling_header = " | ".join(f"ceiling, {n} threads" for n in others)
@@ -215,12 +313,30 @@ def main() -> int:
             f"{v:,.0f}/s" + ("" if n == thread_counts[0] else f" (**{v / base:.2f}×**)")
             for n, v in per_threads.items())
         ceiling = results["ceiling"][label]
-        ceiling_cells = " | ".join(f"{ceiling[n] / ceiling[thread_counts[0]]:.2f}×" for n in others)
+        ceiling_cells = " | ".join(f"{ceiling[n]:.2f}×" for n in others)
         print(f"| {label} | {cells} | {ceiling_cells} |")
+    if args.sweep and len(thread_counts) >= 2:
+        one, two = thread_counts[0], thread_counts[1]
+        print(f"\nSweep: {two} threads ÷ {one} per variant (best rounds), by estimated evaluation cost\n")
+        print(f"| document | features | segments | estimate µs | shipped | µs per call, {one} thread, holding "
+              f"| releasing ÷ holding, {one} thread | holds | always releases | shipped "
+              f"| ceiling beside each best, {two} threads (holds/releases) |")
+        print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+        for name, labels in sweep.items():
+            released, held = (results["threads"][label] for label in labels)
+            ceil = "/".join(f"{results['ceiling'][label][two]:.2f}" for label in labels[::-1])
+            estimate = results["estimate_ns"][name]
+            features, segments = results["shape"][name]
+            releases = estimate >= threshold
+            shipped = released if releases else held
+            print(f"| {name} | {features} | {segments} | {estimate / 1000:.1f} "
+                  f"| {'releases' if releases else 'holds'} "
+                  f"| {1e6 / held[one]:.2f} | {released[one] / held[one]:.2f} "
+                  f"| {held[two] / held[one]:.2f}× | {released[two] / released[one]:.2f}× "
+                  f"| **{shipped[two] / shipped[one]:.2f}×** | {ceil} |")
     if args.json_out:
         args.json_out.write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,5 +1,6 @@
 """Type stubs for ``flagpole_python``: in-process Flagsmith-compatible flag evaluation on Flagpole's Rust
-engine. Whole evaluations release the GIL; environments are immutable and shared between threads.
+engine. Whole evaluations release the GIL when they cost more than handing it to another thread;
+environments are immutable and shared between threads.
 
 Shipped in the wheel with a ``py.typed`` marker (maturin adds both).
 """
@@ -10,6 +11,8 @@ import os
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union
 
 __version__: str
+# Benchmark-only: the estimated evaluation cost (ns) from which the GIL is released.
+_GIL_RELEASE_THRESHOLD_NS: int
 
 TraitValue = Union[str, int, float, bool, None]
 # A trait may also be the Flagsmith SDK's envelope {"value": v, "transient": bool}.
@@ -85,10 +88,15 @@ class Environment:
         self, identifier: str, traits: Optional[Traits] = None
     ) -> Flags:
         """Benchmark-only: the same, never releasing the GIL."""
+    def _get_identity_flags_releasing_gil(
+        self, identifier: str, traits: Optional[Traits] = None
+    ) -> Flags:
+        """Benchmark-only: the same, always releasing the GIL for ``all_flags()``."""
     def get_identity_flags_batch(self, identities: Iterable[BatchIdentity]) -> List[Flags]:
         """Many identities' flags, each evaluated whole, all in one release of the GIL (so
-        threads scale even when one evaluation is short). Same order as ``identities``; each
-        ``Flags`` answers as ``get_identity_flags(...)`` after ``all_flags()``."""
+        threads scale even when one evaluation is short; a batch too small for a release to pay
+        keeps the GIL). Same order as ``identities``; each ``Flags`` answers as
+        ``get_identity_flags(...)`` after ``all_flags()``."""
     def explain(self, identifier: str, traits: Optional[Traits] = None) -> str:
         """Why this identity gets each value: a readable table."""
     @property
@@ -97,6 +105,10 @@ class Environment:
     def name(self) -> str: ...
     @property
     def updated_at(self) -> Optional[str]: ...
+    @property
+    def _evaluation_cost_ns(self) -> int:
+        """Benchmark-only: the estimated cost of one whole evaluation, made at compile time;
+        ``all_flags()`` releases the GIL when it reaches ``_GIL_RELEASE_THRESHOLD_NS``."""
     def feature_names(self) -> List[str]: ...
 
 class Flagpole:
@@ -119,6 +131,9 @@ class Flagpole:
     def get_environment_flags(self) -> Flags: ...
     def get_identity_flags(self, identifier: str, traits: Optional[Traits] = None) -> Flags: ...
     def _get_identity_flags_holding_gil(
+        self, identifier: str, traits: Optional[Traits] = None
+    ) -> Flags: ...
+    def _get_identity_flags_releasing_gil(
         self, identifier: str, traits: Optional[Traits] = None
     ) -> Flags: ...
     def get_identity_flags_batch(self, identities: Iterable[BatchIdentity]) -> List[Flags]: ...

@@ -135,8 +135,10 @@ def test_identity_flags_agree_with_the_flagsmith_sdk(tmp_path: Path):
             want = _outcome(lambda: sdk.get_identity_flags(identifier, traits))
             got = _outcome(lambda: env.get_identity_flags(identifier, traits))
             held = _outcome(lambda: env._get_identity_flags_holding_gil(identifier, traits))
+            released = _outcome(lambda: env._get_identity_flags_releasing_gil(identifier, traits))
             compared += 1
-            for d in _diff(want, got) + _diff(want, held) + _diff(want, _outcome(lambda: batched)):
+            for d in (_diff(want, got) + _diff(want, held) + _diff(want, released)
+                      + _diff(want, _outcome(lambda: batched))):
                 failures.append(f"{where}: {d}")
             for name in names:
                 one_want = _one_outcome(lambda: sdk.get_identity_flags(identifier, traits).get_flag(name))

@@ -175,6 +175,32 @@ def test_batch_evaluates_many_identities():
             env.get_identity_flags_batch(bad)
 
 
+
+def test_the_gil_is_released_only_for_work_worth_a_hand_off():
+    """`all_flags()` releases the GIL when the document's estimated evaluation cost (made at
+    compile time from its features and segment conditions) reaches the threshold; a batch when
+    its length times it does. The forced variants exist for the benchmark and answer the same."""
+    threshold = flagpole._GIL_RELEASE_THRESHOLD_NS
+    example = flagpole.Environment.from_path(EXAMPLE)
+    assert 0 < example._evaluation_cost_ns < threshold
+    one = _doc([{"operator": "EQUAL", "property_": "plan", "value": "pro"}] * 2)
+    many = json.loads(json.dumps(one))
+    template = many["feature_states"][0]
+    many["feature_states"] = [
+        {**template, "django_id": i, "feature": {"id": i, "name": f"f{i}", "type": "STANDARD"}}
+        for i in range(1, 400)] + [template]
+    small, large = flagpole.Environment.from_dict(one), flagpole.Environment.from_dict(many)
+    assert small._evaluation_cost_ns < threshold <= large._evaluation_cost_ns
+    for env in (example, small, large):
+        for identifier, traits in [("u", {"plan": "pro"}), ("v", None)]:
+            want = [(f.feature_name, f.enabled, f.value, f.reason)
+                    for f in env.get_identity_flags(identifier, traits).all_flags()]
+            for variant in (env._get_identity_flags_releasing_gil, env._get_identity_flags_holding_gil):
+                got = [(f.feature_name, f.enabled, f.value, f.reason)
+                       for f in variant(identifier, traits).all_flags()]
+                assert got == want
+
+
 def test_explain_reads_well():
     env = flagpole.Environment.from_path(EXAMPLE)
     text = env.explain("alice", {"plan": "enterprise", "seats": 120, "country": "US"})

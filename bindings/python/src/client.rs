@@ -15,7 +15,8 @@ use crate::compiled::Compiled;
 use crate::environment::Environment;
 use crate::errors::UpstreamError;
 use crate::evaluator::Evaluator;
-use crate::flags::{Flags, Gil};
+use crate::flags::Flags;
+use crate::gil::Gil;
 use crate::upstream::{Shared, Upstream};
 
 const DEFAULT_API_URL: &str = "https://edge.api.flagsmith.com/api/v1/";
@@ -130,7 +131,7 @@ impl Flagpole {
         traits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Flags> {
         self.evaluator(py)
-            .identity_flags(identifier, traits, Gil::Release)
+            .identity_flags(identifier, traits, Gil::Auto)
     }
 
     /// Benchmark-only: `get_identity_flags`, never releasing the GIL.
@@ -143,6 +144,18 @@ impl Flagpole {
     ) -> PyResult<Flags> {
         self.evaluator(py)
             .identity_flags(identifier, traits, Gil::Hold)
+    }
+
+    /// Benchmark-only: `get_identity_flags`, always releasing the GIL for `all_flags()`.
+    #[pyo3(signature = (identifier, traits=None))]
+    fn _get_identity_flags_releasing_gil(
+        &self,
+        py: Python<'_>,
+        identifier: &str,
+        traits: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Flags> {
+        self.evaluator(py)
+            .identity_flags(identifier, traits, Gil::Release)
     }
 
     /// Many identities' flags from the current document, each evaluated whole, all in one

@@ -15,6 +15,8 @@ use flagpole_engine::{Environment, FlagResult};
 use self_cell::self_cell;
 use serde_json::Value;
 
+use crate::gil::estimate_evaluation_ns;
+
 /// The environment's own flags, in result (document) order.
 type OwnFlags<'env> = Vec<FlagResult<'env>>;
 
@@ -36,6 +38,9 @@ pub struct Compiled {
     pub api_key: String,
     pub name: String,
     pub updated_at: Option<String>,
+    /// The estimated cost (ns) of one whole evaluation, which decides whether evaluations
+    /// release the GIL (see `gil`).
+    pub evaluation_ns: u64,
 }
 
 impl Compiled {
@@ -44,6 +49,7 @@ impl Compiled {
         let invalid = |e: &dyn std::fmt::Display| format!("invalid environment document: {e}");
         let context = document_to_context(doc).map_err(|e| invalid(&e))?;
         let (env, _) = Environment::from_context(&context).map_err(|e| invalid(&e))?;
+        let evaluation_ns = estimate_evaluation_ns(&context);
         drop(context);
         let cell =
             EnvironmentCell::try_new(env, |env| env.own_flags().map(|r| r.flags)).map_err(|e| {
@@ -67,6 +73,7 @@ impl Compiled {
             api_key: text("api_key").unwrap_or_default().to_owned(),
             name: text("name").unwrap_or_default().to_owned(),
             updated_at: text("updated_at").map(str::to_owned),
+            evaluation_ns,
         })
     }
 

@@ -10,7 +10,8 @@ use crate::compiled::Compiled;
 use crate::convert::json_from_py;
 use crate::errors::DocumentError;
 use crate::evaluator::Evaluator;
-use crate::flags::{Flags, Gil};
+use crate::flags::Flags;
+use crate::gil::Gil;
 
 pub fn compile_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Arc<Compiled>> {
     py.detach(|| Compiled::from_bytes(bytes))
@@ -81,8 +82,9 @@ impl Environment {
     }
 
     /// One identity's flags, evaluated lazily as the Flagsmith SDK does: a flag that is read is
-    /// evaluated on its own (once); `all_flags()` runs the whole evaluation (once, GIL
-    /// released). `traits` maps trait names to str/int/float/bool/None.
+    /// evaluated on its own (once); `all_flags()` runs the whole evaluation (once, with the GIL
+    /// released when the document is large enough for that to pay: see `gil`). `traits` maps
+    /// trait names to str/int/float/bool/None.
     #[pyo3(signature = (identifier, traits=None))]
     fn get_identity_flags(
         &self,
@@ -90,7 +92,7 @@ impl Environment {
         traits: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Flags> {
         self.evaluator()
-            .identity_flags(identifier, traits, Gil::Release)
+            .identity_flags(identifier, traits, Gil::Auto)
     }
 
     /// Benchmark-only: `get_identity_flags`, never releasing the GIL.
@@ -104,7 +106,20 @@ impl Environment {
             .identity_flags(identifier, traits, Gil::Hold)
     }
 
-    /// Many identities' flags, each evaluated whole, all in one release of the GIL. Items are
+    /// Benchmark-only: `get_identity_flags`, always releasing the GIL for `all_flags()` (the
+    /// behaviour before the release threshold).
+    #[pyo3(signature = (identifier, traits=None))]
+    fn _get_identity_flags_releasing_gil(
+        &self,
+        identifier: &str,
+        traits: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Flags> {
+        self.evaluator()
+            .identity_flags(identifier, traits, Gil::Release)
+    }
+
+    /// Many identities' flags, each evaluated whole, all in one release of the GIL (unless the
+    /// batch is too small for a release to pay). Items are
     /// `(identifier, traits)` pairs (traits may be None) or identifiers; returns a list of
     /// `Flags` in the same order.
     fn get_identity_flags_batch(
@@ -140,6 +155,14 @@ impl Environment {
     #[getter]
     fn updated_at(&self) -> Option<&str> {
         self.inner.updated_at.as_deref()
+    }
+
+    /// Benchmark-only: the estimated cost (ns) of one whole evaluation, made when the document
+    /// was compiled; `all_flags()` releases the GIL when it reaches
+    /// `_GIL_RELEASE_THRESHOLD_NS`, a batch when its length times this does.
+    #[getter]
+    fn _evaluation_cost_ns(&self) -> u64 {
+        self.inner.evaluation_ns
     }
 
     /// Feature names in document order.

@@ -3,9 +3,9 @@
 //! so their Python methods are one-line delegations.
 //!
 //! Arguments are converted with the GIL held (one pass over each trait dict, by type); the
-//! engine runs with the GIL released (`Python::detach`) wherever the work is large enough to
-//! pay for the hand-off: a whole evaluation, a batch, an explanation. A single flag read lazily
-//! is decided in `flags.rs`.
+//! engine runs with the GIL released (`Python::detach`) where the work is large enough to pay
+//! for the hand-off (`gil`: a whole evaluation of a large document, a batch of more than a few
+//! identities; an explanation always). A single flag read lazily is decided in `flags.rs`.
 
 use std::sync::Arc;
 
@@ -18,7 +18,8 @@ use crate::compiled::Compiled;
 use crate::convert::traits_from_py;
 use crate::errors::eval_error;
 use crate::explain;
-use crate::flags::{Flags, Gil};
+use crate::flags::Flags;
+use crate::gil::Gil;
 use crate::identity::{IdentityFlags, Subject};
 
 /// What an evaluation runs against: one compiled document (loaded once per call, so a refresh
@@ -51,7 +52,8 @@ impl Evaluator {
         ))
     }
 
-    /// Many identities' flags, every one evaluated whole in a single release of the GIL.
+    /// Many identities' flags, every one evaluated whole, in a single release of the GIL unless
+    /// the whole batch is estimated to cost less than a hand-off of the GIL (see `gil`).
     pub fn identity_flags_batch(
         self,
         py: Python<'_>,
@@ -64,16 +66,25 @@ impl Evaluator {
             let subject = Subject::of(&identifier, traits_from_py(traits.as_ref())?);
             batch.push(IdentityFlags::of(self.compiled.clone(), subject));
         }
-        py.detach(|| {
+        let evaluate = || {
             for lazy in &batch {
                 lazy.evaluate_all();
             }
-        });
+        };
+        let work = self
+            .compiled
+            .evaluation_ns
+            .saturating_mul(batch.len() as u64);
+        if Gil::Auto.releases(work) {
+            py.detach(evaluate);
+        } else {
+            evaluate();
+        }
         Ok(batch
             .into_iter()
             .map(|lazy| {
                 let handler = self.default_flag_handler.as_ref().map(|h| h.clone_ref(py));
-                Flags::identity(self.compiled.clone(), lazy, handler, Gil::Release)
+                Flags::identity(self.compiled.clone(), lazy, handler, Gil::Auto)
             })
             .collect())
     }

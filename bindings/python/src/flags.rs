@@ -18,18 +18,8 @@ use pyo3::types::{PyList, PyString};
 use crate::compiled::Compiled;
 use crate::convert::value_to_py;
 use crate::errors::{eval_error, FeatureNotFoundError};
+use crate::gil::Gil;
 use crate::identity::{IdentityFlags, Pick};
-
-/// Whether evaluations of a `Flags` release the GIL.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Gil {
-    /// Whole evaluations run with the GIL released; a single flag with it held (see
-    /// `RELEASE_FOR_ONE_FLAG`).
-    Release,
-    /// Never released: `_get_identity_flags_holding_gil`, which exists so that the benchmark
-    /// can show what releasing is worth.
-    Hold,
-}
 
 /// Whether a lazily read flag is evaluated with the GIL released. It is not: the engine takes
 /// 0.26-0.31 µs for one feature of the benchmark documents, and releasing cost more than it
@@ -67,7 +57,7 @@ impl Flags {
             source: Source::Environment,
             compiled,
             default_flag_handler: handler,
-            gil: Gil::Release,
+            gil: Gil::Auto,
         }
     }
 
@@ -101,7 +91,7 @@ impl Flags {
         if let Some(pick) = lazy.known(slot) {
             return Ok(Some(Which::Identity(pick)));
         }
-        let result = if RELEASE_FOR_ONE_FLAG && self.gil == Gil::Release {
+        let result = if RELEASE_FOR_ONE_FLAG && self.gil != Gil::Hold {
             py.detach(|| lazy.evaluate_one(slot))
         } else {
             lazy.evaluate_one(slot)
@@ -117,9 +107,10 @@ impl Flags {
                 .collect()),
             Source::Identity(lazy) => {
                 if !lazy.is_evaluated() {
-                    match self.gil {
-                        Gil::Release => py.detach(|| lazy.evaluate_all()),
-                        Gil::Hold => lazy.evaluate_all(),
+                    if self.gil.releases(self.compiled.evaluation_ns) {
+                        py.detach(|| lazy.evaluate_all());
+                    } else {
+                        lazy.evaluate_all();
                     }
                 }
                 let listed = lazy.listed().map_err(eval_error)?;
@@ -151,7 +142,8 @@ impl Flags {
 
 #[pymethods]
 impl Flags {
-    /// Every flag (for an identity, the whole evaluation runs once, with the GIL released).
+    /// Every flag (for an identity, the whole evaluation runs once, with the GIL released if
+    /// the document is large enough for that to pay: see `gil`).
     /// Flags already read come first, in read order, then the others in document order.
     fn all_flags(slf: &Bound<'_, Self>) -> PyResult<Vec<Flag>> {
         let flags = slf.get().every_flag(slf.py())?;

@@ -1,18 +1,19 @@
 //! `flagpole` for Python: in-process, Flagsmith-compatible flag evaluation on Flagpole's Rust
-//! engine, with the GIL released while it evaluates.
+//! engine, with the GIL released while it evaluates whenever that pays.
 //!
 //! Why: the Flagsmith SDK's local evaluation runs a pure-Python engine that holds the GIL for the
 //! whole evaluation, so a threaded service evaluates flags one thread at a time. Here the trait
-//! dict is converted by type in one pass, the engine runs inside `Python::detach`, and the
-//! compiled environment is shared by `Arc` and swapped atomically when a refresh brings a new
-//! document.
+//! dict is converted by type in one pass, the engine runs inside `Python::detach` when the work is
+//! estimated to outweigh handing the GIL to another thread (`gil`; a short evaluation holds it),
+//! and the compiled environment is shared by `Arc` and swapped atomically when a refresh brings a
+//! new document.
 //!
 //! Modules: `compiled` (a document compiled once: engine environment + its own flags),
 //! `identity` (one identity's lazily evaluated, memoised flags), `convert` (Python ↔ engine
 //! values, by type), `evaluator` (the evaluation entry points `Environment` and `Flagpole`
 //! share), `environment` (`Environment`), `client` (`Flagpole`/`Client`), `upstream` (fetch +
-//! refresh thread), `flags` (`Flags`/`Flag`), `explain` (the readable explanation), `errors`
-//! (the exceptions).
+//! refresh thread), `flags` (`Flags`/`Flag`), `gil` (when a call releases the GIL), `explain`
+//! (the readable explanation), `errors` (the exceptions).
 // No FFI of our own: PyO3 wraps every call into Python, and results that borrow what they are
 // stored beside live in `self_cell`s.
 #![forbid(unsafe_code)]
@@ -27,6 +28,7 @@ mod errors;
 mod evaluator;
 mod explain;
 mod flags;
+mod gil;
 mod identity;
 mod upstream;
 
@@ -49,5 +51,7 @@ fn flagpole_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("UpstreamError", py.get_type::<UpstreamError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Benchmark-only: see `Environment._evaluation_cost_ns`.
+    m.add("_GIL_RELEASE_THRESHOLD_NS", gil::RELEASE_THRESHOLD_NS)?;
     Ok(())
 }

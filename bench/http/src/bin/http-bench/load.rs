@@ -37,21 +37,28 @@ pub(crate) struct Wrk {
     pub(crate) threads: usize,
     pub(crate) report: PathBuf,
     pub(crate) post: PathBuf,
+    pub(crate) zipf: PathBuf,
 }
 
 impl Wrk {
     pub(crate) fn new(o: &Opts) -> Wrk {
         let report = o.lua_dir.join("report.lua");
-        let post = o.work.join("post_identities_report.lua");
-        let mut script = std::fs::read_to_string(o.lua_dir.join("post_identities.lua")).unwrap();
-        script.push('\n');
-        script.push_str(&std::fs::read_to_string(&report).unwrap());
-        std::fs::write(&post, script).unwrap();
+        // wrk takes one script: each request script gets the report appended.
+        let with_report = |name: &str| {
+            let path = o.work.join(format!("{name}_report.lua"));
+            let mut script =
+                std::fs::read_to_string(o.lua_dir.join(format!("{name}.lua"))).unwrap();
+            script.push('\n');
+            script.push_str(&std::fs::read_to_string(&report).unwrap());
+            std::fs::write(&path, script).unwrap();
+            path
+        };
         Wrk {
             cpu: o.pin.then_some(0),
             threads: if o.pin { 1 } else { 2 },
+            post: with_report("post_identities"),
+            zipf: with_report("zipf_identities"),
             report,
-            post,
         }
     }
 
@@ -71,7 +78,9 @@ impl Wrk {
             &doc.client_key
         };
         let url = format!("http://127.0.0.1:{port}{}", ep.path);
-        let script = if ep.method == "POST" {
+        let script = if ep.zipf.is_some() {
+            &self.zipf
+        } else if ep.method == "POST" {
             &self.post
         } else {
             &self.report
@@ -95,6 +104,9 @@ impl Wrk {
             args.push(format!("Accept-Encoding: {e}"));
         }
         args.push(url);
+        if let Some(method) = ep.zipf {
+            args.extend(["--".to_owned(), method.to_owned()]);
+        }
         let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let cpu0 = cpu_seconds(server_pid);
         let stat0 = cpu_times();
@@ -175,6 +187,24 @@ pub(crate) struct Cell {
     pub(crate) limit: Sample,
     pub(crate) flagpole_runs: Vec<Sample>,
     pub(crate) limit_runs: Vec<Sample>,
+    /// The servers' RSS around the cell's runs (taken for the Zipf endpoints).
+    pub(crate) rss: Option<Rss>,
+}
+
+/// VmRSS (KiB) of Flagpole just before a cell's first run and after its last, and of the limit
+/// server after its last.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rss {
+    pub(crate) flagpole_before: u64,
+    pub(crate) flagpole_after: u64,
+    pub(crate) limit_after: u64,
+}
+
+impl Rss {
+    pub(crate) fn json(&self) -> Value {
+        json!({"flagpole_before_kib": self.flagpole_before,
+               "flagpole_after_kib": self.flagpole_after, "limit_after_kib": self.limit_after})
+    }
 }
 
 impl Cell {
@@ -267,6 +297,16 @@ pub(crate) fn load_matrix(o: &Opts, docs: &[Doc]) -> Vec<Cell> {
         )
         .expect("POST");
         assert_eq!(r.status, 200);
+        // So are the identifiers the Zipf script draws (`user-NNNNNN`).
+        let r = http(
+            fp_port,
+            "GET",
+            "/api/v1/identities/?identifier=user-007919",
+            &[("X-Environment-Key", &d.client_key)],
+            b"",
+        )
+        .expect("GET");
+        assert_eq!(r.status, 200);
     }
     let wrk = Wrk::new(o);
     let servers = [
@@ -285,6 +325,7 @@ pub(crate) fn load_matrix(o: &Opts, docs: &[Doc]) -> Vec<Cell> {
                 }
             }
             for &conc in &o.concs {
+                let rss_before = rss_kib(servers[0].2);
                 let mut runs: [Vec<Sample>; 2] = [Vec::new(), Vec::new()];
                 for _ in 0..o.runs {
                     order_flip += 1;
@@ -309,6 +350,11 @@ pub(crate) fn load_matrix(o: &Opts, docs: &[Doc]) -> Vec<Cell> {
                     limit: summarise(&runs[1]),
                     flagpole_runs: std::mem::take(&mut runs[0]),
                     limit_runs: std::mem::take(&mut runs[1]),
+                    rss: ep.zipf.map(|_| Rss {
+                        flagpole_before: rss_before,
+                        flagpole_after: rss_kib(servers[0].2),
+                        limit_after: rss_kib(servers[1].2),
+                    }),
                 };
                 print_row(&cell);
                 cells.push(cell);
@@ -318,7 +364,45 @@ pub(crate) fn load_matrix(o: &Opts, docs: &[Doc]) -> Vec<Cell> {
     drop(flagpole);
     drop(limit);
     drop(upstream);
+    print_zipf_table(&cells);
     cells
+}
+
+/// The Zipf cells again, with each server's RSS, next to the same endpoint's cell with one
+/// identity (GET) or identities that never repeat (POST) when those ran too.
+pub(crate) fn print_zipf_table(cells: &[Cell]) {
+    let zipf: Vec<&Cell> = cells.iter().filter(|c| c.rss.is_some()).collect();
+    if zipf.is_empty() {
+        return;
+    }
+    println!("\nZipf identities (s = 1.0 over 100,000 identifiers; the limit server answers fixed bytes):\n");
+    println!("| doc | endpoint | c | Flagpole RPS | limit RPS | ratio | same endpoint, fixed/unrepeated identities: Flagpole RPS | Flagpole p50 / p99 ms | server CPU µs/req F/L | Flagpole RSS before → after MiB | limit RSS after MiB |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    for c in zipf {
+        let rss = c.rss.expect("filtered");
+        let plain = c.endpoint.trim_end_matches("_zipf");
+        let other = cells
+            .iter()
+            .find(|o| o.doc == c.doc && o.endpoint == plain && o.conc == c.conc)
+            .map_or("–".to_owned(), |o| format!("{:.0}", o.flagpole.rps));
+        println!(
+            "| {} | {} | {} | {:.0} | {:.0} | {:.0} % | {other} | {} / {} | {:.1} / {:.1} | {:.1} → {:.1} | {:.1} |",
+            c.doc,
+            c.endpoint,
+            c.conc,
+            c.flagpole.rps,
+            c.limit.rps,
+            c.ratio() * 100.0,
+            ms(c.flagpole.p50_ms),
+            ms(c.flagpole.p99_ms),
+            c.flagpole.cpu_us_per_req,
+            c.limit.cpu_us_per_req,
+            mib(rss.flagpole_before),
+            mib(rss.flagpole_after),
+            mib(rss.limit_after),
+        );
+    }
 }
 
 pub(crate) fn print_header() {

@@ -14,6 +14,10 @@
 //!   [bench/out/http.json]  --work DIR [bench/out/http]
 //!   --identity-cache-bytes N: Flagpole's `flagpole.identity_cache.max_bytes` (0 = no cache;
 //!   default: Flagpole's default, on)
+//!   --zipf: the endpoints are identities_get,identities_get_zipf,identities_post,
+//!   identities_post_zipf (the `_zipf` ones, never in the default matrix, draw identifiers from
+//!   a Zipf distribution over 100,000 identities: `bench/http/lua/zipf_identities.lua`; after
+//!   their cells, a table of RPS and each server's RSS).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -75,6 +79,10 @@ pub(crate) const ALL_ENDPOINTS: &[&str] = &[
     "document_zstd",
 ];
 
+/// Identities traffic whose identifiers repeat (Zipf, `zipf_identities.lua`); the limit server
+/// answers them with its fixed `bench-user` bytes. Only run when named (or with `--zipf`).
+pub(crate) const ZIPF_ENDPOINTS: &[&str] = &["identities_get_zipf", "identities_post_zipf"];
+
 pub(crate) fn parse_opts() -> Opts {
     let mut o = Opts {
         quick: false,
@@ -118,6 +126,16 @@ pub(crate) fn parse_opts() -> Opts {
             }
             "--docs" => o.docs = list(args.next()),
             "--endpoints" => o.endpoints = list(args.next()),
+            "--zipf" => {
+                o.endpoints = [
+                    "identities_get",
+                    "identities_get_zipf",
+                    "identities_post",
+                    "identities_post_zipf",
+                ]
+                .map(str::to_owned)
+                .to_vec()
+            }
             "--no-pin" => o.pin = false,
             "--no-load" => o.load = false,
             "--no-memory" => o.memory = false,
@@ -152,7 +170,10 @@ pub(crate) fn parse_opts() -> Opts {
         "--source upstream|file"
     );
     for e in &o.endpoints {
-        assert!(ALL_ENDPOINTS.contains(&e.as_str()), "unknown endpoint {e}");
+        assert!(
+            ALL_ENDPOINTS.contains(&e.as_str()) || ZIPF_ENDPOINTS.contains(&e.as_str()),
+            "unknown endpoint {e}"
+        );
     }
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         o.pin = false;
@@ -249,6 +270,7 @@ fn main() {
             "flagpole": c.flagpole.json(), "limit": c.limit.json(),
             "flagpole_runs": c.flagpole_runs.iter().map(Sample::json).collect::<Vec<_>>(),
             "limit_runs": c.limit_runs.iter().map(Sample::json).collect::<Vec<_>>(),
+            "rss": c.rss.as_ref().map(Rss::json),
         })).collect::<Vec<_>>(),
         "allocations": allocs,
         "memory_and_updates": mem,

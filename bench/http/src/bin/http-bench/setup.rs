@@ -90,6 +90,8 @@ pub(crate) struct Endpoint {
     pub(crate) path: &'static str,
     pub(crate) server_key: bool,
     pub(crate) accept_encoding: Option<&'static str>,
+    /// Identifiers drawn by `zipf_identities.lua` (its argument: `get` or `post`).
+    pub(crate) zipf: Option<&'static str>,
 }
 
 pub(crate) fn endpoint(name: &str) -> Endpoint {
@@ -105,14 +107,27 @@ pub(crate) fn endpoint(name: &str) -> Endpoint {
         "document" => ("GET", "/api/v1/environment-document/", true, None),
         "document_gzip" => ("GET", "/api/v1/environment-document/", true, Some("gzip")),
         "document_zstd" => ("GET", "/api/v1/environment-document/", true, Some("zstd")),
+        // The script sets the identifier of each request.
+        "identities_get_zipf" => ("GET", "/api/v1/identities/", false, None),
+        "identities_post_zipf" => ("POST", "/api/v1/identities/", false, None),
         _ => unreachable!(),
     };
+    let zipf = match name {
+        "identities_get_zipf" => Some("get"),
+        "identities_post_zipf" => Some("post"),
+        _ => None,
+    };
     Endpoint {
-        name: ALL_ENDPOINTS.iter().find(|e| **e == name).unwrap(),
+        name: ALL_ENDPOINTS
+            .iter()
+            .chain(ZIPF_ENDPOINTS)
+            .find(|e| **e == name)
+            .unwrap(),
         method,
         path,
         server_key,
         accept_encoding,
+        zipf,
     }
 }
 
