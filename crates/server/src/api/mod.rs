@@ -43,6 +43,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// Change streams: tokens, open connections.
     pub streams: Arc<Streams>,
+    /// SDK flag analytics received, per environment.
+    pub analytics: Arc<crate::analytics::Analytics>,
 }
 
 /// A response with a status and a body.

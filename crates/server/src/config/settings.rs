@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
+pub use super::analytics::AnalyticsConfig;
 pub use super::ofrep::{OfrepConfig, SseConfig};
+pub use super::shadow::ShadowConfig;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Config {
@@ -23,6 +25,10 @@ pub struct Config {
     pub health: Health,
     pub telemetry: Telemetry,
     pub ofrep: OfrepConfig,
+    /// `flagpole.analytics`: SDK flag analytics forwarded upstream.
+    pub analytics: AnalyticsConfig,
+    /// `flagpole.shadow`: identity answers compared with the Flagsmith API.
+    pub shadow: ShadowConfig,
 }
 
 /// Which environments are served.
@@ -160,6 +166,8 @@ impl Default for Config {
                 status_page: true,
             },
             ofrep: OfrepConfig::default(),
+            analytics: AnalyticsConfig::default(),
+            shadow: ShadowConfig::default(),
         }
     }
 }
@@ -185,14 +193,7 @@ impl Config {
     }
 }
 
-/// Whole seconds as an integer, anything else as a decimal number.
-pub(super) fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    if d.subsec_nanos() == 0 {
-        s.serialize_u64(d.as_secs())
-    } else {
-        s.serialize_f64(d.as_secs_f64())
-    }
-}
+pub(super) use super::values::seconds;
 
 fn optional_seconds<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
