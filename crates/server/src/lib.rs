@@ -23,6 +23,7 @@ pub mod snapshot;
 pub mod store;
 // … what feeds and watches the store …
 pub mod analytics;
+pub mod shadow;
 pub mod shutdown;
 pub mod sources;
 pub mod streams;
@@ -168,11 +169,20 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             shutdown.drained.clone(),
         ));
     }
+    let shadow = (config.shadow.sample_rate > 0.0)
+        .then(|| {
+            let client = pollers
+                .as_ref()
+                .map_or_else(upstream::client, |p| p.client.clone());
+            shadow::Shadow::start(&config, client, shutdown.requested.clone())
+        })
+        .flatten();
     let api = api::Api::new(api::AppState {
         store: store.clone(),
         config: config.clone(),
         streams,
         analytics,
+        shadow,
     });
     let requested = shutdown.requested.clone();
     tokio::spawn(async move {

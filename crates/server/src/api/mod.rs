@@ -45,6 +45,8 @@ pub struct AppState {
     pub streams: Arc<Streams>,
     /// SDK flag analytics received, per environment.
     pub analytics: Arc<crate::analytics::Analytics>,
+    /// Shadow verification (`flagpole.shadow`), when on.
+    pub shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 /// A response with a status and a body.
