@@ -71,3 +71,30 @@ impl AnalyticsFile {
 
 /// `Object<AnalyticsFile>` as `FlagpoleFile` holds it.
 pub(super) type AnalyticsSection = Object<AnalyticsFile>;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::config::from_json;
+
+    #[test]
+    fn the_section_loads_and_wrong_values_name_their_key() {
+        let config = json!({"flagpole": {"analytics": {"flush_interval_seconds": 2.5, "max_pending_features": 50}}});
+        let c = from_json(config.as_object().unwrap())
+            .unwrap()
+            .config
+            .analytics;
+        assert_eq!(c.flush_interval, std::time::Duration::from_millis(2500));
+        assert_eq!((c.max_pending_features, c.max_body_bytes), (50, 65_536));
+        let bad = json!({"flagpole": {"analytics": {"max_body_bytes": 0}}});
+        let e = from_json(bad.as_object().unwrap()).unwrap_err().0;
+        assert!(e.contains("flagpole.analytics.max_body_bytes"), "{e}");
+        let typo = json!({"flagpole": {"analytics": {"flush_interval_second": 1}}});
+        let e = from_json(typo.as_object().unwrap()).unwrap_err().0;
+        assert!(
+            e.contains("did you mean 'flagpole.analytics.flush_interval_seconds'"),
+            "{e}"
+        );
+    }
+}

@@ -103,3 +103,26 @@ impl<'de> Deserialize<'de> for Fraction {
         d.deserialize_any(V)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::config::from_json;
+
+    #[test]
+    fn the_section_loads_and_the_rate_is_a_fraction() {
+        let config = json!({"flagpole": {"shadow": {"sample_rate": 0.01, "api_url": "https://f.test/api/v1/"}}});
+        let c = from_json(config.as_object().unwrap())
+            .unwrap()
+            .config
+            .shadow;
+        assert_eq!(c.sample_rate, 0.01);
+        assert_eq!(c.api_url.as_deref(), Some("https://f.test/api/v1"));
+        for rate in [json!(1.5), json!(-0.1), json!(2), json!("often")] {
+            let bad = json!({"flagpole": {"shadow": {"sample_rate": rate}}});
+            let e = from_json(bad.as_object().unwrap()).unwrap_err().0;
+            assert!(e.contains("flagpole.shadow.sample_rate"), "{e}");
+        }
+    }
+}
