@@ -37,6 +37,8 @@ class FlagsmithApi:
         self.identities_status = 200
         self.identity_posts: list[dict] = []
         self.document_gets = 0
+        self.conditional = False  # answer 304 to a document request with If-Modified-Since
+        self.conditional_gets = 0
         self.sdk = None
         api = self
 
@@ -61,6 +63,12 @@ class FlagsmithApi:
                 with api.lock:
                     api.document_gets += 1
                     doc = api.document
+                    not_modified = api.conditional and self.headers.get("If-Modified-Since")
+                    api.conditional_gets += bool(not_modified)
+                if not_modified:
+                    self.send_response(304)
+                    self.end_headers()
+                    return None
                 self._send(200, json.dumps(doc).encode())
 
             def do_POST(self) -> None:  # noqa: N802
@@ -167,6 +175,13 @@ def test_answers_match_then_a_disagreement_is_found_and_logged_once(flagpole, ap
             ask(fp, key, identifier, traits)
             n += 1
     expect(fp, {"match": n, "mismatch": 0, "skipped": 0, "error": 0}, "every answer should match")
+
+    # Upstream says the document is unchanged since Flagpole's (304): the same revision.
+    api.set(conditional=True)
+    ask(fp, ENV.server_key, "conditional-user", {"plan": "pro"})
+    n += 1
+    expect(fp, {"match": n, "mismatch": 0, "skipped": 0, "error": 0}, "a 304 proves the same revision")
+    assert api.conditional_gets >= 1
 
     api.set(disagree_on="integer_feature")
     for identifier, traits in IDENTITIES[:5]:

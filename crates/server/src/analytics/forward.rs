@@ -181,3 +181,35 @@ async fn send(upstream: &Upstream, env: &EnvCounts, batch: &Batch) -> Sent {
         Err(e) => Sent::Retry(e.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(names: &[&str], events: u64) -> Batch {
+        Batch {
+            counts: names.iter().map(|n| (n.to_string(), 1)).collect(),
+            events,
+        }
+    }
+
+    #[test]
+    fn kept_counts_merge_and_past_the_cap_the_oldest_go() {
+        let env = EnvCounts::new("k", true);
+        let mut queue = Queue::default();
+        queue.push(batch(&["a", "b"], 5), 4, &env);
+        queue.push(batch(&["b", "c"], 7), 4, &env);
+        let merged = queue.merged();
+        assert_eq!((merged.events, merged.counts["b"]), (12, 2));
+        // Six names held past a cap of four: the oldest batch goes, counted as dropped.
+        queue.push(batch(&["d", "e"], 1), 4, &env);
+        assert_eq!(
+            (queue.batches.len(), queue.names, queue.events()),
+            (2, 4, 8)
+        );
+        assert_eq!(env.facts().dropped, 5);
+        // A batch alone over the cap is kept (the newest counts are never the ones dropped).
+        queue.push(batch(&["f", "g", "h", "i", "j"], 9), 4, &env);
+        assert_eq!((queue.batches.len(), queue.events()), (1, 9));
+    }
+}
