@@ -184,9 +184,14 @@ impl Config {
         }
         c.environments.proxy_key = c.environments.proxy_key.as_ref().map(hide);
         c.ofrep.sse.secret = c.ofrep.sse.secret.as_ref().map(hide);
-        if let Ok(mut url) = url::Url::parse(&c.upstream.api_url) {
-            if url.password().is_some() && url.set_password(Some("redacted")).is_ok() {
-                c.upstream.api_url = url.as_str().trim_end_matches('/').to_owned();
+        for api_url in [Some(&mut c.upstream.api_url), c.shadow.api_url.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(mut url) = url::Url::parse(api_url) {
+                if url.password().is_some() && url.set_password(Some("redacted")).is_ok() {
+                    *api_url = url.as_str().trim_end_matches('/').to_owned();
+                }
             }
         }
         c

@@ -125,4 +125,12 @@ mod tests {
             assert!(e.contains("flagpole.shadow.sample_rate"), "{e}");
         }
     }
+
+    #[test]
+    fn a_password_in_its_api_url_is_redacted() {
+        let config = json!({"flagpole": {"shadow": {"api_url": "https://u:secret@f.test/api/v1"}}});
+        let c = from_json(config.as_object().unwrap()).unwrap().config;
+        let shown = c.redacted().shadow.api_url.unwrap();
+        assert_eq!(shown, "https://u:redacted@f.test/api/v1");
+    }
 }

@@ -12,9 +12,16 @@ pub struct FlagState {
     pub value: Value,
 }
 
+/// Longest value a log line shows (a flag value may be a whole JSON document).
+const SHOWN_CHARS: usize = 200;
+
 impl std::fmt::Display for FlagState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "enabled={} value={}", self.enabled, self.value)
+        let value = self.value.to_string();
+        match value.char_indices().nth(SHOWN_CHARS) {
+            Some((cut, _)) => write!(f, "enabled={} value={}…", self.enabled, &value[..cut]),
+            None => write!(f, "enabled={} value={value}", self.enabled),
+        }
     }
 }
 
