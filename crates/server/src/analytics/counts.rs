@@ -18,6 +18,27 @@ pub const FORWARDED: &str = "flagpole_analytics_forwarded_total";
 pub const FAILED: &str = "flagpole_analytics_failed_total";
 pub const DROPPED: &str = "flagpole_analytics_dropped_total";
 
+/// The metrics' help texts (shown once the recorder is installed).
+pub fn describe() {
+    use metrics::{describe_counter, Unit};
+    describe_counter!(
+        EVENTS,
+        Unit::Count,
+        "Flag evaluations reported by SDKs (flag analytics accepted)."
+    );
+    describe_counter!(
+        FORWARDED,
+        Unit::Count,
+        "Flag evaluations delivered upstream."
+    );
+    describe_counter!(
+        FAILED,
+        Unit::Count,
+        "Flag analytics posts upstream that failed (5xx or network) and were kept for a retry."
+    );
+    describe_counter!(DROPPED, Unit::Count, "Flag evaluations dropped: refused upstream (4xx), past the pending cap, or undelivered at exit.");
+}
+
 /// Why evaluations were dropped (the `reason` label).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {

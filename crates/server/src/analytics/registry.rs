@@ -17,6 +17,7 @@ pub struct Analytics {
 
 impl Analytics {
     pub fn new(config: AnalyticsConfig) -> Analytics {
+        super::counts::describe();
         Analytics {
             config,
             envs: RwLock::new(HashMap::new()),

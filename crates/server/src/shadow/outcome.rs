@@ -46,6 +46,16 @@ pub struct Tally {
 
 impl Default for Tally {
     fn default() -> Self {
+        metrics::describe_counter!(
+            COMPARISONS,
+            metrics::Unit::Count,
+            "Shadow comparisons with the Flagsmith API, by result (match, mismatch, skipped, error)."
+        );
+        metrics::describe_counter!(
+            DROPPED,
+            metrics::Unit::Count,
+            "Sampled identity requests not compared: over the rate limit, or the queue was full."
+        );
         Tally {
             comparisons: Outcome::ALL.map(|o| metrics::counter!(COMPARISONS, "result" => o.name())),
             dropped: ["queue_full", "rate_limited"]
