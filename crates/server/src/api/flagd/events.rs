@@ -2,6 +2,10 @@
 //! every new content revision, `keep_alive` between them (every `ofrep.sse.heartbeat_sec`), and
 //! a clean end when the environment stops being served or the proxy shuts down.
 //!
+//! A stream opened without a key (the JS provider's) waits for its connection's first keyed
+//! call to learn its environment (`peers`), saying only `provider_ready` and `keep_alive` until
+//! then.
+//!
 //! The providers drop their cached answers for the flags a `configuration_change` names. A
 //! flag's environment-level state is compared between revisions; a flag that can vary by
 //! context is always named, since its segments or overrides may have changed without that
@@ -14,8 +18,10 @@ use std::time::Duration;
 use prost_types::Struct;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
+use super::peers::Waiting;
 use super::{proto, Events};
 use crate::api::AppState;
 use crate::snapshot::Snapshot;
@@ -24,8 +30,21 @@ use crate::store::EnvSlot;
 /// A flag's environment-level state and whether it can vary, to tell what changed.
 type Fingerprints = HashMap<String, (u64, bool)>;
 
-/// Opens a stream of one version's messages, built by `message(type, data)`.
-pub fn open<T, F>(state: &AppState, env: Arc<EnvSlot>, message: F) -> Events<T>
+/// Whose changes a stream reports.
+pub enum Source {
+    Env(Arc<EnvSlot>),
+    /// Not known yet: the environment of the connection's first keyed call.
+    Connection(Waiting),
+}
+
+/// Opens a stream of one version's messages, built by `message(type, data)`; it ends when
+/// `stopping` is cancelled (shutdown) or its environment stops being served.
+pub fn open<T, F>(
+    state: &AppState,
+    source: Source,
+    stopping: CancellationToken,
+    message: F,
+) -> Events<T>
 where
     T: Send + 'static,
     F: Fn(&str, Option<Struct>) -> T + Send + 'static,
@@ -34,6 +53,34 @@ where
     let (tx, rx) = mpsc::channel(4);
     let keep_alive = Duration::from_secs(state.config.ofrep.sse.heartbeat_sec.max(1));
     tokio::spawn(async move {
+        if tx.send(Ok(message("provider_ready", None))).await.is_err() {
+            return;
+        }
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
+        let env = match source {
+            Source::Env(env) => env,
+            Source::Connection(mut waiting) => loop {
+                let event = tokio::select! {
+                    () = stopping.cancelled() => return,
+                    () = tx.closed() => return,
+                    changed = waiting.bound.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        let bound = waiting.bound.borrow_and_update().clone();
+                        match bound {
+                            Some(env) => break env,
+                            None => continue,
+                        }
+                    }
+                    _ = ticks.tick() => message("keep_alive", None),
+                };
+                if tx.send(Ok(event)).await.is_err() {
+                    return;
+                }
+            },
+        };
         let mut revisions = env.revisions.subscribe();
         revisions.borrow_and_update();
         let mut seen = env.snapshot().map(|s| fingerprints(&s)).unwrap_or_default();

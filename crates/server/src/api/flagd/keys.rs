@@ -14,8 +14,8 @@ use tonic::Status;
 use crate::api::authorise::{self, Authorised, Family, Gate, Refusal};
 use crate::api::AppState;
 
-/// The key presented, if exactly one (possibly repeated) is.
-pub fn presented(metadata: &MetadataMap) -> Result<String, Status> {
+/// The key presented (`None`: none at all); two different keys are refused.
+pub fn presented(metadata: &MetadataMap) -> Result<Option<String>, Status> {
     let text = |name: &str| metadata.get(name).and_then(|v| v.to_str().ok());
     let authorization = text("authorization").map(from_authorization);
     let candidates = [
@@ -40,12 +40,14 @@ pub fn presented(metadata: &MetadataMap) -> Result<String, Status> {
             None => key = Some(candidate.to_owned()),
         }
     }
-    key.ok_or_else(|| {
-        Status::unauthenticated(
-            "missing key: send flagd-selector, authorization (Bearer or Basic), x-api-key or \
-             x-environment-key",
-        )
-    })
+    Ok(key)
+}
+
+fn missing() -> Status {
+    Status::unauthenticated(
+        "missing key: send flagd-selector, authorization (Bearer or Basic), x-api-key or \
+         x-environment-key",
+    )
 }
 
 /// `Bearer <key>`, `Basic <base64(user:password)>` (the key is the password, or the user name
@@ -80,7 +82,11 @@ fn percent_decode(text: &str) -> String {
 /// The key → environment → snapshot, refusals as gRPC statuses.
 pub fn authorise(state: &AppState, metadata: &MetadataMap) -> Result<Authorised, Status> {
     let key = match presented(metadata) {
-        Ok(key) => key,
+        Ok(Some(key)) => key,
+        Ok(None) => {
+            state.store.unrecognised.count();
+            return Err(missing());
+        }
         Err(status) => {
             state.store.unrecognised.count();
             return Err(status);
@@ -134,9 +140,9 @@ mod tests {
             with(&[("x-api-key", "k1")]),
             with(&[("x-environment-key", "k1"), ("flagd-selector", "k1")]),
         ] {
-            assert_eq!(presented(&m).unwrap(), "k1", "{m:?}");
+            assert_eq!(presented(&m).unwrap().as_deref(), Some("k1"), "{m:?}");
         }
-        assert!(presented(&with(&[])).is_err());
+        assert_eq!(presented(&with(&[])).unwrap(), None);
         assert!(presented(&with(&[("x-api-key", "a"), ("flagd-selector", "b")])).is_err());
     }
 }

@@ -11,14 +11,18 @@
 
 mod events;
 mod keys;
+mod peers;
 mod proto;
 mod resolve;
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use tokio_stream::Stream;
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
+use super::authorise::Authorised;
 use super::AppState;
 use resolve::{Kind, Resolved, Typed};
 
@@ -34,11 +38,47 @@ pub mod v2 {
 #[derive(Clone)]
 pub struct Flagd {
     state: AppState,
+    /// Key-less event streams waiting for their connection's environment.
+    peers: Arc<peers::Peers>,
+    /// The proxy's shutdown: open event streams end.
+    stopping: CancellationToken,
 }
 
 impl Flagd {
-    pub fn new(state: AppState) -> Flagd {
-        Flagd { state }
+    pub fn new(state: AppState, stopping: CancellationToken) -> Flagd {
+        Flagd {
+            state,
+            peers: Arc::default(),
+            stopping,
+        }
+    }
+
+    /// The key's environment; a stream waiting on this connection learns it.
+    fn authorise<M>(&self, request: &Request<M>) -> Result<Authorised, Status> {
+        let authorised = keys::authorise(&self.state, request.metadata())?;
+        self.peers.seen(request.remote_addr(), &authorised.env);
+        Ok(authorised)
+    }
+
+    /// One typed resolution: the request's key and context taken out by `parts`.
+    fn one<M>(
+        &self,
+        request: Request<M>,
+        kind: Kind,
+        parts: impl FnOnce(M) -> (String, Option<prost_types::Struct>),
+    ) -> Result<Resolved, Status> {
+        let authorised = self.authorise(&request)?;
+        let (key, context) = parts(request.into_inner());
+        resolve::one(&self.state, &authorised, &key, context.as_ref(), kind)
+    }
+
+    /// Whose changes an `EventStream` call reports: its key's environment, or with no key at
+    /// all, its connection's (see `peers`).
+    fn events_source<M>(&self, request: &Request<M>) -> Result<events::Source, Status> {
+        match (keys::presented(request.metadata())?, request.remote_addr()) {
+            (None, Some(peer)) => Ok(events::Source::Connection(self.peers.wait(peer))),
+            _ => Ok(events::Source::Env(self.authorise(request)?.env)),
+        }
     }
 
     /// The v1 service, for a tonic router.
@@ -65,8 +105,9 @@ macro_rules! service {
                 &self,
                 request: Request<$v::ResolveAllRequest>,
             ) -> Result<Response<$v::ResolveAllResponse>, Status> {
-                let (metadata, _, message) = request.into_parts();
-                let all = resolve::all(&self.state, &metadata, message.context.as_ref())?;
+                let authorised = self.authorise(&request)?;
+                let context = request.into_inner().context;
+                let all = resolve::all(&self.state, &authorised, context.as_ref())?;
                 let flags = all
                     .into_iter()
                     .map(|(key, r)| {
@@ -97,9 +138,7 @@ macro_rules! service {
                 &self,
                 request: Request<$v::ResolveBooleanRequest>,
             ) -> Result<Response<$v::ResolveBooleanResponse>, Status> {
-                let r = one(&self.state, request, Kind::Bool, |m| {
-                    (m.flag_key, m.context)
-                })?;
+                let r = self.one(request, Kind::Bool, |m| (m.flag_key, m.context))?;
                 Ok(Response::new($v::ResolveBooleanResponse {
                     value: scalar!($wrap, r.value, Typed::Bool),
                     reason: r.reason.to_owned(),
@@ -112,9 +151,7 @@ macro_rules! service {
                 &self,
                 request: Request<$v::ResolveStringRequest>,
             ) -> Result<Response<$v::ResolveStringResponse>, Status> {
-                let r = one(&self.state, request, Kind::String, |m| {
-                    (m.flag_key, m.context)
-                })?;
+                let r = self.one(request, Kind::String, |m| (m.flag_key, m.context))?;
                 Ok(Response::new($v::ResolveStringResponse {
                     value: scalar!($wrap, r.value, Typed::String),
                     reason: r.reason.to_owned(),
@@ -127,9 +164,7 @@ macro_rules! service {
                 &self,
                 request: Request<$v::ResolveFloatRequest>,
             ) -> Result<Response<$v::ResolveFloatResponse>, Status> {
-                let r = one(&self.state, request, Kind::Float, |m| {
-                    (m.flag_key, m.context)
-                })?;
+                let r = self.one(request, Kind::Float, |m| (m.flag_key, m.context))?;
                 Ok(Response::new($v::ResolveFloatResponse {
                     value: scalar!($wrap, r.value, Typed::Float),
                     reason: r.reason.to_owned(),
@@ -142,7 +177,7 @@ macro_rules! service {
                 &self,
                 request: Request<$v::ResolveIntRequest>,
             ) -> Result<Response<$v::ResolveIntResponse>, Status> {
-                let r = one(&self.state, request, Kind::Int, |m| (m.flag_key, m.context))?;
+                let r = self.one(request, Kind::Int, |m| (m.flag_key, m.context))?;
                 Ok(Response::new($v::ResolveIntResponse {
                     value: scalar!($wrap, r.value, Typed::Int),
                     reason: r.reason.to_owned(),
@@ -155,9 +190,7 @@ macro_rules! service {
                 &self,
                 request: Request<$v::ResolveObjectRequest>,
             ) -> Result<Response<$v::ResolveObjectResponse>, Status> {
-                let r = one(&self.state, request, Kind::Object, |m| {
-                    (m.flag_key, m.context)
-                })?;
+                let r = self.one(request, Kind::Object, |m| (m.flag_key, m.context))?;
                 let value = match r.value {
                     Typed::Object(o) => Some(o),
                     _ => None,
@@ -176,11 +209,12 @@ macro_rules! service {
                 &self,
                 request: Request<$v::EventStreamRequest>,
             ) -> Result<Response<Self::EventStreamStream>, Status> {
-                let env = keys::authorise(&self.state, request.metadata())?.env;
-                let stream = events::open(&self.state, env, |kind, data| $v::EventStreamResponse {
+                let source = self.events_source(&request)?;
+                let message = |kind: &str, data| $v::EventStreamResponse {
                     r#type: kind.to_owned(),
                     data,
-                });
+                };
+                let stream = events::open(&self.state, source, self.stopping.clone(), message);
                 Ok(Response::new(stream))
             }
         }
@@ -204,15 +238,3 @@ fn plain<T>(value: T) -> T {
 
 service!(v1, plain);
 service!(v2, Some);
-
-/// One typed resolution: the request's key and context taken out by `parts`.
-fn one<M>(
-    state: &AppState,
-    request: Request<M>,
-    kind: Kind,
-    parts: impl FnOnce(M) -> (String, Option<prost_types::Struct>),
-) -> Result<Resolved, Status> {
-    let (metadata, _, message) = request.into_parts();
-    let (key, context) = parts(message);
-    resolve::one(state, &metadata, &key, context.as_ref(), kind)
-}

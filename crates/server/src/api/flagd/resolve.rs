@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use flagpole_engine::{FlagResult, Identity};
 use prost_types::Struct;
 use serde_json::Value;
-use tonic::metadata::MetadataMap;
 use tonic::Status;
 
-use super::{keys, proto};
+use super::proto;
+use crate::api::authorise::Authorised;
 use crate::api::openfeature::context::{self, Input};
 use crate::api::openfeature::mapping::{self, Resolution};
 use crate::api::AppState;
@@ -53,12 +53,11 @@ pub struct Resolved {
 /// One flag of the requested type.
 pub fn one(
     state: &AppState,
-    metadata: &MetadataMap,
+    authorised: &Authorised,
     key: &str,
     context: Option<&Struct>,
     kind: Kind,
 ) -> Result<Resolved, Status> {
-    let authorised = keys::authorise(state, metadata)?;
     let (snapshot, kinds) = (&authorised.snapshot, authorised.kind);
     let context = context.map(proto::to_json);
     let input = input(state, context.as_ref())?;
@@ -97,10 +96,9 @@ pub fn one(
 /// Every flag the key may see, by key; values keep the flag's own type.
 pub fn all(
     state: &AppState,
-    metadata: &MetadataMap,
+    authorised: &Authorised,
     context: Option<&Struct>,
 ) -> Result<BTreeMap<String, Resolved>, Status> {
-    let authorised = keys::authorise(state, metadata)?;
     let (snapshot, kinds) = (&authorised.snapshot, authorised.kind);
     let context = context.map(proto::to_json);
     let input = input(state, context.as_ref())?;
