@@ -17,10 +17,13 @@ use tokio::sync::watch;
 
 use crate::store::EnvSlot;
 
+/// Where a waiting stream learns its environment.
+type Binding = watch::Sender<Option<Arc<EnvSlot>>>;
+
 /// Waiting (or bound) key-less streams by peer address.
 #[derive(Default)]
 pub struct Peers {
-    waiting: Mutex<HashMap<SocketAddr, (u64, watch::Sender<Option<Arc<EnvSlot>>>)>>,
+    waiting: Mutex<HashMap<SocketAddr, (u64, Binding)>>,
     /// How many there are: a keyed call looks further only when some exist.
     count: AtomicUsize,
     next_id: AtomicU64,
