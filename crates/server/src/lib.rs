@@ -180,6 +180,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             listener,
             flagd,
             shutdown.requested.clone(),
+            config.server.shutdown_timeout,
         ))
     });
     let api = api::Api::new(state);

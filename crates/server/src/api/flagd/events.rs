@@ -84,14 +84,10 @@ where
         let mut revisions = env.revisions.subscribe();
         revisions.borrow_and_update();
         let mut seen = env.snapshot().map(|s| fingerprints(&s)).unwrap_or_default();
-        if tx.send(Ok(message("provider_ready", None))).await.is_err() {
-            return;
-        }
-        let mut ticks =
-            tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
         loop {
             let event = tokio::select! {
                 () = env.stop.cancelled() => break,
+                () = stopping.cancelled() => break,
                 () = tx.closed() => break,
                 changed = revisions.changed() => {
                     if changed.is_err() {

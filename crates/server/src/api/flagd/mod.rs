@@ -9,6 +9,8 @@
 //! as protobuf (`proto`), and changes arrive on a server stream (`events`). The two versions
 //! carry the same messages (v2 marks scalars `optional`), so one macro implements both.
 
+pub mod connect;
+mod connect_json;
 mod events;
 mod keys;
 mod peers;
