@@ -38,9 +38,9 @@ python3 bench/flagd/gen_docs.py "$OUT" "$FLAGS"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
 RESULTS="$OUT/results.jsonl"; : > "$RESULTS"
-load() {  # server label mode addr key pid
+load() {  # server mode addr key pid
   for run in $(seq "$RUNS"); do
-    taskset -c "$LOAD_CPU" "$OUT/flagd-load" -mode "$3" -addr "$4" -key "$5" -pid "$6" \
+    taskset -c "$LOAD_CPU" "$OUT/flagd-load" -mode "$2" -addr "$3" -key "$4" -pid "$5" \
       -conc "$CONC" -duration "${DURATION}s" | python3 -c "import json,sys; d=json.load(sys.stdin); d.update(server='$1', flags=$FLAGS); print(json.dumps(d))" >> "$RESULTS"
   done
 }
