@@ -77,3 +77,23 @@ def flagd_expected(item: dict, resolver: str) -> tuple[Any, str, str | None]:
     if "value" not in item:
         return DEFAULTS[resolver], item["reason"], None
     return item["value"], item["reason"], item["variant"]
+
+
+def reference_cases(env: Env, contexts: list, providers: dict[str, bool], zero: dict | None = None,
+                    type_name=lambda resolver: resolver) -> tuple[list[dict], list[dict]]:
+    """Driver cases for every visible flag of `env` in every context, per provider (name →
+    server key?), and the answers the reference gives: (cases, expected). `zero`: the provider
+    returns the type's zero value, not the caller's default, for a DISABLED answer without a
+    variant (Go and Java)."""
+    cases, expected = [], []
+    for provider, server in providers.items():
+        for ctx in contexts:
+            for name, item in ofrep_expected(env, ctx, server=server).items():
+                resolver = resolver_for(name, item)
+                cases.append({"provider": provider, "type": type_name(resolver), "flag": name,
+                              "default": DEFAULTS[resolver], "context": ctx})
+                value, reason, variant = flagd_expected(item, resolver)
+                if variant is None and zero is not None:
+                    value, variant = zero[resolver], ""
+                expected.append({"value": value, "variant": variant, "reason": reason})
+    return cases, expected
