@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import fixtures as fx
-from serve_harness import Env, FlagpoleProcess, free_port, local_config, wait_until
+from serve_harness import Env, FlagpoleProcess, local_config, wait_until
 
 MAIN = Env("flagd_main_client", "ser.flagd_main_server", fx.make_document("flagd_main_client", env_id=5001))
 LIVE = Env("flagd_live_client", "ser.flagd_live_server", fx.make_document("flagd_live_client", env_id=5002))

@@ -27,7 +27,6 @@ from flagd_support import (
     LIVE,
     MAIN,
     DEFAULTS,
-    FlagdProcess,
     flagd_config,
     flagd_expected,
     ofrep_expected,
