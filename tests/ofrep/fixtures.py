@@ -83,7 +83,7 @@ MV_OPTIONS = [
     (803, 20, "green-value", None),
 ]
 
-OFREP_REASONS = {"STATIC", "TARGETING_MATCH", "SPLIT", "DISABLED", "UNKNOWN"}
+OFREP_REASONS = {"STATIC", "DEFAULT", "TARGETING_MATCH", "SPLIT", "DISABLED", "UNKNOWN"}
 
 
 def _uuid(n: int) -> str:
@@ -299,8 +299,25 @@ def mv_variant_name(value: Any) -> str:
     return "mv-" + hashlib.sha256(jcs(value).encode()).hexdigest()[:8]
 
 
-def ofrep_item(name: str, r: dict, *, server: bool, parse_json_strings: bool = False) -> dict:
-    """One OFREP success item from one engine flag result, members in wire order."""
+def can_vary(document: dict, name: str) -> bool:
+    """Whether a feature can answer differently by context (the spec's section 4.2): multivariate
+    options, a segment override or an identity override. Only the others are STATIC."""
+    for fs in document.get("feature_states") or []:
+        if fs.get("feature", {}).get("name") == name and fs.get("multivariate_feature_state_values"):
+            return True
+    for segment in (document.get("project") or {}).get("segments") or []:
+        if any(fs.get("feature", {}).get("name") == name for fs in segment.get("feature_states") or []):
+            return True
+    for override in document.get("identity_overrides") or []:
+        if any(fs.get("feature", {}).get("name") == name for fs in override.get("identity_features") or []):
+            return True
+    return False
+
+
+def ofrep_item(name: str, r: dict, *, server: bool, parse_json_strings: bool = False,
+               varies: bool = False) -> dict:
+    """One OFREP success item from one engine flag result, members in wire order; `varies` is
+    can_vary() of the feature."""
     enabled, value, reason, variant = r["enabled"], r["value"], r["reason"], r["variant"]
     item: dict = {"key": name}
     if enabled:
@@ -319,7 +336,7 @@ def ofrep_item(name: str, r: dict, *, server: bool, parse_json_strings: bool = F
     if not enabled:
         item["reason"] = "DISABLED"
     elif reason in ("DEFAULT", "STATIC"):
-        item["reason"] = "STATIC"
+        item["reason"] = "DEFAULT" if varies else "STATIC"
     elif reason.startswith("TARGETING_MATCH"):
         item["reason"] = "TARGETING_MATCH"
     elif reason.startswith("SPLIT"):
@@ -363,7 +380,8 @@ def expected_items(document: dict, context: dict | None, *, server: bool,
     identifier, traits = context_inputs(context)
     out = {}
     for name, r in engine_flags(document, identifier, traits).items():
-        item = ofrep_item(name, r, server=server, parse_json_strings=parse_json_strings)
+        item = ofrep_item(name, r, server=server, parse_json_strings=parse_json_strings,
+                          varies=can_vary(document, name))
         if visible(document, name, item, server=server):
             out[name] = item
     return out

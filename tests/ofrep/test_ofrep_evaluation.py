@@ -144,7 +144,7 @@ def test_targeting(srv, server):
 
     # Without a targetingKey, traits are ignored: environment level.
     no_id = ok_single(single(srv, "seg_feat", {"plan": "pro"}, key=key), "seg_feat")
-    assert (no_id["value"], no_id["reason"]) == ("default", "STATIC"), no_id
+    assert (no_id["value"], no_id["reason"]) == ("default", "DEFAULT"), no_id
     assert_item(no_id, fx.expected_items(MAIN.document, None, server=server)["seg_feat"])
 
     # `traits` holding an object: its scalar members are traits.
@@ -200,7 +200,7 @@ def test_multivariate(srv, mv_users, server):
                 assert item["metadata"]["flagsmithReason"] == "SPLIT; weight=30", item
     for identifier in mv_users["control"]:
         item = mv(identifier)
-        assert (item["value"], item["reason"], item["variant"]) == ("control-value", "STATIC", "control"), item
+        assert (item["value"], item["reason"], item["variant"]) == ("control-value", "DEFAULT", "control"), item
     unkeyed = "mv-" + hashlib.sha256(b'"green-value"').hexdigest()[:8]
     for identifier in mv_users["unkeyed"]:
         item = mv(identifier)
@@ -208,7 +208,7 @@ def test_multivariate(srv, mv_users, server):
         assert re.fullmatch(r"mv-[0-9a-f]{8}", item["variant"])
     # Without an identity there is no split: the control value, variant "enabled".
     env = ok_single(single(srv, "mv", {}, key=key), "mv")
-    assert (env["value"], env["reason"], env["variant"]) == ("control-value", "STATIC", "enabled"), env
+    assert (env["value"], env["reason"], env["variant"]) == ("control-value", "DEFAULT", "enabled"), env
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,7 +349,7 @@ def test_reasons_variants_metadata(srv, mv_users, env, server):
             if name in want:
                 assert ok_single(single(srv, name, ctx, key=key), name) == got[name], (name, ctx)
     hidden = not server and env.document["project"]["hide_disabled_flags"]
-    assert {"STATIC", "TARGETING_MATCH", "SPLIT"} | (set() if hidden else {"DISABLED"}) == seen_reasons
+    assert {"STATIC", "DEFAULT", "TARGETING_MATCH", "SPLIT"} | (set() if hidden else {"DISABLED"}) == seen_reasons
 
 
 def test_client_keys_never_see_segment_names(srv):

@@ -34,7 +34,7 @@ def test_python_provider(srv):
     assert (d.value, d.reason, d.variant, d.error_code) == ("d", Reason.DISABLED, "disabled", None), d
 
     d = client.get_string_details("text", "x")
-    assert (d.value, d.reason, d.error_code) == ("Hello", Reason.STATIC, None), d
+    assert (d.value, d.reason, d.error_code) == ("Hello", Reason.DEFAULT, None), d  # it has an identity override
     d = client.get_integer_details("num", 0)
     assert (d.value, d.error_code) == (10, None), d
     assert type(d.value) is int
@@ -49,7 +49,7 @@ def test_python_provider(srv):
     assert (d.value, d.reason, d.error_code) == ("pro-value", Reason.TARGETING_MATCH, None), d
     assert d.flag_metadata["flagsmithSegment"] == "pro", d
     d = client.get_string_details("seg_feat", "x", EvaluationContext(None, {"plan": "pro"}))
-    assert (d.value, d.reason) == ("default", Reason.STATIC), d
+    assert (d.value, d.reason) == ("default", Reason.DEFAULT), d
     mv_users = fx.mv_identities(MAIN.document, 1)
     d = client.get_string_details("mv", "x", EvaluationContext(mv_users["red"][0]))
     assert (d.value, d.reason, d.variant) == ("red-value", Reason.SPLIT, "red"), d
@@ -97,12 +97,12 @@ def test_js_server_provider(srv, node_ofrep_dir, tmp_path):
         (("server", "boolean", "flag_off", True, {}), (False, "DISABLED", "disabled", None)),
         # @openfeature/ofrep-provider 0.1.3 reads a 200 without `value` as malformed.
         (("server", "string", "text_off", "d", {}), ("d", "ERROR", None, "GENERAL")),
-        (("server", "string", "text", "x", {}), ("Hello", "STATIC", "enabled", None)),
+        (("server", "string", "text", "x", {}), ("Hello", "DEFAULT", "enabled", None)),
         (("server", "number", "num", 0, {}), (10, "STATIC", "enabled", None)),
         (("server", "object", "obj", {}, {}), (fx.FEATURES["obj"][2], "STATIC", "enabled", None)),
         (("server", "string", "seg_feat", "x", {"targetingKey": "u1", "plan": "pro"}),
          ("pro-value", "TARGETING_MATCH", "enabled", None)),
-        (("server", "string", "seg_feat", "x", {"plan": "pro"}), ("default", "STATIC", "enabled", None)),
+        (("server", "string", "seg_feat", "x", {"plan": "pro"}), ("default", "DEFAULT", "enabled", None)),
         (("server", "string", "mv", "x", {"targetingKey": mv_users["blue"][0]}), ("blue-value", "SPLIT", "blue", None)),
         (("server", "string", "a/b", "x", {}), ("slash", "STATIC", "enabled", None)),
         (("server", "boolean", "nope", True, {}), (True, "ERROR", None, "FLAG_NOT_FOUND")),

@@ -116,6 +116,26 @@ impl Environment {
         self.feature_by_key.contains_key(name)
     }
 
+    /// Whether the feature of this name can answer differently for different callers: it has
+    /// multivariate options, or some segment overrides it (identity overrides are segments
+    /// here). Only a feature that can vary by nothing is static to a caching client.
+    pub fn can_vary(&self, name: &str) -> bool {
+        let targeted = self
+            .name_ids
+            .get(name)
+            .is_some_and(|&id| self.targeted.get(id as usize).copied().unwrap_or(false));
+        let multivariate = self
+            .feature_by_key
+            .get(name)
+            .and_then(|&ctx| self.feature_ctxs.get(ctx))
+            .is_some_and(|ctx| match &ctx.variants {
+                Some(Ok(variants)) => !variants.is_empty(),
+                Some(Err(_)) => true,
+                None => false,
+            });
+        targeted || multivariate
+    }
+
     /// Every [`ValueSource`] a flag can have, in order (contexts in environment order, each
     /// followed by its variants), with the name, `enabled` and `value` a flag decided by it
     /// holds. Sources whose fields are malformed (they raise when evaluated) are left out.

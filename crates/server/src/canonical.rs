@@ -28,7 +28,7 @@ use crate::config::OfrepConfig;
 pub fn settings_tag(config: &OfrepConfig, stream_token: Option<&str>) -> String {
     let described = serde_json::json!({
         // Bump whenever a release could change a body for the same inputs.
-        "map": "ofrep-map/1",
+        "map": "ofrep-map/2",
         "parse_json_strings": config.parse_json_strings,
         "require_targeting_key": config.require_targeting_key,
         "public_base_url": config.public_base_url,

@@ -83,6 +83,19 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             )
         })?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
+    let grpc_listener = match config.server.grpc_port {
+        Some(port) => Some(
+            tokio::net::TcpListener::bind((config.server.host.as_str(), port))
+                .await
+                .map_err(|e| {
+                    format!(
+                        "cannot listen on {}:{port} (flagpole.grpc.port): {e}",
+                        config.server.host
+                    )
+                })?,
+        ),
+        None => None,
+    };
     banner::print(&store, address, &startup.plan, config.logging.json);
 
     let warm = match &config.upstream.snapshot_dir {
@@ -177,13 +190,26 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             shadow::Shadow::start(&config, client, shutdown.requested.clone())
         })
         .flatten();
-    let api = api::Api::new(api::AppState {
+    let state = api::AppState {
         store: store.clone(),
         config: config.clone(),
         streams,
         analytics,
         shadow,
+    };
+    let grpc = grpc_listener.map(|listener| {
+        if let Ok(address) = listener.local_addr() {
+            tracing::info!(%address, "flagd (gRPC) listening");
+        }
+        let flagd = api::flagd::Flagd::new(state.clone(), shutdown.requested.clone());
+        tokio::spawn(server::grpc::serve(
+            listener,
+            flagd,
+            shutdown.requested.clone(),
+            config.server.shutdown_timeout,
+        ))
     });
+    let api = api::Api::new(state);
     let requested = shutdown.requested.clone();
     tokio::spawn(async move {
         shutdown::signal().await;
@@ -192,6 +218,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     });
     // The drain and the background work's last steps share one budget.
     let deadline = server::serve(listener, api, &config, shutdown.requested.clone()).await;
+    if let Some(grpc) = grpc {
+        let _ = tokio::time::timeout_at(deadline.into(), grpc).await;
+    }
     shutdown.finish(deadline).await;
     Ok(())
 }

@@ -12,9 +12,11 @@
 pub mod authorise;
 mod cors;
 pub mod error;
+pub mod flagd;
 pub mod flagsmith;
 mod observe;
 pub mod ofrep;
+pub mod openfeature;
 mod ops;
 mod request_body;
 mod respond;

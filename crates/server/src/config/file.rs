@@ -115,6 +115,14 @@ pub(super) struct FlagpoleFile {
     identity_cache: Option<Object<IdentityCacheFile>>,
     analytics: Option<AnalyticsSection>,
     shadow: Option<ShadowSection>,
+    grpc: Option<Object<GrpcFile>>,
+}
+
+/// `{"port": N}`: the flagd-compatible listener (gRPC and Connect); absent means off.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct GrpcFile {
+    port: Option<Port>,
 }
 
 /// `{"max_bytes": N}`; 0 turns the cache off.
@@ -289,6 +297,9 @@ impl FlagpoleFile {
         }
         if let Some(n) = self.identity_cache.and_then(|c| c.0.max_bytes) {
             c.limits.identity_cache_bytes = n;
+        }
+        if let Some(Port(port)) = self.grpc.and_then(|g| g.0.port) {
+            c.server.grpc_port = Some(port);
         }
         if let Some(on) = self.metrics.and_then(|s| s.0.enabled) {
             c.telemetry.metrics = on;

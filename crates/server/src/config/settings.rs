@@ -78,6 +78,9 @@ pub struct Server {
     pub shutdown_timeout: Duration,
     /// CORS: `None` = any origin (`["*"]`).
     pub allow_origins: Option<Vec<String>>,
+    /// `flagpole.grpc.port`: the flagd-compatible listener (gRPC and Connect) on the same host;
+    /// `None` (the default) = not served.
+    pub grpc_port: Option<u16>,
 }
 
 /// What a request, a connection or a key may cost.
@@ -142,6 +145,7 @@ impl Default for Config {
                 keep_alive_timeout: Duration::from_secs(5),
                 shutdown_timeout: Duration::from_secs(10),
                 allow_origins: None,
+                grpc_port: None,
             },
             limits: Limits {
                 max_body_bytes: 1 << 20,

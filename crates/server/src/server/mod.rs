@@ -8,6 +8,7 @@
 //! else by hyper.
 
 pub mod direct_stream;
+pub mod grpc;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

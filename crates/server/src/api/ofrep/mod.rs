@@ -7,9 +7,6 @@
 //! price of a hash. Errors use OFREP's shape (`errorCode`, `errorDetails`, and `key` on the
 //! single-flag endpoint).
 
-mod context;
-mod mapping;
-
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -20,6 +17,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::authorise::{self, Family, Gate, Refusal};
+use super::openfeature::{context, mapping};
 use super::request_body::{self, BodyError};
 use super::{full, stream_response, AppState, Response};
 use crate::canonical;
@@ -231,7 +229,7 @@ async fn evaluation(
                         format!("no flag named '{key}' in this environment"),
                     )
                 })?;
-            mapping::write_flag(&mut out, flag, kind, config.parse_json_strings);
+            write_mapped(&mut out, &snapshot, flag, kind, config);
         }
         None => {
             let mut flags: Vec<_> = result
@@ -247,7 +245,7 @@ async fn evaluation(
                 if i > 0 {
                     out.push(b',');
                 }
-                mapping::write_flag(&mut out, flag, kind, config.parse_json_strings);
+                write_mapped(&mut out, &snapshot, flag, kind, config);
             }
             out.push(b']');
             if let (true, Some(stream)) = (config.sse.enabled, stream) {
@@ -270,6 +268,19 @@ async fn evaluation(
     );
     success_headers(response.headers_mut(), &etag);
     Ok(response)
+}
+
+/// One flag as an OFREP evaluation object, mapped as every OpenFeature front door maps it.
+fn write_mapped(
+    out: &mut Vec<u8>,
+    snapshot: &Snapshot,
+    flag: &flagpole_engine::FlagResult<'_>,
+    kind: KeyKind,
+    config: &OfrepConfig,
+) {
+    let can_vary = snapshot.env.can_vary(flag.key);
+    let resolved = mapping::resolve(flag, kind, config.parse_json_strings, can_vary);
+    mapping::write_flag(out, &resolved);
 }
 
 /// `,"eventStreams":[…]`: where to listen for changes (OFREP's `eventStreams` extension). `since` is the current

@@ -1,10 +1,13 @@
-//! One Flagsmith flag → one OFREP evaluation object, written straight to bytes in
-//! the order `key, value, reason, variant, metadata`.
+//! One Flagsmith flag → one OpenFeature resolution (value, reason, variant, metadata), as
+//! both the OFREP and the flagd front doors answer it; and the OFREP object written straight to
+//! bytes in the order `key, value, reason, variant, metadata`.
 //!
-//! Flagsmith flags have an on/off bit and an optional value; OFREP has a typed value, a reason
-//! and a variant. The on/off bit drives valueless and boolean flags (a disabled flag reads
+//! Flagsmith flags have an on/off bit and an optional value; OpenFeature has a typed value, a
+//! reason and a variant. The on/off bit drives valueless and boolean flags (a disabled flag reads
 //! `false`: a kill switch), a disabled flag with a real value sends no value (the code default
-//! applies), and the variant is always present because the Python provider requires it.
+//! applies), and the variant is always present because the Python OFREP provider requires it.
+//! `STATIC` is only for a feature that can vary by nothing: caching providers (flagd's) keep a
+//! `STATIC` answer by flag key alone, whatever the context.
 
 use std::borrow::Cow;
 
@@ -12,52 +15,92 @@ use flagpole_engine::{FlagResult, Reason, VariantChoice};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::canonical;
+use crate::canonical;
 use crate::snapshot::KeyKind;
 
-/// Writes one evaluation object.
-pub fn write_flag(
-    out: &mut Vec<u8>,
-    flag: &FlagResult<'_>,
+/// A flag as OpenFeature sees it, borrowing from the evaluation.
+#[derive(Debug)]
+pub struct Resolution<'a> {
+    pub key: &'a str,
+    /// The on/off bit (`flagsmithEnabled`).
+    pub enabled: bool,
+    /// `None`: disabled with a real value (the code default applies).
+    pub value: Option<Cow<'a, Value>>,
+    /// One of the OpenFeature reasons (`STATIC`, `DEFAULT`, `TARGETING_MATCH`, `SPLIT`,
+    /// `DISABLED`, `UNKNOWN`).
+    pub reason: &'static str,
+    /// Never empty (`"disabled"` for a disabled flag).
+    pub variant: Cow<'a, str>,
+    /// `flagsmithFeatureId`, when the document gives a number.
+    pub feature_id: Option<&'a Value>,
+    /// Server keys only: the engine's reason text (`flagsmithReason`) and, on a targeting match,
+    /// the segment (`flagsmithSegment`).
+    pub engine_reason: Option<&'a str>,
+    pub segment: Option<&'a str>,
+}
+
+/// Maps one evaluated flag; `can_vary` is [`flagpole_engine::Environment::can_vary`] of it.
+pub fn resolve<'a>(
+    flag: &'a FlagResult<'a>,
     kind: KeyKind,
     parse_json_strings: bool,
-) {
+    can_vary: bool,
+) -> Resolution<'a> {
     let enabled = flagpole_engine::value::json_truthy(flag.enabled);
+    let server = kind == KeyKind::Server;
+    let segment = match flag.reason {
+        Reason::TargetingMatch(text) if server => {
+            Some(text.split_once("segment=").map_or(text, |(_, s)| s))
+        }
+        _ => None,
+    };
+    Resolution {
+        key: flag.key,
+        enabled,
+        value: value(enabled, flag.value, parse_json_strings),
+        reason: reason(enabled, &flag.reason, can_vary),
+        variant: variant(enabled, flag),
+        feature_id: flag
+            .metadata
+            .and_then(|m| m.get("id"))
+            .filter(|id| id.is_number()),
+        engine_reason: server.then(|| flag.reason.as_str()),
+        segment,
+    }
+}
+
+/// Writes one OFREP evaluation object.
+pub fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
     out.extend_from_slice(b"{\"key\":");
     crate::json::write(out, flag.key);
-    if let Some(value) = value(enabled, flag.value, parse_json_strings) {
+    if let Some(value) = &flag.value {
         out.extend_from_slice(b",\"value\":");
         // Canonical member order and number spelling: the body must depend only on what the
         // content revision hashes, not on how the document happened to be written.
         canonical::write_with(out, value.as_ref(), canonical::Numbers::Typed);
     }
     out.extend_from_slice(b",\"reason\":\"");
-    out.extend_from_slice(reason(enabled, &flag.reason).as_bytes());
+    out.extend_from_slice(flag.reason.as_bytes());
     out.extend_from_slice(b"\",\"variant\":");
-    crate::json::write(out, variant(enabled, flag).as_ref());
+    crate::json::write(out, flag.variant.as_ref());
     out.extend_from_slice(b",\"metadata\":{");
-    if let Some(id) = flag
-        .metadata
-        .and_then(|m| m.get("id"))
-        .filter(|id| id.is_number())
-    {
+    if let Some(id) = flag.feature_id {
         out.extend_from_slice(b"\"flagsmithFeatureId\":");
         crate::json::write(out, id);
         out.push(b',');
     }
-    out.extend_from_slice(if enabled {
+    out.extend_from_slice(if flag.enabled {
         b"\"flagsmithEnabled\":true"
     } else {
         b"\"flagsmithEnabled\":false"
     });
-    if kind == KeyKind::Server {
+    if let Some(reason) = flag.engine_reason {
         out.extend_from_slice(b",\"flagsmithReason\":");
-        crate::json::write(out, flag.reason.as_str());
-        if let Reason::TargetingMatch(text) = flag.reason {
-            let segment = text.split_once("segment=").map_or(text, |(_, s)| s);
-            out.extend_from_slice(b",\"flagsmithSegment\":");
-            crate::json::write(out, segment);
-        }
+        crate::json::write(out, reason);
+    }
+    if let Some(segment) = flag.segment {
+        out.extend_from_slice(b",\"flagsmithSegment\":");
+        crate::json::write(out, segment);
     }
     out.extend_from_slice(b"}}");
 }
@@ -83,12 +126,13 @@ fn value<'v>(enabled: bool, value: &'v Value, parse_json_strings: bool) -> Optio
     (empty || value.is_boolean()).then(|| Cow::Owned(Value::Bool(false)))
 }
 
-/// The OFREP reason (only the enum's members are ever sent).
-fn reason(enabled: bool, reason: &Reason<'_>) -> &'static str {
+/// The OpenFeature reason (only the OFREP enum's members are ever sent).
+fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'static str {
     if !enabled {
         return "DISABLED";
     }
     match reason {
+        Reason::Static | Reason::Default if can_vary => "DEFAULT",
         Reason::Static | Reason::Default => "STATIC",
         Reason::TargetingMatch(_) => "TARGETING_MATCH",
         Reason::Split(_) => "SPLIT",
@@ -156,9 +200,19 @@ mod tests {
 
     #[test]
     fn reasons_are_the_ofrep_enum() {
-        assert_eq!(reason(false, &Reason::TargetingMatch("x")), "DISABLED");
-        assert_eq!(reason(true, &Reason::Default), "STATIC");
-        assert_eq!(reason(true, &Reason::Split("SPLIT; weight=50")), "SPLIT");
-        assert_eq!(reason(true, &Reason::CircularDependency), "UNKNOWN");
+        assert_eq!(
+            reason(false, &Reason::TargetingMatch("x"), true),
+            "DISABLED"
+        );
+        assert_eq!(reason(true, &Reason::Default, false), "STATIC");
+        assert_eq!(reason(true, &Reason::Static, false), "STATIC");
+        // A feature some context could change is never STATIC: caching providers would keep it.
+        assert_eq!(reason(true, &Reason::Default, true), "DEFAULT");
+        assert_eq!(reason(true, &Reason::Static, true), "DEFAULT");
+        assert_eq!(
+            reason(true, &Reason::Split("SPLIT; weight=50"), true),
+            "SPLIT"
+        );
+        assert_eq!(reason(true, &Reason::CircularDependency, false), "UNKNOWN");
     }
 }

@@ -1,4 +1,4 @@
-//! An OFREP evaluation context → the Flagsmith inputs (OpenFeature OFREP: the evaluation context): `targetingKey` becomes the
+//! An OpenFeature evaluation context (an OFREP body's, or a flagd request's) → the Flagsmith inputs (OpenFeature OFREP: the evaluation context): `targetingKey` becomes the
 //! identity, scalar members become traits (JSON type kept), `null`s, objects and arrays are
 //! ignored, and a `traits` object is flattened under the flat members. Also the normalised form
 //! the ETag hashes, so the 304 decision needs no evaluation.
@@ -44,7 +44,15 @@ pub fn parse_body(body: &[u8]) -> Result<Value, Refusal> {
 
 /// The context member of a parsed body, normalised.
 pub fn input(body: &Value, max_trait_value_chars: usize) -> Result<Input<'_>, Refusal> {
-    let context = match body.get("context") {
+    of_context(body.get("context"), max_trait_value_chars)
+}
+
+/// A context (absent or `null`: empty), normalised.
+pub fn of_context(
+    context: Option<&Value>,
+    max_trait_value_chars: usize,
+) -> Result<Input<'_>, Refusal> {
+    let context = match context {
         None | Some(Value::Null) => return Ok(Input::default()),
         Some(Value::Object(map)) => map,
         Some(_) => {

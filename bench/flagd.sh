@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# flagd front door benchmark: ResolveBoolean and ResolveAll (gRPC, flagd.evaluation.v1) on
+# Flagpole, against OFREP single and bulk on the same Flagpole and document, and against flagd
+# itself (v0.11.2) on an equivalent flag set: N boolean flags, one targeted by a rule, in both
+# formats (bench/flagd/gen_docs.py). Each server is pinned to one core (the last), the load
+# generator (bench/flagd/load, Go, 16 concurrent callers, one HTTP/2 connection each) to the
+# others. Also counts the server's write syscalls per unary response (strace). Prints a
+# Markdown table; writes bench/out/flagd/results.json. See bench/RESULTS.md ("flagd").
+#
+#   bench/flagd.sh [--duration S] [--conc N] [--flags N] [--runs N]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+DURATION=10; CONC=16; FLAGS=100; RUNS=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) DURATION="$2"; shift 2 ;;
+    --conc) CONC="$2"; shift 2 ;;
+    --flags) FLAGS="$2"; shift 2 ;;
+    --runs) RUNS="$2"; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+command -v go >/dev/null || { echo "go is needed (the load generator and flagd)" >&2; exit 1; }
+command -v taskset >/dev/null || { echo "taskset (util-linux) is needed" >&2; exit 1; }
+OUT=bench/out/flagd
+mkdir -p "$OUT"
+LAST=$(( $(nproc) - 1 ))
+SERVER_CPU="$LAST"; LOAD_CPU="0-$(( LAST > 0 ? LAST - 1 : 0 ))"
+
+cargo build --release --quiet -p flagpole
+python3 bench/flagd/gen_docs.py "$OUT" "$FLAGS"
+(cd bench/flagd/load && GOFLAGS=-mod=mod go build -o "../../../$OUT/flagd-load" .)
+# flagd's modules are not all in the public checksum database: go.sum pins them instead.
+(cd bench/flagd/ref && GOFLAGS=-mod=mod GONOSUMDB=github.com/open-feature,buf.build/gen/go \
+  go build -o "../../../$OUT/flagd" github.com/open-feature/flagd/flagd)
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
+RESULTS="$OUT/results.jsonl"; : > "$RESULTS"
+load() {  # server mode addr key pid
+  for run in $(seq "$RUNS"); do
+    taskset -c "$LOAD_CPU" "$OUT/flagd-load" -mode "$2" -addr "$3" -key "$4" -pid "$5" \
+      -conc "$CONC" -duration "${DURATION}s" | python3 -c "import json,sys; d=json.load(sys.stdin); d.update(server='$1', flags=$FLAGS); print(json.dumps(d))" >> "$RESULTS"
+  done
+}
+syscalls() {  # server mode addr key pid: write-family syscalls per call over 3 s
+  local trace="$OUT/strace-$1-$2.txt"
+  strace -f -c -e trace=write,writev,sendmsg,sendto -o "$trace" -p "$5" & local st=$!
+  sleep 0.5
+  local calls; calls=$(taskset -c "$LOAD_CPU" "$OUT/flagd-load" -mode "$2" -addr "$3" -key "$4" -pid "$5" \
+    -conc "$CONC" -duration 3s -warmup 0s | python3 -c 'import json,sys; print(json.load(sys.stdin)["calls"])')
+  sleep 0.5; kill -INT "$st"; wait "$st" 2>/dev/null || true
+  python3 - "$trace" "$calls" "$1" "$2" >> "$RESULTS" <<'PY'
+import json, sys
+path, calls, server, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+total = 0
+for line in open(path):
+    parts = line.split()
+    if len(parts) >= 5 and parts[-1] in ("write", "writev", "sendmsg", "sendto"):
+        total += int(parts[3])
+print(json.dumps({"server": server, "mode": mode, "syscalls_per_call": total / max(calls, 1),
+                  "syscall_calls": calls}))
+PY
+}
+
+# Flagpole: the document as a local file, the flagd listener on its own port.
+GRPC=$(free_port); HTTP=$(free_port)
+cat > "$OUT/flagpole.json" <<JSON
+{"environment_key_pairs": [{"server_side_key": "ser.bench_flagd_server", "client_side_key": "bench_flagd_client"}],
+ "api_url": "http://127.0.0.1:9/api/v1",
+ "logging": {"log_level": "WARNING"},
+ "flagpole": {"documents": [{"path": "$PWD/$OUT/flagsmith.json"}], "grpc": {"port": $GRPC}}}
+JSON
+taskset -c "$SERVER_CPU" target/release/flagpole serve --host 127.0.0.1 --port "$HTTP" --config "$OUT/flagpole.json" 2>"$OUT/flagpole.log" &
+FP=$!
+trap 'kill $FP 2>/dev/null || true; kill ${FD:-} 2>/dev/null || true' EXIT
+wait_port "$GRPC"; wait_port "$HTTP"; sleep 0.5
+for mode in grpc-bool grpc-all; do load flagpole "$mode" "127.0.0.1:$GRPC" ser.bench_flagd_server "$FP"; done
+for mode in ofrep-single ofrep-bulk; do load flagpole "$mode" "127.0.0.1:$HTTP" ser.bench_flagd_server "$FP"; done
+if command -v strace >/dev/null; then
+  syscalls flagpole grpc-bool "127.0.0.1:$GRPC" ser.bench_flagd_server "$FP"
+fi
+kill "$FP"; wait "$FP" 2>/dev/null || true
+
+# flagd v0.11.2 on the equivalent flag set.
+FGRPC=$(free_port); FMGMT=$(free_port); FOFREP=$(free_port); FSYNC=$(free_port)
+taskset -c "$SERVER_CPU" "$OUT/flagd" start --uri "file:$PWD/$OUT/flagd.json" --port "$FGRPC" \
+  --management-port "$FMGMT" --ofrep-port "$FOFREP" --sync-port "$FSYNC" >"$OUT/flagd.log" 2>&1 &
+FD=$!
+wait_port "$FGRPC"; sleep 1
+for mode in grpc-bool grpc-all; do load flagd "$mode" "127.0.0.1:$FGRPC" "" "$FD"; done
+if command -v strace >/dev/null; then
+  syscalls flagd grpc-bool "127.0.0.1:$FGRPC" "" "$FD"
+fi
+kill "$FD"; wait "$FD" 2>/dev/null || true
+
+python3 - "$RESULTS" "$OUT/results.json" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+json.dump(rows, open(sys.argv[2], "w"), indent=1)
+def med(server, mode, key):
+    vals = [r[key] for r in rows if r["server"] == server and r["mode"] == mode and key in r]
+    return statistics.median(vals) if vals else None
+sys_fp = med("flagpole", "grpc-bool", "syscalls_per_call")
+sys_fd = med("flagd", "grpc-bool", "syscalls_per_call")
+errors = sum(r.get("errors", 0) for r in rows)
+print("| call | Flagpole RPS | Flagpole CPU µs/call | flagd RPS | flagd CPU µs/call | RPS ratio | CPU ratio |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for label, mode, ofrep in (("ResolveBoolean (gRPC)", "grpc-bool", "ofrep-single"), ("ResolveAll (gRPC)", "grpc-all", "ofrep-bulk")):
+    fr, fc = med("flagpole", mode, "rps"), med("flagpole", mode, "cpu_us_per_call")
+    dr, dc = med("flagd", mode, "rps"), med("flagd", mode, "cpu_us_per_call")
+    ratio = lambda a, b: f"{a / b:.2f}×" if a and b else "–"
+    print(f"| {label} | {fr:,.0f} | {fc:.1f} | {dr:,.0f} | {dc:.1f} | {ratio(fr, dr)} | {ratio(dc, fc)} |")
+    orr, oc = med("flagpole", ofrep, "rps"), med("flagpole", ofrep, "cpu_us_per_call")
+    print(f"| OFREP {'single' if ofrep == 'ofrep-single' else 'bulk'} (HTTP/1.1), same Flagpole | {orr:,.0f} | {oc:.1f} | | | | |")
+if sys_fp is not None:
+    print(f"\nwrite-family syscalls per ResolveBoolean response: Flagpole {sys_fp:.2f}, flagd {sys_fd:.2f}")
+print(f"errors: {errors}")
+PY

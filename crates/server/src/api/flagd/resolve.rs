@@ -1,0 +1,221 @@
+//! One flag, or all of them, resolved for a flagd request: the OFREP front door's evaluation
+//! and mapping (`api/openfeature`), then flagd's typing.
+//!
+//! A resolver names the type it wants. An enabled flag whose value has another type is
+//! `INVALID_ARGUMENT` (the providers' TYPE_MISMATCH); a disabled flag without a value of that
+//! type answers `DISABLED` with an empty variant, which the providers read as "use the
+//! caller's default". An unknown flag (or one a client key may not see) is `NOT_FOUND`.
+
+use std::collections::BTreeMap;
+
+use flagpole_engine::{FlagResult, Identity};
+use prost_types::Struct;
+use serde_json::Value;
+use tonic::Status;
+
+use super::proto;
+use crate::api::authorise::Authorised;
+use crate::api::openfeature::context::{self, Input};
+use crate::api::openfeature::mapping::{self, Resolution};
+use crate::api::AppState;
+use crate::snapshot::{KeyKind, Snapshot};
+
+/// The type a resolver asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    String,
+    Int,
+    Float,
+    Object,
+}
+
+/// A value in flagd's types; `None`: no value (the caller's default applies).
+#[derive(Debug)]
+pub enum Typed {
+    Bool(bool),
+    String(String),
+    Int(i64),
+    Float(f64),
+    Object(Struct),
+    None,
+}
+
+/// A resolved flag, ready for a response message.
+#[derive(Debug)]
+pub struct Resolved {
+    pub value: Typed,
+    pub reason: &'static str,
+    pub variant: String,
+    pub metadata: Struct,
+}
+
+/// One flag of the requested type.
+pub fn one(
+    state: &AppState,
+    authorised: &Authorised,
+    key: &str,
+    context: Option<&Struct>,
+    kind: Kind,
+) -> Result<Resolved, Status> {
+    let (snapshot, kinds) = (&authorised.snapshot, authorised.kind);
+    let context = context.map(proto::to_json);
+    let input = input(state, context.as_ref())?;
+    authorised.env.usage.count(usage_resource(&input));
+    let traits = input.engine_traits();
+    let identity = input.identifier.map(|id| Identity::new(id, &traits));
+    let not_found = || Status::not_found(format!("no flag named '{key}' in this environment"));
+    let resolve = |flag: &FlagResult<'_>| -> Result<Resolved, Status> {
+        if !snapshot.is_visible(kinds, flag.key, flag.enabled) {
+            return Err(not_found());
+        }
+        typed(&mapped(state, snapshot, flag, kinds), kind)
+    };
+    match &identity {
+        Some(identity) => {
+            // The feature alone, as the Flagsmith SDKs evaluate one flag read.
+            let flag = snapshot
+                .env
+                .evaluate_feature(key, Some(identity))
+                .map_err(evaluation_failed)?
+                .ok_or_else(not_found)?;
+            resolve(&flag)
+        }
+        None => {
+            let flags = snapshot.env.own_flags().map_err(evaluation_failed)?;
+            let flag = flags
+                .flags
+                .iter()
+                .find(|f| f.key == key)
+                .ok_or_else(not_found)?;
+            resolve(flag)
+        }
+    }
+}
+
+/// Every flag the key may see, by key; values keep the flag's own type.
+pub fn all(
+    state: &AppState,
+    authorised: &Authorised,
+    context: Option<&Struct>,
+) -> Result<BTreeMap<String, Resolved>, Status> {
+    let (snapshot, kinds) = (&authorised.snapshot, authorised.kind);
+    let context = context.map(proto::to_json);
+    let input = input(state, context.as_ref())?;
+    authorised.env.usage.count(usage_resource(&input));
+    let traits = input.engine_traits();
+    let identity = input.identifier.map(|id| Identity::new(id, &traits));
+    let result = match &identity {
+        Some(identity) => snapshot.env.evaluate(Some(identity)),
+        None => snapshot.env.own_flags(),
+    }
+    .map_err(evaluation_failed)?;
+    let mut out = BTreeMap::new();
+    for flag in &result.flags {
+        if !snapshot.is_visible(kinds, flag.key, flag.enabled) || out.contains_key(flag.key) {
+            continue;
+        }
+        let r = mapped(state, snapshot, flag, kinds);
+        let value = match r.value.as_deref() {
+            Some(Value::Bool(b)) => Typed::Bool(*b),
+            Some(Value::String(s)) => Typed::String(s.clone()),
+            Some(Value::Number(n)) => Typed::Float(n.as_f64().unwrap_or(f64::NAN)),
+            Some(Value::Object(o)) => Typed::Object(proto::object(o)),
+            _ => Typed::None,
+        };
+        let empty = matches!(value, Typed::None);
+        out.insert(flag.key.to_owned(), finish(&r, value, empty && !r.enabled));
+    }
+    Ok(out)
+}
+
+/// The request's context as Flagsmith inputs (`INVALID_ARGUMENT` as OFREP's 400).
+fn input<'a>(state: &AppState, context: Option<&'a Value>) -> Result<Input<'a>, Status> {
+    context::of_context(context, state.config.limits.max_trait_value_length)
+        .map_err(|(code, details)| Status::invalid_argument(format!("{code}: {details}")))
+}
+
+fn mapped<'a>(
+    state: &AppState,
+    snapshot: &Snapshot,
+    flag: &'a FlagResult<'a>,
+    kind: KeyKind,
+) -> Resolution<'a> {
+    let can_vary = snapshot.env.can_vary(flag.key);
+    mapping::resolve(flag, kind, state.config.ofrep.parse_json_strings, can_vary)
+}
+
+/// The mapped flag as the requested type.
+fn typed(r: &Resolution<'_>, kind: Kind) -> Result<Resolved, Status> {
+    let value = match (kind, r.value.as_deref()) {
+        (Kind::Bool, Some(Value::Bool(b))) => Some(Typed::Bool(*b)),
+        (Kind::String, Some(Value::String(s))) => Some(Typed::String(s.clone())),
+        (Kind::Int, Some(Value::Number(n))) => integer(n).map(Typed::Int),
+        (Kind::Float, Some(Value::Number(n))) => n.as_f64().map(Typed::Float),
+        (Kind::Object, Some(Value::Object(o))) => Some(Typed::Object(proto::object(o))),
+        _ => None,
+    };
+    match value {
+        Some(value) => Ok(finish(r, value, false)),
+        None if !r.enabled => Ok(finish(r, Typed::None, true)),
+        None => Err(Status::invalid_argument(format!(
+            "flag '{}' is not of type {}",
+            r.key,
+            match kind {
+                Kind::Bool => "boolean",
+                Kind::String => "string",
+                Kind::Int => "integer",
+                Kind::Float => "float",
+                Kind::Object => "object",
+            }
+        ))),
+    }
+}
+
+/// An integer, or a float with no fraction that an `i64` holds.
+fn integer(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+            .map(|f| f as i64)
+    })
+}
+
+/// The response parts; `defaulted`: no value for the caller, so the variant is empty.
+fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool) -> Resolved {
+    let mut metadata = BTreeMap::new();
+    if let Some(id) = r.feature_id.and_then(Value::as_f64) {
+        metadata.insert("flagsmithFeatureId".to_owned(), proto::number(id));
+    }
+    metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled));
+    if let Some(reason) = r.engine_reason {
+        metadata.insert("flagsmithReason".to_owned(), proto::string(reason));
+    }
+    if let Some(segment) = r.segment {
+        metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
+    }
+    Resolved {
+        value,
+        reason: r.reason,
+        variant: if defaulted {
+            String::new()
+        } else {
+            r.variant.clone().into_owned()
+        },
+        metadata: Struct { fields: metadata },
+    }
+}
+
+fn evaluation_failed(e: impl std::fmt::Display) -> Status {
+    tracing::error!(error = %e, "flagd evaluation failed");
+    Status::internal("the flag could not be evaluated")
+}
+
+/// Counted like OFREP: with an identity as `/identities`, else as `/flags`.
+fn usage_resource(input: &Input<'_>) -> crate::usage::Resource {
+    if input.identifier.is_some() {
+        crate::usage::Resource::Identities
+    } else {
+        crate::usage::Resource::Flags
+    }
+}

@@ -1,0 +1,179 @@
+// Evaluates flags with the OpenFeature Go SDK and the flagd provider in RPC mode (Connect,
+// flagd.evaluation.v1, HTTP/1.1) against flagpole. Driven by tests/flagd/test_flagd_go.py:
+//
+//	go run . INPUT.json OUTPUT.json
+//
+// INPUT:  {"port": N, "providers": {NAME: {"host": "KEY@127.0.0.1", "cache": "disabled"|"lru"}},
+//
+//	"cases": [{"provider", "type": "boolean"|"string"|"integer"|"float"|"object", "flag",
+//	           "default", "context"}],
+//	"change": {"provider", "ready": PATH, "timeoutMs", "cases": [...]} (optional)}
+//
+// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}], "changed": [...], "after": [...]}
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	flagd "github.com/open-feature/go-sdk-contrib/providers/flagd/pkg"
+	"github.com/open-feature/go-sdk/openfeature"
+)
+
+type providerOptions struct {
+	Host  string `json:"host"`
+	Cache string `json:"cache"`
+}
+
+type evalCase struct {
+	Provider string         `json:"provider"`
+	Type     string         `json:"type"`
+	Flag     string         `json:"flag"`
+	Default  any            `json:"default"`
+	Context  map[string]any `json:"context"`
+}
+
+type change struct {
+	Provider  string     `json:"provider"`
+	Ready     string     `json:"ready"`
+	TimeoutMs int        `json:"timeoutMs"`
+	Cases     []evalCase `json:"cases"`
+}
+
+type input struct {
+	Port      uint16                     `json:"port"`
+	Providers map[string]providerOptions `json:"providers"`
+	Cases     []evalCase                 `json:"cases"`
+	Change    *change                    `json:"change"`
+}
+
+type result struct {
+	Value     any    `json:"value"`
+	Variant   string `json:"variant"`
+	Reason    string `json:"reason"`
+	ErrorCode string `json:"errorCode"`
+}
+
+type output struct {
+	Results []result `json:"results"`
+	Changed []string `json:"changed"`
+	After   []result `json:"after"`
+}
+
+func evalContext(ctx map[string]any) openfeature.EvaluationContext {
+	attrs := map[string]any{}
+	key := ""
+	for k, v := range ctx {
+		if k == "targetingKey" {
+			key, _ = v.(string)
+			continue
+		}
+		attrs[k] = v
+	}
+	return openfeature.NewEvaluationContext(key, attrs)
+}
+
+func number(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}
+
+func evaluate(cases []evalCase) []result {
+	ctx := context.Background()
+	out := make([]result, 0, len(cases))
+	for _, c := range cases {
+		client := openfeature.NewClient(c.Provider)
+		ec := evalContext(c.Context)
+		var r result
+		var d openfeature.ResolutionDetail
+		switch c.Type {
+		case "boolean":
+			def, _ := c.Default.(bool)
+			v, _ := client.BooleanValueDetails(ctx, c.Flag, def, ec)
+			r.Value, d = v.Value, v.ResolutionDetail
+		case "string":
+			def, _ := c.Default.(string)
+			v, _ := client.StringValueDetails(ctx, c.Flag, def, ec)
+			r.Value, d = v.Value, v.ResolutionDetail
+		case "integer":
+			v, _ := client.IntValueDetails(ctx, c.Flag, int64(number(c.Default)), ec)
+			r.Value, d = v.Value, v.ResolutionDetail
+		case "float":
+			v, _ := client.FloatValueDetails(ctx, c.Flag, number(c.Default), ec)
+			r.Value, d = v.Value, v.ResolutionDetail
+		default:
+			v, _ := client.ObjectValueDetails(ctx, c.Flag, c.Default, ec)
+			r.Value, d = v.Value, v.ResolutionDetail
+		}
+		r.Variant, r.Reason, r.ErrorCode = d.Variant, string(d.Reason), string(d.ErrorCode)
+		out = append(out, r)
+	}
+	return out
+}
+
+func run(in input) (output, error) {
+	for name, o := range in.Providers {
+		opts := []flagd.ProviderOption{
+			flagd.WithRPCResolver(), flagd.WithHost(o.Host), flagd.WithPort(in.Port),
+			flagd.WithRetryBackoffMs(200), flagd.WithRetryBackoffMaxMs(500),
+		}
+		if o.Cache == "lru" {
+			opts = append(opts, flagd.WithLRUCache(100))
+		} else {
+			opts = append(opts, flagd.WithoutCache())
+		}
+		provider, err := flagd.NewProvider(opts...)
+		if err != nil {
+			return output{}, err
+		}
+		if err := openfeature.SetNamedProviderAndWait(name, provider); err != nil {
+			return output{}, fmt.Errorf("provider %s: %w", name, err)
+		}
+	}
+	out := output{Results: evaluate(in.Cases), Changed: []string{}, After: []result{}}
+	if in.Change != nil {
+		changed := make(chan []string, 1)
+		callback := func(details openfeature.EventDetails) {
+			select {
+			case changed <- details.FlagChanges:
+			default:
+			}
+		}
+		openfeature.NewClient(in.Change.Provider).AddHandler(openfeature.ProviderConfigChange, &callback)
+		if err := os.WriteFile(in.Change.Ready, []byte("ready"), 0o644); err != nil {
+			return out, err
+		}
+		select {
+		case flags := <-changed:
+			out.Changed = flags
+		case <-time.After(time.Duration(in.Change.TimeoutMs) * time.Millisecond):
+			return out, fmt.Errorf("no configuration change event")
+		}
+		out.After = evaluate(in.Change.Cases)
+	}
+	openfeature.Shutdown()
+	return out, nil
+}
+
+func main() {
+	raw, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	var in input
+	if err := json.Unmarshal(raw, &in); err != nil {
+		panic(err)
+	}
+	out, err := run(in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	encoded, _ := json.Marshal(out)
+	if err := os.WriteFile(os.Args[2], encoded, 0o644); err != nil {
+		panic(err)
+	}
+}

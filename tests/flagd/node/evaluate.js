@@ -1,0 +1,76 @@
+// Evaluates flags with the OpenFeature JS server SDK and the flagd provider in RPC mode
+// (gRPC, flagd.evaluation.v2) against flagpole. Driven by tests/flagd/test_flagd_node.py:
+//   node evaluate.js INPUT.json OUTPUT.json
+// INPUT:  {"port": N, "providers": {NAME: {"selector": KEY, "cache": "disabled"|"lru"}},
+//          "cases": [{"provider", "type": "boolean"|"string"|"number"|"object", "flag",
+//                     "default", "context"}],
+//          "change": {"provider", "ready": PATH, "timeoutMs", "cases": [...]} (optional: write
+//          READY, wait for ConfigurationChanged, then evaluate these cases)}
+// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}, ...], "changed": [...],
+//          "after": [...]}
+'use strict';
+const fs = require('fs');
+const { OpenFeature, ProviderEvents } = require('@openfeature/server-sdk');
+const { FlagdProvider } = require('@openfeature/flagd-provider');
+
+const METHODS = {
+  boolean: 'getBooleanDetails',
+  string: 'getStringDetails',
+  number: 'getNumberDetails',
+  object: 'getObjectDetails',
+};
+
+function orNull(v) {
+  return v === undefined ? null : v;
+}
+
+async function evaluate(cases) {
+  const results = [];
+  for (const c of cases) {
+    const client = OpenFeature.getClient(c.provider);
+    const d = await client[METHODS[c.type]](c.flag, c.default, c.context || {});
+    results.push({
+      value: orNull(d.value),
+      variant: orNull(d.variant),
+      reason: orNull(d.reason),
+      errorCode: orNull(d.errorCode),
+    });
+  }
+  return results;
+}
+
+async function main() {
+  const [input, output] = process.argv.slice(2);
+  const req = JSON.parse(fs.readFileSync(input, 'utf8'));
+  for (const [name, options] of Object.entries(req.providers)) {
+    const provider = new FlagdProvider({
+      host: '127.0.0.1',
+      port: req.port,
+      resolverType: 'rpc',
+      deadlineMs: 5000,
+      ...options,
+    });
+    await OpenFeature.setProviderAndWait(name, provider);
+  }
+  const out = { results: await evaluate(req.cases), changed: null, after: [] };
+  if (req.change) {
+    const client = OpenFeature.getClient(req.change.provider);
+    const changed = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no ConfigurationChanged event')), req.change.timeoutMs);
+      client.addHandler(ProviderEvents.ConfigurationChanged, (details) => {
+        clearTimeout(timer);
+        resolve(details.flagsChanged || []);
+      });
+    });
+    fs.writeFileSync(req.change.ready, 'ready');
+    out.changed = await changed;
+    out.after = await evaluate(req.change.cases);
+  }
+  await OpenFeature.close();
+  fs.writeFileSync(output, JSON.stringify(out));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,114 @@
+"""The Go flagd provider (go-sdk-contrib/providers/flagd v0.3.2, RPC mode: Connect over HTTP/1.1,
+application/proto, flagd.evaluation.v1) against Flagpole's flagd front door. Its only way to carry
+a key is user-info in its host setting, which Go's HTTP client sends as `Authorization: Basic`.
+Every value compared with the reference engine; errors; client keys; a document change."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import fixtures as fx
+from flagd_support import LIVE, MAIN, reference_cases
+
+HERE = Path(__file__).resolve().parent
+# The Go provider (0.3.2) returns the wire value of a DISABLED answer without a variant rather
+# than the caller's default (Python and JS return the default): the type's zero value.
+ZERO = {"boolean": False, "string": "", "integer": 0, "float": 0.0, "object": {}}
+CONTEXTS = [
+    None,
+    {"targetingKey": "u1", "plan": "pro"},
+    {"targetingKey": "u1", "plan": "free"},
+    {"targetingKey": fx.OVERRIDE_USER},
+]
+
+
+@pytest.fixture(scope="session")
+def go_driver(tmp_path_factory) -> Path:
+    go = shutil.which("go")
+    if not go:
+        pytest.skip("go is not installed")
+    out = tmp_path_factory.mktemp("go") / "flagd-go-driver"
+    # go.sum pins every module; the checksum database is not needed to verify them.
+    env = dict(os.environ, GOFLAGS="-mod=mod", GONOSUMDB="*")
+    proc = subprocess.run([go, "build", "-o", str(out), "."], cwd=HERE / "go", env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"go build failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+def run_driver(driver: Path, workdir: Path, request: dict, during=None, timeout: float = 120) -> dict:
+    workdir.mkdir(parents=True, exist_ok=True)
+    inp, out = workdir / "in.json", workdir / "out.json"
+    inp.write_text(json.dumps(request))
+    proc = subprocess.Popen([str(driver), str(inp), str(out)], cwd=workdir,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if during is not None:
+        during()
+    stdout, stderr = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"go driver failed:\n{stdout}\n{stderr}"
+    return json.loads(out.read_text())
+
+
+def host(key: str) -> str:
+    return f"{key}@127.0.0.1"
+
+
+def test_go_provider_equals_the_reference(flagd_srv, go_driver, tmp_path):
+    providers = {"server": {"host": host(MAIN.server_key), "cache": "disabled"},
+                 "client": {"host": host(MAIN.client_key), "cache": "disabled"}}
+    mv_users = fx.mv_identities(MAIN.document, 1)
+    contexts = CONTEXTS + [{"targetingKey": u} for users in mv_users.values() for u in users]
+    cases, expected = reference_cases(MAIN, contexts, {"server": True, "client": False}, zero=ZERO)
+    extra = [
+        ({"provider": "client", "type": "string", "flag": "secret", "default": "x"},
+         {"value": "x", "errorCode": "FLAG_NOT_FOUND"}),
+        ({"provider": "server", "type": "string", "flag": "secret", "default": "x"},
+         {"value": "s3cret", "errorCode": ""}),
+        ({"provider": "server", "type": "boolean", "flag": "nope", "default": True},
+         {"value": True, "errorCode": "FLAG_NOT_FOUND"}),
+        ({"provider": "server", "type": "boolean", "flag": "text", "default": False},
+         {"value": False, "errorCode": "TYPE_MISMATCH"}),
+    ]
+    cases += [c for c, _ in extra]
+    out = run_driver(go_driver, tmp_path, {"port": flagd_srv.grpc_port, "providers": providers,
+                                           "cases": cases})
+    got = out["results"]
+    assert len(got) == len(cases)
+    for case, want, result in zip(cases, expected, got):
+        assert result == dict(want, errorCode=""), (case, result)
+    for (case, want), result in zip(extra, got[len(expected):]):
+        assert {k: result[k] for k in want} == want, (case, result)
+
+
+def test_go_provider_sees_a_document_change(flagd_srv, go_driver, tmp_path):
+    ready = tmp_path / "ready"
+    path = flagd_srv.paths[1]
+    request = {
+        "port": flagd_srv.grpc_port,
+        "providers": {"live": {"host": host(LIVE.server_key), "cache": "lru"}},
+        "cases": [{"provider": "live", "type": "string", "flag": "text", "default": "x"}],
+        "change": {"provider": "live", "ready": str(ready), "timeoutMs": 20000,
+                   "cases": [{"provider": "live", "type": "string", "flag": "text", "default": "x"}]},
+    }
+
+    def change():
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert time.monotonic() < deadline, "the driver never got ready"
+            time.sleep(0.05)
+        path.write_text(json.dumps(fx.make_document(LIVE.client_key, env_id=5002, revision=3)))
+
+    try:
+        out = run_driver(go_driver, tmp_path, request, during=change)
+    finally:
+        path.write_text(json.dumps(LIVE.document))
+    assert out["results"][0]["value"] == "Hello", out
+    assert "text" in out["changed"], out
+    assert out["after"][0]["value"] == "Hello r3", out

@@ -1,0 +1,68 @@
+"""The Java flagd provider (dev.openfeature.contrib.providers:flagd 0.11.15, RPC mode: gRPC,
+flagd.evaluation.v1) against Flagpole's flagd front door. It sends no selector in RPC mode; the key
+goes in a gRPC client interceptor (`clientInterceptors`), as the README shows. Every value compared
+with the reference engine; errors; client keys."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import fixtures as fx
+from flagd_support import MAIN, reference_cases
+
+HERE = Path(__file__).resolve().parent
+ZERO = {"boolean": False, "string": "", "integer": 0, "float": 0.0, "object": None}
+
+
+@pytest.fixture(scope="session")
+def java_driver(tmp_path_factory) -> list[str]:
+    java, javac, mvn = shutil.which("java"), shutil.which("javac"), shutil.which("mvn")
+    if not (java and javac and mvn):
+        pytest.skip("java, javac and mvn are needed")
+    work = tmp_path_factory.mktemp("java")
+    classpath = work / "classpath.txt"
+    proc = subprocess.run([mvn, "-q", "-B", "dependency:build-classpath", f"-Dmdep.outputFile={classpath}"],
+                          cwd=HERE / "java", capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"mvn failed:\n{proc.stdout}\n{proc.stderr}"
+    cp = classpath.read_text().strip()
+    classes = work / "classes"
+    proc = subprocess.run([javac, "-cp", cp, "-d", str(classes),
+                           str(HERE / "java/src/main/java/flagpole/Main.java")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"javac failed:\n{proc.stdout}\n{proc.stderr}"
+    return [java, "-cp", f"{classes}:{cp}", "flagpole.Main"]
+
+
+def test_java_provider_equals_the_reference(flagd_srv, java_driver, tmp_path):
+    mv_users = fx.mv_identities(MAIN.document, 1)
+    contexts = [None, {"targetingKey": "u1", "plan": "pro"}, {"targetingKey": "u1", "plan": "free"},
+                {"targetingKey": fx.OVERRIDE_USER}] + [{"targetingKey": u} for us in mv_users.values() for u in us]
+    cases, expected = reference_cases(MAIN, contexts, {"server": True, "client": False}, zero=ZERO)
+    extra = [
+        ({"provider": "client", "type": "string", "flag": "secret", "default": "x"},
+         {"value": "x", "errorCode": "FLAG_NOT_FOUND"}),
+        ({"provider": "server", "type": "string", "flag": "secret", "default": "x"},
+         {"value": "s3cret", "errorCode": None}),
+        ({"provider": "server", "type": "boolean", "flag": "nope", "default": True},
+         {"value": True, "errorCode": "FLAG_NOT_FOUND"}),
+        ({"provider": "server", "type": "boolean", "flag": "text", "default": False},
+         {"value": False, "errorCode": "TYPE_MISMATCH"}),
+    ]
+    request = {"port": flagd_srv.grpc_port,
+               "providers": {"server": {"key": MAIN.server_key}, "client": {"key": MAIN.client_key}},
+               "cases": cases + [c for c, _ in extra]}
+    inp, out = tmp_path / "in.json", tmp_path / "out.json"
+    inp.write_text(json.dumps(request))
+    proc = subprocess.run(java_driver + [str(inp), str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"java driver failed:\n{proc.stdout}\n{proc.stderr}"
+    got = json.loads(out.read_text())["results"]
+    assert len(got) == len(request["cases"])
+    for case, want, result in zip(cases, expected, got):
+        assert result == dict(want, errorCode=None), (case, result)
+    for (case, want), result in zip(extra, got[len(expected):]):
+        assert {k: result[k] for k in want} == want, (case, result)
