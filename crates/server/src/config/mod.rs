@@ -15,6 +15,7 @@ mod ofrep;
 mod settings;
 mod start;
 mod suggest;
+mod tls;
 mod values;
 
 use std::fmt;
@@ -29,6 +30,7 @@ pub use settings::{
 };
 pub use start::{start, Example, Plan, ServeOptions, Startup};
 pub use suggest::closest;
+pub use tls::TlsConfig;
 
 /// A configuration problem that stops startup: one line, naming the key.
 #[derive(Debug, Clone, PartialEq, Eq)]

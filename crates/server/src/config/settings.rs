@@ -72,6 +72,8 @@ pub struct Server {
     pub shutdown_timeout: Duration,
     /// CORS: `None` = any origin (`["*"]`).
     pub allow_origins: Option<Vec<String>>,
+    /// HTTPS on `port` (`server.tls`); `None` = plain HTTP.
+    pub tls: Option<super::TlsConfig>,
 }
 
 /// What a request, a connection or a key may cost.
@@ -136,6 +138,7 @@ impl Default for Config {
                 keep_alive_timeout: Duration::from_secs(5),
                 shutdown_timeout: Duration::from_secs(10),
                 allow_origins: None,
+                tls: None,
             },
             limits: Limits {
                 max_body_bytes: 1 << 20,
