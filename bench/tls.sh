@@ -4,7 +4,8 @@
 # same CPU, driven in turn by wrk on the same run: GET /api/v1/flags/ and GET /api/v1/identities/
 # (identifiers drawn from a Zipf distribution, bench/http/lua/zipf_identities.lua), on keep-alive
 # connections and with a new connection per request (`Connection: close`: a handshake each).
-# Prints a Markdown table of RPS and p99 latency per mode, and the TLS/plain ratio.
+# Prints a Markdown table per mode: RPS, the server's CPU time per request (steadier than RPS on
+# a busy machine) and p99 latency, each with the TLS/plain ratio.
 #
 #   bench/tls.sh                      3 runs of 3 s per cell, c=64 (about 3 minutes)
 #   bench/tls.sh --runs 1 --duration 2 --conc 10
@@ -47,25 +48,29 @@ printf '{"server": {"tls": {"cert_path": "%s", "key_path": "%s"}}}\n' \
 echo '{}' >"$WORK/plain.json"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-start() { # name config → port
-  local port; port=$(free_port)
-  taskset -c "$SERVER_CPU" "$BIN" serve --example --host 127.0.0.1 --port "$port" \
-    --config "$WORK/$2.json" >"$WORK/$1.log" 2>&1 &
-  PIDS+=($!)
-  echo "$port"
-}
-PLAIN_PORT=$(start plain plain)
-TLS_PORT=$(start tls tls)
-for url in "http://127.0.0.1:$PLAIN_PORT" "https://127.0.0.1:$TLS_PORT"; do
+declare -A PORT PID
+for side in plain tls; do
+  PORT[$side]=$(free_port)
+  taskset -c "$SERVER_CPU" "$BIN" serve --example --host 127.0.0.1 --port "${PORT[$side]}" \
+    --config "$WORK/$side.json" >"$WORK/$side.log" 2>&1 &
+  PID[$side]=$!
+  PIDS+=("$!")
+done
+url_of() { if [ "$1" = plain ]; then echo "http://127.0.0.1:${PORT[plain]}"; else echo "https://127.0.0.1:${PORT[tls]}"; fi; }
+for side in plain tls; do
+  url=$(url_of "$side")
   for _ in $(seq 100); do
     curl -sfk "$url/proxy/health/readiness" >/dev/null && break
     sleep 0.1
   done
   curl -sfk "$url/proxy/health/readiness" >/dev/null || { echo "no server at $url" >&2; cat "$WORK"/*.log >&2; exit 1; }
 done
+# CPU time a process has used, in clock ticks (user + system).
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
 KEY="X-Environment-Key: example_client_key"
-# One wrk run: prints "RPS P99_MS" (p99 from wrk --latency, in ms).
+# One wrk run: prints "RPS P99_MS REQUESTS" (p99 from wrk --latency, in ms).
 run() { # url endpoint connection
   local extra=() target="$1/api/v1/flags/"
   if [ "$2" = identities ]; then
@@ -78,36 +83,42 @@ run() { # url endpoint connection
   taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONC" -d"${DURATION}s" --latency -H "$KEY" "${extra[@]}" \
     "$target" "${args[@]}" 2>&1 | awk '
       /Requests\/sec/ { rps = $2 }
+      / requests in / { requests = $1 }
       /^ +99%/ { v = $2; if (v ~ /us$/) { sub(/us/, "", v); v /= 1000 }
                  else if (v ~ /ms$/) { sub(/ms/, "", v) }
                  else if (v ~ /s$/) { sub(/s/, "", v); v *= 1000 }
                  p99 = v }
       /Non-2xx|Socket errors/ { errors = errors $0 " " }
-      END { printf "%d %.2f %s\n", rps, p99, (errors == "" ? "" : "ERRORS:" errors) }'
+      END { printf "%d %.2f %d %s\n", rps, p99, requests, (errors == "" ? "" : "ERRORS:" errors) }'
 }
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 echo "TLS vs plain: Flagpole on CPU $SERVER_CPU, wrk (1 thread, c=$CONC) on CPU $CLIENT_CPU," \
   "median of $RUNS runs of ${DURATION}s; $(nproc) CPUs, $(uname -m)"
+echo "server CPU: the serving process's CPU time (user + system) per request answered"
 echo
-echo "| endpoint | connections | plain RPS | TLS RPS | TLS / plain | plain p99 ms | TLS p99 ms |"
-echo "|---|---|---:|---:|---:|---:|---:|"
+echo "| endpoint | connections | plain RPS | TLS RPS | TLS / plain | plain CPU µs/req | TLS CPU µs/req | TLS / plain | plain p99 ms | TLS p99 ms |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for endpoint in flags identities; do
   for connection in keep-alive close; do
-    : >"$WORK/plain.rps"; : >"$WORK/tls.rps"; : >"$WORK/plain.p99"; : >"$WORK/tls.p99"
+    for side in plain tls; do : >"$WORK/$side.rps"; : >"$WORK/$side.p99"; : >"$WORK/$side.cpu"; done
     for _ in $(seq "$RUNS"); do
       # Alternating, so a disturbance on the machine falls on both sides alike.
       for side in plain tls; do
-        if [ "$side" = plain ]; then url="http://127.0.0.1:$PLAIN_PORT"; else url="https://127.0.0.1:$TLS_PORT"; fi
-        read -r rps p99 errors < <(run "$url" "$endpoint" "$connection")
+        before=$(ticks "${PID[$side]}")
+        read -r rps p99 requests errors < <(run "$(url_of "$side")" "$endpoint" "$connection")
+        after=$(ticks "${PID[$side]}")
         [ -n "${errors:-}" ] && echo "warning: $side $endpoint $connection: $errors" >&2
         echo "$rps" >>"$WORK/$side.rps"
         echo "$p99" >>"$WORK/$side.p99"
+        awk -v t=$((after - before)) -v us="$TICK_US" -v n="$requests" \
+          'BEGIN { printf "%.1f\n", (n > 0 ? t * us / n : 0) }' >>"$WORK/$side.cpu"
       done
     done
     p=$(median <"$WORK/plain.rps"); t=$(median <"$WORK/tls.rps")
+    pc=$(median <"$WORK/plain.cpu"); tc=$(median <"$WORK/tls.cpu")
     pl=$(median <"$WORK/plain.p99"); tl=$(median <"$WORK/tls.p99")
-    ratio=$(awk -v t="$t" -v p="$p" 'BEGIN { printf "%.2f", (p > 0 ? t / p : 0) }')
-    echo "| $endpoint | $connection | $p | $t | $ratio | $pl | $tl |"
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+    echo "| $endpoint | $connection | $p | $t | $(ratio "$t" "$p") | $pc | $tc | $(ratio "$tc" "$pc") | $pl | $tl |"
   done
 done

@@ -25,6 +25,7 @@ from serve_harness import (
     HOST,
     FlagpoleProcess,
     Response,
+    binary_path,
     free_port,
     http_request,
     local_config,
@@ -236,6 +237,11 @@ def test_bad_pair_at_start_is_an_error_naming_the_file(tmp_path, pki):
             fp.kill()
         err = fp.stderr_text()
         assert all(w in err for w in words), err
+        # `flagpole check` refuses it the same way.
+        fp.config_path.write_text(json.dumps(config))
+        checked = subprocess.run([str(binary_path()), "check", "--config", str(fp.config_path)],
+                                 capture_output=True, text=True, timeout=30, cwd=fp.workdir)
+        assert checked.returncode == 2 and all(w in checked.stderr for w in words), checked.stderr
 
 
 def test_rotation_under_load_fails_no_request(tmp_path, pki, tls_flagpole):
