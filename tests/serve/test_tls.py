@@ -247,7 +247,9 @@ def test_bad_pair_at_start_is_an_error_naming_the_file(tmp_path, pki):
 def test_rotation_under_load_fails_no_request(tmp_path, pki, tls_flagpole):
     ca, first, cert, key = pki
     paths = write_documents(tmp_path / "docs", ENVS)
-    fp = tls_flagpole(tls_config(paths, cert, key, reload_interval_seconds=0.2), ca.ca_path)
+    plain = free_port()
+    fp = tls_flagpole(tls_config(paths, cert, key, reload_interval_seconds=0.2, plain_port=plain),
+                      ca.ca_path, plain)
     fp.wait_ready()
 
     stop = threading.Event()
@@ -285,30 +287,37 @@ def test_rotation_under_load_fails_no_request(tmp_path, pki, tls_flagpole):
             return seen.get(fingerprint, 0) >= n
 
     try:
-        wait_until(lambda: served_since(first.fingerprint, 20), EVENT_TIMEOUT, "no load served")
+        wait_until(lambda: served_since(first.fingerprint, 50), EVENT_TIMEOUT, "no load served")
         # Rotation as a deploy tool does it: each file replaced whole, the certificate first (so
         # for a moment the pair does not match: the old one must stay in use).
         second = ca.issue()
         write_atomic(cert, second.cert_pem)
         write_atomic(key, second.key_pem)
         wait_until(lambda: new_connections_see(second.fingerprint), EVENT_TIMEOUT, "never rotated")
-        wait_until(lambda: served_since(second.fingerprint, 20), EVENT_TIMEOUT, "no load after rotation")
+        wait_until(lambda: served_since(second.fingerprint, 50), EVENT_TIMEOUT, "no load after rotation")
         # A broken pair: logged, and the certificate in use stays.
+        refusals = fp.stderr_text().count("TLS certificate not reloaded")
         write_atomic(key, ca.issue().key_pem)
-        wait_until(lambda: "TLS certificate not reloaded" in fp.stderr_text(), EVENT_TIMEOUT,
-                   "a mismatched pair was not reported")
-        before = seen.get(second.fingerprint, 0)
-        wait_until(lambda: served_since(second.fingerprint, before + 20), EVENT_TIMEOUT, "no load on the kept pair")
+        wait_until(lambda: fp.stderr_text().count("TLS certificate not reloaded") > refusals,
+                   EVENT_TIMEOUT, "a mismatched pair was not reported")
+        with lock:
+            before = seen.get(second.fingerprint, 0)
+        wait_until(lambda: served_since(second.fingerprint, before + 50), EVENT_TIMEOUT, "no load on the kept pair")
         assert new_connections_see(second.fingerprint)
         # Repaired: the next pair is taken.
         third = ca.issue()
         write_atomic(cert, third.cert_pem)
         write_atomic(key, third.key_pem)
         wait_until(lambda: new_connections_see(third.fingerprint), EVENT_TIMEOUT, "never rotated again")
-        wait_until(lambda: served_since(third.fingerprint, 20), EVENT_TIMEOUT, "no load after the second rotation")
+        wait_until(lambda: served_since(third.fingerprint, 50), EVENT_TIMEOUT, "no load after the second rotation")
     finally:
         stop.set()
         for t in threads:
             t.join(timeout=30)
     assert failures == [], failures[:5]
     assert "TLS certificate reloaded" in fp.stderr_text()
+    metrics = http_request(plain, "GET", "/metrics").body.decode()
+    counts = {result: float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+              for result in ("success", "failure")
+              if line.startswith(f'flagpole_tls_reloads_total{{result="{result}"}}')}
+    assert counts.get("success", 0) >= 2 and counts.get("failure", 0) >= 1, metrics
