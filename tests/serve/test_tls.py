@@ -179,6 +179,10 @@ def test_curl_http2_and_http1_over_tls_and_the_plain_port(tmp_path, pki, tls_fla
     assert http_request(plain, "GET", "/metrics").status == 200
     refused = http_request(plain, "GET", "/api/v1/flags/", {"X-Environment-Key": ENV.client_key})
     assert refused.status == 404 and "HTTPS" in json.loads(refused.body)["message"], refused
+    # The container probe finds the plain port in the configuration by itself.
+    probe = subprocess.run([str(binary_path()), "health"], capture_output=True, text=True, timeout=30,
+                           env={**fp.child_env(), "CONFIG_PATH": str(fp.config_path)})
+    assert probe.returncode == 0, probe.stdout + probe.stderr
     # Plain HTTP on the TLS port gets no answer.
     with pytest.raises((OSError, http.client.HTTPException)):
         http_request(fp.port, "GET", "/proxy/health/liveness", timeout=5)
