@@ -22,6 +22,8 @@ pub mod usage;
 pub mod snapshot;
 pub mod store;
 // … what feeds and watches the store …
+pub mod analytics;
+pub mod shadow;
 pub mod shutdown;
 pub mod sources;
 pub mod streams;
@@ -164,10 +166,34 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             shutdown.drained.clone(),
         ));
     }
+    let analytics = Arc::new(analytics::Analytics::new(config.analytics.clone()));
+    if config.analytics.enabled {
+        // Offline environments are counted all the same; only a proxy that polls needs the client.
+        let upstream = pollers.as_ref().map(|p| analytics::forward::Upstream {
+            client: p.client.clone(),
+            api_url: config.upstream.api_url.clone(),
+            timeout: config.upstream.poll_timeout,
+        });
+        shutdown.spawn(analytics::forward::run(
+            analytics.clone(),
+            upstream,
+            shutdown.drained.clone(),
+        ));
+    }
+    let shadow = (config.shadow.sample_rate > 0.0)
+        .then(|| {
+            let client = pollers
+                .as_ref()
+                .map_or_else(upstream::client, |p| p.client.clone());
+            shadow::Shadow::start(&config, client, shutdown.requested.clone())
+        })
+        .flatten();
     let api = api::Api::new(api::AppState {
         store: store.clone(),
         config: config.clone(),
         streams,
+        analytics,
+        shadow,
     });
     let requested = shutdown.requested.clone();
     tokio::spawn(async move {

@@ -23,6 +23,8 @@ const ROUTES: &[&str] = &[
     "/api/v1/identities/",
     "/api/v1/identities",
     "/api/v1/environment-document/",
+    "/api/v1/analytics/flags/",
+    "/api/v1/analytics/flags",
     "/proxy/health/liveness",
     "/proxy/health/readiness",
     "/proxy/health",

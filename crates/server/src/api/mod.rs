@@ -43,6 +43,10 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// Change streams: tokens, open connections.
     pub streams: Arc<Streams>,
+    /// SDK flag analytics received, per environment.
+    pub analytics: Arc<crate::analytics::Analytics>,
+    /// Shadow verification (`flagpole.shadow`), when on.
+    pub shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 /// A response with a status and a body.

@@ -16,6 +16,8 @@ pub enum Route<'a> {
     Flags,
     Identities,
     EnvironmentDocument,
+    /// `POST /api/v1/analytics/flags/`: the SDKs' flag analytics.
+    Analytics,
     /// `GET /sse/environments/{client key}/stream`: the Flagsmith real-time stream.
     RealtimeStream(&'a str),
     /// `POST /ofrep/v1/evaluate/flags`.
@@ -48,6 +50,7 @@ impl<'a> Route<'a> {
             "/api/v1/flags" => Route::Flags,
             "/api/v1/identities" => Route::Identities,
             "/api/v1/environment-document" => Route::EnvironmentDocument,
+            "/api/v1/analytics/flags" => Route::Analytics,
             "/proxy/health/liveness" => Route::Liveness,
             "/proxy/health/readiness" | "/proxy/health" | "/health" => Route::Readiness,
             "/metrics" => Route::Metrics,
@@ -76,6 +79,7 @@ impl<'a> Route<'a> {
             Route::Flags => RouteLabel::Flags,
             Route::Identities => RouteLabel::Identities,
             Route::EnvironmentDocument => RouteLabel::EnvironmentDocument,
+            Route::Analytics => RouteLabel::Analytics,
             Route::RealtimeStream(_) => RouteLabel::RealtimeStream,
             Route::OfrepBulk => RouteLabel::OfrepBulk,
             Route::OfrepFlag(_) | Route::OfrepBadKey => RouteLabel::OfrepFlag,
@@ -91,6 +95,7 @@ impl<'a> Route<'a> {
     pub fn allow(&self) -> &'static str {
         match self {
             Route::Identities => "GET, HEAD, POST",
+            Route::Analytics => "POST",
             _ => "GET, HEAD",
         }
     }
@@ -128,6 +133,8 @@ mod tests {
         assert_eq!(Route::of("/api/v1/flags/"), Route::Flags);
         assert_eq!(Route::of("/api/v1/flags"), Route::Flags);
         assert_eq!(Route::of("/api/v1/identities"), Route::Identities);
+        assert_eq!(Route::of("/api/v1/analytics/flags/"), Route::Analytics);
+        assert_eq!(Route::of("/api/v1/analytics/flags"), Route::Analytics);
         assert_eq!(Route::of("/health/"), Route::Readiness);
         assert_eq!(Route::of("/api/v1/flags//"), Route::NotFound);
         assert_eq!(Route::of("/"), Route::NotFound);

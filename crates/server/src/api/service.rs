@@ -13,7 +13,7 @@ use http::{header, HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
 
 use super::error::ApiError;
-use super::flagsmith::{document, flags, identities, realtime};
+use super::flagsmith::{analytics, document, flags, identities, realtime};
 use super::observe::{Observation, Observer};
 use super::ops::{health, metrics, status};
 use super::route::Route;
@@ -153,7 +153,19 @@ impl Api {
                 });
                 return (label, future);
             }
-            route if !is_get => {
+            Route::Analytics if method == Method::POST => {
+                let state = self.state.clone();
+                let request = Request::from_parts(parts, body);
+                let future = ApiFuture::body(async move {
+                    let mut response = analytics::post_analytics(&state, request)
+                        .await
+                        .unwrap_or_else(ApiError::into_response);
+                    cors::finish(&state.config, origin, &mut response);
+                    response
+                });
+                return (label, future);
+            }
+            route if !is_get || route == Route::Analytics => {
                 let mut response = ApiError::new(
                     StatusCode::METHOD_NOT_ALLOWED,
                     format!(
@@ -188,6 +200,7 @@ impl Api {
                     // Answered above; listed so that a new route cannot be forgotten here.
                     Route::NotFound
                     | Route::RealtimeStream(_)
+                    | Route::Analytics
                     | Route::OfrepBulk
                     | Route::OfrepFlag(_)
                     | Route::OfrepBadKey

@@ -13,8 +13,10 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::analytics::AnalyticsSection;
 use super::ofrep::OfrepFile;
 use super::settings::{Config, KeyPair};
+use super::shadow::ShadowSection;
 use super::tls::TlsFile;
 use super::values::{present, BaseUrl, Key, Object, Port, Positive, Seconds, ServerKey};
 
@@ -114,6 +116,8 @@ pub(super) struct FlagpoleFile {
     status_page: Option<Object<SwitchFile>>,
     usage_report_interval_seconds: Option<Seconds>,
     identity_cache: Option<Object<IdentityCacheFile>>,
+    analytics: Option<AnalyticsSection>,
+    shadow: Option<ShadowSection>,
 }
 
 /// `{"max_bytes": N}`; 0 turns the cache off.
@@ -295,6 +299,12 @@ impl FlagpoleFile {
         }
         if let Some(on) = self.status_page.and_then(|s| s.0.enabled) {
             c.telemetry.status_page = on;
+        }
+        if let Some(Object(section)) = self.analytics {
+            c.analytics = section.settings();
+        }
+        if let Some(Object(section)) = self.shadow {
+            c.shadow = section.settings();
         }
     }
 }

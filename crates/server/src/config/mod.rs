@@ -9,10 +9,12 @@
 //! reads ([`settings`]); what to serve at start (configured environments, or the bundled
 //! example) is decided by [`start`].
 
+mod analytics;
 mod env;
 mod file;
 mod ofrep;
 mod settings;
+mod shadow;
 mod start;
 mod suggest;
 mod tls;
@@ -25,8 +27,8 @@ use serde_json::{Map, Value};
 
 pub use env::Variable;
 pub use settings::{
-    Config, Environments, Health, KeyPair, Limits, Logging, OfrepConfig, Server, SseConfig,
-    Telemetry, Upstream,
+    AnalyticsConfig, Config, Environments, Health, KeyPair, Limits, Logging, OfrepConfig, Server,
+    ShadowConfig, SseConfig, Telemetry, Upstream,
 };
 pub use start::{start, Example, Plan, ServeOptions, Startup};
 pub use suggest::closest;

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
+pub use super::analytics::AnalyticsConfig;
 pub use super::ofrep::{OfrepConfig, SseConfig};
+pub use super::shadow::ShadowConfig;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Config {
@@ -23,6 +25,10 @@ pub struct Config {
     pub health: Health,
     pub telemetry: Telemetry,
     pub ofrep: OfrepConfig,
+    /// `flagpole.analytics`: SDK flag analytics forwarded upstream.
+    pub analytics: AnalyticsConfig,
+    /// `flagpole.shadow`: identity answers compared with the Flagsmith API.
+    pub shadow: ShadowConfig,
 }
 
 /// Which environments are served.
@@ -163,6 +169,8 @@ impl Default for Config {
                 status_page: true,
             },
             ofrep: OfrepConfig::default(),
+            analytics: AnalyticsConfig::default(),
+            shadow: ShadowConfig::default(),
         }
     }
 }
@@ -179,23 +187,21 @@ impl Config {
         }
         c.environments.proxy_key = c.environments.proxy_key.as_ref().map(hide);
         c.ofrep.sse.secret = c.ofrep.sse.secret.as_ref().map(hide);
-        if let Ok(mut url) = url::Url::parse(&c.upstream.api_url) {
-            if url.password().is_some() && url.set_password(Some("redacted")).is_ok() {
-                c.upstream.api_url = url.as_str().trim_end_matches('/').to_owned();
+        for api_url in [Some(&mut c.upstream.api_url), c.shadow.api_url.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(mut url) = url::Url::parse(api_url) {
+                if url.password().is_some() && url.set_password(Some("redacted")).is_ok() {
+                    *api_url = url.as_str().trim_end_matches('/').to_owned();
+                }
             }
         }
         c
     }
 }
 
-/// Whole seconds as an integer, anything else as a decimal number.
-pub(super) fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    if d.subsec_nanos() == 0 {
-        s.serialize_u64(d.as_secs())
-    } else {
-        s.serialize_f64(d.as_secs_f64())
-    }
-}
+pub(super) use super::values::seconds;
 
 fn optional_seconds<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {

@@ -164,6 +164,8 @@ fn known_keys(section: &[&str]) -> Option<Vec<&'static str>> {
         ["flagpole", "documents"] => fields::<DocumentObject>(),
         ["flagpole", "limits"] => fields::<LimitsFile>(),
         ["flagpole", "metrics" | "status_page"] => fields::<SwitchFile>(),
+        ["flagpole", "analytics"] => fields::<super::analytics::AnalyticsFile>(),
+        ["flagpole", "shadow"] => fields::<super::shadow::ShadowFile>(),
         ["ofrep"] => fields::<OfrepFile>(),
         ["ofrep", "sse"] => fields::<SseFile>(),
         _ => return None,

@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use serde::de::{self, Deserializer, MapAccess, Unexpected, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serializer};
 
 /// A non-negative number of seconds, as a JSON number or a numeric string (the Edge Proxy's
 /// settings accept both).
@@ -199,6 +199,15 @@ where
     T: Deserialize<'de>,
 {
     T::deserialize(d).map(Some)
+}
+
+/// Whole seconds as an integer, anything else as a decimal number.
+pub fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    if d.subsec_nanos() == 0 {
+        s.serialize_u64(d.as_secs())
+    } else {
+        s.serialize_f64(d.as_secs_f64())
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub enum RouteLabel {
     Flags,
     Identities,
     EnvironmentDocument,
+    Analytics,
     OfrepBulk,
     OfrepFlag,
     OfrepEvents,
@@ -27,13 +28,14 @@ pub enum RouteLabel {
 }
 
 impl RouteLabel {
-    const COUNT: usize = 12;
+    const COUNT: usize = 13;
 
     pub fn name(self) -> &'static str {
         match self {
             RouteLabel::Flags => "flags",
             RouteLabel::Identities => "identities",
             RouteLabel::EnvironmentDocument => "environment_document",
+            RouteLabel::Analytics => "analytics",
             RouteLabel::OfrepBulk => "ofrep_bulk",
             RouteLabel::OfrepFlag => "ofrep_flag",
             RouteLabel::OfrepEvents => "ofrep_events",

@@ -49,6 +49,7 @@ fn get_answer(
             ApiError::bad_request("identifier: a non-empty query parameter is required")
         })?;
     let body = identity_response(state, snapshot, kind, &identifier, &[])?;
+    shadow(state, authorised, &identifier, &[], &body);
     Ok(respond::answer(headers, &body))
 }
 
@@ -84,6 +85,13 @@ async fn post_answer(
         })?;
     let request = IdentityRequest::parse(&body, state.config.limits.max_trait_value_length)?;
     let response = identity_response(state, snapshot, kind, &request.identifier, &request.traits)?;
+    shadow(
+        state,
+        authorised,
+        &request.identifier,
+        &request.traits,
+        &response,
+    );
     Ok(respond::answer(&parts.headers, &response))
 }
 
@@ -248,6 +256,29 @@ fn trait_value(raw: &str, max_length: usize) -> Result<TraitValue<'_>, String> {
                 .map(|b| TraitValue::Int(PyInt::from_bigint(b)))
                 .map_err(|e| e.to_string()),
         },
+    }
+}
+
+/// Shadow verification (`flagpole.shadow`): a sampled request is queued, with its answer, for
+/// comparison with the Flagsmith API; the response never waits for it.
+fn shadow(
+    state: &AppState,
+    authorised: &Authorised,
+    identifier: &str,
+    traits: &[Trait<'_>],
+    answer: &Answer,
+) {
+    if let Some(shadow) = state.shadow.as_deref().filter(|s| s.sampled()) {
+        shadow.offer(|| {
+            crate::shadow::job::Job::new(
+                &authorised.env,
+                &authorised.snapshot,
+                authorised.kind,
+                identifier,
+                traits,
+                answer.plain.clone(),
+            )
+        });
     }
 }
 

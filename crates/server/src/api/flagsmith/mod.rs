@@ -1,7 +1,8 @@
 //! The Flagsmith SDK API: `/api/v1/flags/`, `/api/v1/identities/` (GET and POST),
-//! `/api/v1/environment-document/` and the real-time stream, as the Flagsmith Edge Proxy serves
+//! `/api/v1/environment-document/`, the SDKs' flag analytics and the real-time stream, as the Flagsmith Edge Proxy serves
 //! them. Keys arrive in `X-Environment-Key`; errors use the `{"status","message"}` shape.
 
+pub mod analytics;
 pub mod document;
 pub mod flags;
 pub mod identities;

@@ -249,6 +249,7 @@ pub fn page(report: &Report) -> String {
     if report.environments.is_empty() {
         out.push_str("<tr><td colspan=\"11\" class=\"muted\">no environments</td></tr>\n");
     }
+    analytics(&mut out, report);
     let generated = report
         .now
         .duration_since(UNIX_EPOCH)
@@ -262,6 +263,46 @@ pub fn page(report: &Report) -> String {
         escape(&when(report.now))
     );
     out
+}
+
+/// The flag analytics table, when any environment has reported.
+fn analytics(out: &mut String, report: &Report) {
+    if report.analytics.is_empty() {
+        return;
+    }
+    out.push_str(
+        "</tbody></table></div>\n<h2>Flag analytics</h2>\n<div class=\"table\"><table \
+         data-section=\"analytics\"><thead><tr><th>Environment</th><th>Received</th>\
+         <th>Forwarded</th><th>Pending</th><th>Dropped</th><th>Failed posts</th>\
+         <th>Last flush</th></tr></thead><tbody>\n",
+    );
+    for a in &report.analytics {
+        let last = a.last_flush.map_or_else(
+            || "never".to_owned(),
+            |f| {
+                format!(
+                    "{} ({}, {} evaluations)",
+                    when(f.at),
+                    f.outcome.name(),
+                    grouped(f.events)
+                )
+            },
+        );
+        out.push_str("<tr>");
+        cell(
+            out,
+            "environment",
+            "",
+            &format!("<code>{}</code>", escape(&a.fingerprint)),
+        );
+        cell(out, "analytics_received", "num", &grouped(a.received));
+        cell(out, "analytics_forwarded", "num", &grouped(a.forwarded));
+        cell(out, "analytics_pending", "num", &grouped(a.pending));
+        cell(out, "analytics_dropped", "num", &grouped(a.dropped));
+        cell(out, "analytics_failed", "num", &grouped(a.failed_requests));
+        cell(out, "analytics_last_flush", "", &escape(&last));
+        out.push_str("</tr>\n");
+    }
 }
 
 #[cfg(test)]

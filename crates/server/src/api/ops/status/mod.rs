@@ -3,7 +3,8 @@
 //! `?format=json`). Process: version, start time, uptime, open change streams. Per environment:
 //! key fingerprint, source, revision and content revision, last successful update and age, the
 //! last error, document size, requests served per resource and refused (4xx), open streams;
-//! and the requests refused because their key reached no environment.
+//! and the requests refused because their key reached no environment; per environment that
+//! reported flag analytics, the evaluations received, forwarded and dropped, and the last flush.
 //!
 //! Nothing secret is shown: environments appear as key fingerprints, and any configured key
 //! that an error message happens to contain is replaced by its fingerprint.
@@ -113,5 +114,18 @@ fn to_json(report: &Report) -> Value {
         "open_streams": report.open_streams,
         "unrecognised_keys": report.unrecognised_keys,
         "environments": environments,
+        "analytics": report.analytics.iter().map(|a| json!({
+            "environment": a.fingerprint,
+            "received": a.received,
+            "forwarded": a.forwarded,
+            "failed_requests": a.failed_requests,
+            "dropped": a.dropped,
+            "pending": a.pending,
+            "last_flush": a.last_flush.map(|f| json!({
+                "at": rfc3339(f.at),
+                "outcome": f.outcome.name(),
+                "events": f.events,
+            })),
+        })).collect::<Vec<_>>(),
     })
 }

@@ -16,6 +16,8 @@ pub struct Report {
     /// Requests refused because their key (or its absence) reached no environment.
     pub unrecognised_keys: u64,
     pub environments: Vec<EnvFacts>,
+    /// Flag analytics of the environments that have reported any.
+    pub analytics: Vec<crate::analytics::counts::Facts>,
 }
 
 impl Report {
@@ -41,6 +43,7 @@ impl Report {
             open_streams: state.streams.open_count(),
             unrecognised_keys: state.store.unrecognised.total(),
             environments,
+            analytics: state.analytics.facts(),
         }
     }
 }

@@ -1,0 +1,149 @@
+//! The body of an SDK analytics request, validated: a JSON object of feature name →
+//! non-negative integer, at most so many names. What an SDK sends (Python, Node, Java, Go…
+//! all post their in-memory map as it is); anything else is refused with the reason.
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+
+/// Longest feature name accepted (Flagsmith's own limit on names is lower).
+const MAX_NAME_CHARS: usize = 2000;
+
+/// Counts in request order, one entry per name (a repeated name is added up).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Evaluations(pub Vec<(String, u64)>);
+
+impl Evaluations {
+    /// The evaluations the request reports in all.
+    pub fn total(&self) -> u64 {
+        self.0
+            .iter()
+            .fold(0u64, |sum, (_, n)| sum.saturating_add(*n))
+    }
+}
+
+/// Parses and validates a body; the error says what was wrong, for a 422.
+pub fn parse(body: &[u8], max_features: usize) -> Result<Evaluations, String> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let parsed = de
+        .deserialize_any(Counts { max_features })
+        .map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => e.to_string(),
+            _ => format!("malformed JSON body: {e}"),
+        })?;
+    de.end().map_err(|e| format!("malformed JSON body: {e}"))?;
+    Ok(parsed)
+}
+
+struct Counts {
+    max_features: usize,
+}
+
+impl<'de> Visitor<'de> for Counts {
+    type Value = Evaluations;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object of feature name to evaluation count")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Evaluations, A::Error> {
+        let mut out: Vec<(String, u64)> = Vec::new();
+        let mut index: foldhash::HashMap<String, usize> = Default::default();
+        while let Some(name) = map.next_key::<String>()? {
+            let count = map
+                .next_value::<Count>()
+                .map_err(|e| de::Error::custom(format_args!("{}: {e}", shown(&name))))?;
+            if name.is_empty() {
+                return Err(de::Error::custom("a feature name must not be empty"));
+            }
+            if name.chars().count() > MAX_NAME_CHARS {
+                return Err(de::Error::custom(format_args!(
+                    "a feature name is longer than {MAX_NAME_CHARS} characters"
+                )));
+            }
+            match index.get(&name) {
+                Some(&at) => out[at].1 = out[at].1.saturating_add(count.0),
+                None => {
+                    if out.len() == self.max_features {
+                        return Err(de::Error::custom(format_args!(
+                            "more than {} feature names in one request \
+                             (flagpole.analytics.max_features_per_request)",
+                            self.max_features
+                        )));
+                    }
+                    index.insert(name.clone(), out.len());
+                    out.push((name, count.0));
+                }
+            }
+        }
+        Ok(Evaluations(out))
+    }
+}
+
+/// A name as an error message shows it (bounded).
+fn shown(name: &str) -> String {
+    let short: String = name.chars().take(64).collect();
+    format!("{short:?}")
+}
+
+/// A non-negative integer (a float with no fraction, as some SDKs' JSON writers spell counts,
+/// is accepted too).
+struct Count(u64);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a non-negative integer")
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Count, E> {
+                Ok(Count(n))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Count, E> {
+                u64::try_from(n)
+                    .map(Count)
+                    .map_err(|_| E::invalid_value(de::Unexpected::Signed(n), &self))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Count, E> {
+                if n >= 0.0 && n.fract() == 0.0 && n < u64::MAX as f64 {
+                    Ok(Count(n as u64))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Float(n), &self))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sdk_bodies_parse_and_repeats_add_up() {
+        let got = parse(br#"{"a": 3, "b": 0, "a": 2}"#, 10).unwrap();
+        assert_eq!(got, Evaluations(vec![("a".into(), 5), ("b".into(), 0)]));
+        assert_eq!(got.total(), 5);
+        assert_eq!(parse(b"{}", 10).unwrap().total(), 0);
+    }
+
+    #[test]
+    fn bad_bodies_say_what_was_wrong() {
+        for (body, needle) in [
+            (&br#"[1]"#[..], "JSON object"),
+            (br#"{"a": -1}"#, "\"a\""),
+            (br#"{"a": "1"}"#, "non-negative integer"),
+            (br#"{"a": 1.5}"#, "non-negative integer"),
+            (br#"{"": 1}"#, "empty"),
+            (br#"{"a": 1"#, "malformed JSON"),
+            (br#"{"a": 1} x"#, "malformed JSON"),
+            (br#"{"a": 1, "b": 2, "c": 3}"#, "more than 2"),
+        ] {
+            let e = parse(body, 2).unwrap_err();
+            assert!(e.contains(needle), "{body:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! `POST /api/v1/analytics/flags/`: the SDKs' flag analytics. Answered at once with what the
+//! Flagsmith API answers (200, empty body); the counts are added to the environment's and
+//! forwarded later by `analytics::forward`. Client and server keys are both accepted, and the
+//! environment need not have its document yet (counting needs none).
+
+use http::{Request, StatusCode};
+use hyper::body::Incoming;
+
+use crate::analytics::request;
+use crate::api::error::ApiError;
+use crate::api::request_body::{self, BodyError};
+use crate::api::{empty, AppState, Response};
+use crate::store::Source;
+
+pub async fn post_analytics(
+    state: &AppState,
+    request: Request<Incoming>,
+) -> Result<Response, ApiError> {
+    let config = &state.analytics.config;
+    if !config.enabled {
+        return Err(ApiError::not_found(
+            "flag analytics are disabled (flagpole.analytics.enabled)",
+        ));
+    }
+    let (parts, body) = request.into_parts();
+    let unrecognised = |message: &str| {
+        state.store.unrecognised.count();
+        ApiError::unauthorized(message)
+    };
+    let key = parts
+        .headers
+        .get("x-environment-key")
+        .ok_or_else(|| unrecognised("missing X-Environment-Key header"))?
+        .to_str()
+        .map_err(|_| unrecognised("X-Environment-Key is not valid text"))?
+        .trim();
+    let Some(entry) = state.store.lookup(key) else {
+        state.store.unrecognised.count();
+        let shown: String = key.chars().take(64).collect();
+        return Err(ApiError::unauthorized(format!("unknown key '{shown}'")));
+    };
+    if let Err(seconds) = crate::rate_limit::check(entry.limits.flagsmith.as_ref()) {
+        entry.env.usage.reject();
+        return Err(ApiError::too_many_requests(seconds));
+    }
+    let refuse = |e: ApiError| {
+        entry.env.usage.reject();
+        e
+    };
+    let body = request_body::read(body, config.max_body_bytes)
+        .await
+        .map_err(|e| match e {
+            BodyError::TooLarge => ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body is larger than the limit of {} bytes \
+                     (flagpole.analytics.max_body_bytes)",
+                    config.max_body_bytes
+                ),
+            ),
+            BodyError::Unreadable(message) => ApiError::bad_request(message),
+        })
+        .map_err(refuse)?;
+    let evaluations = request::parse(&body, config.max_features_per_request)
+        .map_err(|m| refuse(ApiError::unprocessable(m)))?;
+    let upstream = matches!(entry.env.source, Source::Upstream { .. });
+    state
+        .analytics
+        .record(&entry.env.client_key, upstream, &evaluations.0);
+    Ok(empty(StatusCode::OK))
+}

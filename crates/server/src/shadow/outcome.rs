@@ -1,0 +1,82 @@
+//! What became of a sampled identity request: the `result` label of
+//! `flagpole_shadow_comparisons_total`, and `flagpole_shadow_dropped_total` for samples never
+//! compared (the queue was full, or over the rate limit).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub const COMPARISONS: &str = "flagpole_shadow_comparisons_total";
+pub const DROPPED: &str = "flagpole_shadow_dropped_total";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every feature equal.
+    Match,
+    /// At least one feature differs.
+    Mismatch,
+    /// The two sides answered from different document revisions (or it could not be told).
+    Skipped,
+    /// Upstream failed or answered something that is not an identities answer.
+    Error,
+}
+
+impl Outcome {
+    const ALL: [Outcome; 4] = [
+        Outcome::Match,
+        Outcome::Mismatch,
+        Outcome::Skipped,
+        Outcome::Error,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Match => "match",
+            Outcome::Mismatch => "mismatch",
+            Outcome::Skipped => "skipped",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// Counters of outcomes and drops (Prometheus handles, plus totals for tests and logs).
+pub struct Tally {
+    comparisons: [metrics::Counter; 4],
+    dropped: [metrics::Counter; 2],
+    totals: [AtomicU64; 4],
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        metrics::describe_counter!(
+            COMPARISONS,
+            metrics::Unit::Count,
+            "Shadow comparisons with the Flagsmith API, by result (match, mismatch, skipped, error)."
+        );
+        metrics::describe_counter!(
+            DROPPED,
+            metrics::Unit::Count,
+            "Sampled identity requests not compared: over the rate limit, or the queue was full."
+        );
+        Tally {
+            comparisons: Outcome::ALL.map(|o| metrics::counter!(COMPARISONS, "result" => o.name())),
+            dropped: ["queue_full", "rate_limited"]
+                .map(|reason| metrics::counter!(DROPPED, "reason" => reason)),
+            totals: Default::default(),
+        }
+    }
+}
+
+impl Tally {
+    pub fn record(&self, outcome: Outcome) {
+        self.comparisons[outcome as usize].increment(1);
+        self.totals[outcome as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A sample dropped before comparison: `rate_limited`, else the queue was full.
+    pub fn dropped(&self, rate_limited: bool) {
+        self.dropped[usize::from(rate_limited)].increment(1);
+    }
+
+    pub fn total(&self, outcome: Outcome) -> u64 {
+        self.totals[outcome as usize].load(Ordering::Relaxed)
+    }
+}
