@@ -1,7 +1,8 @@
 //! `flagpole check [--config FILE]`: the configuration `serve` would start with, validated by
-//! the same steps (load, the start plan, reading each local document) without listening or
-//! fetching anything. Warnings go to stderr; the effective configuration, keys shown as the logs
-//! show them, to stdout. Exit 0 when `serve` would start, 2 with `serve`'s message when not.
+//! the same steps (load, the start plan, reading each local document and the TLS pair) without
+//! listening or fetching anything. Warnings go to stderr; the effective configuration, keys shown
+//! as the logs show them, to stdout. Exit 0 when `serve` would start, 2 with `serve`'s message
+//! when not.
 
 use std::process::ExitCode;
 
@@ -32,6 +33,9 @@ fn check(options: &ServeOptions, env: &[(String, String)]) -> Result<(), String>
     let startup = config::start(loaded, options).map_err(|e| e.to_string())?;
     for path in &startup.config.environments.documents {
         flagpole_server::sources::local_file::read(path)?;
+    }
+    if let Some(tls) = &startup.config.server.tls {
+        flagpole_server::server::tls::Tls::new(tls)?;
     }
     let effective = serde_json::to_string_pretty(&startup.config.redacted())
         .map_err(|e| format!("cannot print the configuration: {e}"))?;

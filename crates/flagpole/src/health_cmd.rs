@@ -5,7 +5,8 @@
 //! the proxy it runs next to). Exit 0 when the answer is 200, 1 otherwise (Docker reserves 2), with
 //! one line saying why. Without `--url` it probes `http://127.0.0.1:<port>/proxy/health/readiness`,
 //! the port taken from the configuration `serve` would read (`$CONFIG_PATH` or `./config.json`, and
-//! the `SERVER` variable) when it can be read, else 8000; no config file is needed.
+//! the `SERVER` variable) when it can be read, else 8000 (with `server.tls`, its `plain_port` if
+//! set); no config file is needed.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -75,9 +76,12 @@ fn default_url() -> String {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     let (host, port) = match flagpole_server::config::load(None, &env) {
+        // With TLS, the plain-HTTP port beside it (when there is one) answers the probes.
         Ok(loaded) => (
             probe_host(&loaded.config.server.host),
-            loaded.config.server.port,
+            (loaded.config.server.tls.as_ref())
+                .and_then(|tls| tls.plain_port)
+                .unwrap_or(loaded.config.server.port),
         ),
         Err(_) => ("127.0.0.1".to_string(), 8000),
     };

@@ -11,10 +11,11 @@ use crate::config::{Example, Plan};
 use crate::logging::STARTUP_TARGET;
 use crate::store::{EnvSlot, Source, Store};
 
-/// Prints the start-up lines.
-pub fn print(store: &Store, address: SocketAddr, plan: &Plan, json: bool) {
+/// Prints the start-up lines (`https`: the port serves TLS).
+pub fn print(store: &Store, address: SocketAddr, https: bool, plan: &Plan, json: bool) {
+    let scheme = if https { "https" } else { "http" };
     let listening = format!(
-        "flagpole {} listening on http://{address}",
+        "flagpole {} listening on {scheme}://{address}",
         env!("CARGO_PKG_VERSION")
     );
     if json {
@@ -27,7 +28,7 @@ pub fn print(store: &Store, address: SocketAddr, plan: &Plan, json: bool) {
     } else {
         address.ip().to_string()
     };
-    let base = format!("http://{host}:{}", address.port());
+    let base = format!("{scheme}://{host}:{}", address.port());
     for env in store.environments() {
         let title = match &env.source {
             Source::Embedded => Some(match plan.example {

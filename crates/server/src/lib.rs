@@ -73,30 +73,36 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let (store, plan) = build_store(&config, example, &shutdown)?;
     let store = Arc::new(store);
 
+    // A certificate that cannot be used stops the start, before anything listens.
+    let tls = match &config.server.tls {
+        Some(tls) => Some(Arc::new(server::tls::Tls::new(tls)?)),
+        None => None,
+    };
     // Bind at once, so orchestrators see a live process while documents load.
-    let listener = tokio::net::TcpListener::bind((config.server.host.as_str(), config.server.port))
-        .await
-        .map_err(|e| {
-            format!(
-                "cannot listen on {}:{}: {e}",
-                config.server.host, config.server.port
-            )
-        })?;
+    let listener = bind(&config.server.host, config.server.port).await?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     let grpc_listener = match config.server.grpc_port {
         Some(port) => Some(
-            tokio::net::TcpListener::bind((config.server.host.as_str(), port))
+            bind(&config.server.host, port)
                 .await
-                .map_err(|e| {
-                    format!(
-                        "cannot listen on {}:{port} (flagpole.grpc.port): {e}",
-                        config.server.host
-                    )
-                })?,
+                .map_err(|e| format!("{e} (flagpole.grpc.port)"))?,
         ),
         None => None,
     };
-    banner::print(&store, address, &startup.plan, config.logging.json);
+    let plain = match config.server.tls.as_ref().and_then(|t| t.plain_port) {
+        Some(port) => Some(bind(&config.server.host, port).await?),
+        None => None,
+    };
+    if let Some(tls) = &tls {
+        shutdown.spawn(tls.clone().watch(shutdown.requested.clone()));
+    }
+    banner::print(
+        &store,
+        address,
+        tls.is_some(),
+        &startup.plan,
+        config.logging.json,
+    );
 
     let warm = match &config.upstream.snapshot_dir {
         Some(dir) => {
@@ -217,12 +223,23 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         requested.cancel();
     });
     // The drain and the background work's last steps share one budget.
-    let deadline = server::serve(listener, api, &config, shutdown.requested.clone()).await;
+    let listeners = server::Listeners {
+        main: listener,
+        tls,
+        plain,
+    };
+    let deadline = server::serve(listeners, api, &config, shutdown.requested.clone()).await;
     if let Some(grpc) = grpc {
         let _ = tokio::time::timeout_at(deadline.into(), grpc).await;
     }
     shutdown.finish(deadline).await;
     Ok(())
+}
+
+async fn bind(host: &str, port: u16) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind((host, port))
+        .await
+        .map_err(|e| format!("cannot listen on {host}:{port}: {e}"))
 }
 
 enum Plan {

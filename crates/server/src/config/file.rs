@@ -17,6 +17,7 @@ use super::analytics::AnalyticsSection;
 use super::ofrep::OfrepFile;
 use super::settings::{Config, KeyPair};
 use super::shadow::ShadowSection;
+use super::tls::TlsFile;
 use super::values::{present, BaseUrl, Key, Object, Port, Positive, Seconds, ServerKey};
 
 /// Top-level spellings of the same setting: `(alias, canonical)`. The serde aliases below
@@ -87,6 +88,8 @@ pub(super) struct ServerFile {
     host: Option<String>,
     port: Option<Port>,
     timeout_keep_alive: Option<Seconds>,
+    /// Flagpole's HTTPS termination.
+    tls: Option<Object<TlsFile>>,
     // Ignored: uvicorn's options (forwarded headers, auto-reload, its own logging config).
     proxy_headers: Option<Value>,
     reload: Option<Value>,
@@ -236,6 +239,7 @@ impl File {
             if let Some(Seconds(d)) = server.timeout_keep_alive {
                 c.server.keep_alive_timeout = d;
             }
+            c.server.tls = server.tls.map(|Object(tls)| tls.settings());
         }
         if let Some(grace) = self
             .health_check

@@ -17,6 +17,7 @@ mod settings;
 mod shadow;
 mod start;
 mod suggest;
+mod tls;
 mod values;
 
 use std::fmt;
@@ -31,6 +32,7 @@ pub use settings::{
 };
 pub use start::{start, Example, Plan, ServeOptions, Startup};
 pub use suggest::closest;
+pub use tls::TlsConfig;
 
 /// A configuration problem that stops startup: one line, naming the key.
 #[derive(Debug, Clone, PartialEq, Eq)]

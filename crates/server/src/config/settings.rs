@@ -81,6 +81,8 @@ pub struct Server {
     /// `flagpole.grpc.port`: the flagd-compatible listener (gRPC and Connect) on the same host;
     /// `None` (the default) = not served.
     pub grpc_port: Option<u16>,
+    /// HTTPS on `port` (`server.tls`); `None` = plain HTTP.
+    pub tls: Option<super::TlsConfig>,
 }
 
 /// What a request, a connection or a key may cost.
@@ -146,6 +148,7 @@ impl Default for Config {
                 shutdown_timeout: Duration::from_secs(10),
                 allow_origins: None,
                 grpc_port: None,
+                tls: None,
             },
             limits: Limits {
                 max_body_bytes: 1 << 20,

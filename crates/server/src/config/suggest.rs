@@ -16,6 +16,7 @@ use super::file::{
     ServerFile, SwitchFile, ALIASES,
 };
 use super::ofrep::{OfrepFile, SseFile};
+use super::tls::TlsFile;
 
 /// One step of a key path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,6 +158,7 @@ fn known_keys(section: &[&str]) -> Option<Vec<&'static str>> {
         ["environment_key_pairs"] => fields::<KeyPairFile>(),
         ["logging"] => fields::<LoggingFile>(),
         ["server"] => fields::<ServerFile>(),
+        ["server", "tls"] => fields::<TlsFile>(),
         ["health_check"] => fields::<HealthCheckFile>(),
         ["flagpole"] => fields::<FlagpoleFile>(),
         ["flagpole", "documents"] => fields::<DocumentObject>(),

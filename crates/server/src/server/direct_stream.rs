@@ -8,7 +8,8 @@
 //! and the connection then holds only its socket and the stream's state; anything else (other
 //! paths, HTTP/2, a head over the size limit, a request with a body, a malformed head) goes to
 //! hyper with the bytes already read put back in front ([`Prefixed`]), so hyper sees exactly
-//! what the client sent and answers as it always does.
+//! what the client sent and answers as it always does. All of it works on any byte stream: a
+//! TCP socket, or the decrypted side of a TLS connection once its handshake is done.
 
 use std::io;
 use std::pin::Pin;
@@ -20,7 +21,6 @@ use http::{HeaderName, HeaderValue, Method, Version};
 use http_body_util::{BodyExt, Either};
 use std::future::Future as _;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::TcpStream;
 
 use crate::api::{Api, Response};
 
@@ -66,7 +66,7 @@ const MAX_HEADERS: usize = 64;
 
 /// Reads until it is clear whether the first request is a change stream. The caller bounds
 /// the time this may take (the header read timeout).
-pub async fn sniff(stream: &mut TcpStream, max_head_bytes: usize) -> Sniffed {
+pub async fn sniff<S: AsyncRead + Unpin>(stream: &mut S, max_head_bytes: usize) -> Sniffed {
     let mut buf = Vec::with_capacity(1024);
     loop {
         if buf.len() == buf.capacity() {
@@ -167,8 +167,8 @@ fn classify(buf: &[u8], max_head_bytes: usize) -> Decision {
 /// Writes `response` on `stream`: a whole body with its length (only the length for a `HEAD`),
 /// or an event stream as chunks until it ends (shutdown) or the client goes away. The
 /// connection closes afterwards.
-pub async fn serve(
-    mut stream: TcpStream,
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
     response: Response,
     head_only: bool,
     write_timeout: Duration,
@@ -214,7 +214,7 @@ pub async fn serve(
         return;
     }
     drop(head);
-    let (mut reader, mut writer) = stream.split();
+    let (mut reader, mut writer) = tokio::io::split(stream);
     let mut scratch = [0u8; 64];
     loop {
         tokio::select! {
@@ -252,17 +252,17 @@ fn chunk(data: &Bytes) -> Vec<u8> {
 /// A socket with bytes already read from it put back in front, for hyper; and a write-stall
 /// limit, which hyper lacks: a client that stops reading would otherwise pin its connection and
 /// the response it was being sent forever.
-pub struct Prefixed {
+pub struct Prefixed<S> {
     /// Unread bytes and how far they have been read; freed once read.
     prefix: Option<(Vec<u8>, usize)>,
-    inner: TcpStream,
+    inner: S,
     write_timeout: Duration,
     /// Armed while a write waits for the client to read (allocated only then).
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
-impl Prefixed {
-    pub fn new(prefix: Vec<u8>, inner: TcpStream, write_timeout: Duration) -> Prefixed {
+impl<S: AsyncRead + AsyncWrite + Unpin> Prefixed<S> {
+    pub fn new(prefix: Vec<u8>, inner: S, write_timeout: Duration) -> Prefixed<S> {
         Prefixed {
             prefix: (!prefix.is_empty()).then_some((prefix, 0)),
             inner,
@@ -301,7 +301,7 @@ impl Prefixed {
     }
 }
 
-impl AsyncRead for Prefixed {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Prefixed<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -320,7 +320,7 @@ impl AsyncRead for Prefixed {
     }
 }
 
-impl AsyncWrite for Prefixed {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
