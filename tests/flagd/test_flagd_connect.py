@@ -8,6 +8,7 @@ import json
 import struct
 
 from flagd_support import MAIN
+from metrics_support import scrape
 
 
 def call(port: int, path: str, body: bytes, headers: dict) -> tuple[int, dict, bytes]:
@@ -72,3 +73,27 @@ def test_event_stream_over_connect_json(flagd_srv):
     (flags, end), = read_envelopes(response, 1)
     assert flags == 2 and end["error"]["code"] == "unauthenticated", end
     conn.close()
+
+
+def test_calls_counted_by_method_and_code(flagd_srv):
+    """gRPC answers every call with HTTP 200; the outcome is in `flagpole_flagd_calls_total`."""
+    def counts() -> tuple[float, float, float]:
+        m = scrape(flagd_srv)
+        name = "flagpole_flagd_calls_total"
+        return (m.get(name, method="resolve_string", code="ok") or 0.0,
+                m.get(name, method="resolve_boolean", code="not_found") or 0.0,
+                m.get(name, method="resolve_boolean", code="unauthenticated") or 0.0)
+
+    before = counts()
+    headers = {"Content-Type": "application/json", "X-API-Key": MAIN.server_key}
+    call(flagd_srv.grpc_port, "/flagd.evaluation.v1.Service/ResolveString",
+         json.dumps({"flagKey": "seg_feat"}).encode(), headers)
+    for _ in range(2):
+        call(flagd_srv.grpc_port, "/flagd.evaluation.v2.Service/ResolveBoolean",
+             json.dumps({"flagKey": "nope"}).encode(), headers)
+    call(flagd_srv.grpc_port, "/flagd.evaluation.v2.Service/ResolveBoolean", b"{}",
+         {"Content-Type": "application/json"})
+    after = counts()
+    assert tuple(b - a for a, b in zip(before, after)) == (1.0, 2.0, 1.0), (before, after)
+    m = scrape(flagd_srv)
+    assert (m.get("flagpole_flagd_call_duration_seconds_count", method="resolve_boolean") or 0) >= 3

@@ -211,8 +211,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         tokio::spawn(server::grpc::serve(
             listener,
             flagd,
+            config.clone(),
             shutdown.requested.clone(),
-            config.server.shutdown_timeout,
         ))
     });
     let api = api::Api::new(state);

@@ -3,6 +3,10 @@
 //! `application/grpc*` goes to tonic's router (both flagd evaluation services); anything else is
 //! a Connect call (`api/flagd/connect`). TCP_NODELAY, and the main listener's shutdown: stop
 //! accepting, let calls in flight finish; event streams end with the proxy's `stopping` token.
+//! The main listener's protections apply here too, with their own budget: at most
+//! `limits.max_connections` connections (past it, new ones wait in the kernel's backlog), request
+//! heads bounded by `limits.max_header_bytes` (HTTP/1.1 and HTTP/2 alike), and an HTTP/1.1 head
+//! that takes longer than the header read timeout closes its connection.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -14,28 +18,50 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tonic::service::Routes;
 use tonic::transport::server::TcpConnectInfo;
 use tower_service::Service as _;
 
 use crate::api::flagd::{connect, Flagd};
+use crate::config::Config;
 
 /// Serves `flagd` on `listener` until `stopping` is cancelled and the calls in flight end (at
-/// most `drain`).
+/// most `config.server.shutdown_timeout`).
 pub async fn serve(
     listener: TcpListener,
     flagd: Flagd,
+    config: Arc<Config>,
     stopping: CancellationToken,
-    drain: Duration,
 ) {
+    let drain = config.server.shutdown_timeout;
     let routes = Routes::new(flagd.v1()).add_service(flagd.v2());
+    let max_header_bytes = config.limits.max_header_bytes;
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).keep_alive(true);
-    builder.http2().timer(TokioTimer::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .max_buf_size(super::direct_stream::hyper_head_limit(max_header_bytes))
+        .header_read_timeout(
+            config
+                .limits
+                .header_read_timeout
+                .min(config.server.keep_alive_timeout.max(Duration::from_secs(1))),
+        )
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(max_header_bytes).unwrap_or(u32::MAX));
     let builder = Arc::new(builder);
+    let capacity = Arc::new(Semaphore::new(config.limits.max_connections));
     let graceful = GracefulShutdown::new();
     loop {
+        let permit = tokio::select! {
+            permit = capacity.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            () = stopping.cancelled() => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -60,6 +86,7 @@ pub async fn serve(
         );
         tokio::spawn(async move {
             let _ = connection.await;
+            drop(permit);
         });
     }
     drop(listener);

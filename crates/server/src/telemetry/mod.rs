@@ -13,6 +13,7 @@
 //! as a stale series.
 
 pub mod environments;
+pub mod flagd;
 pub mod http;
 
 use std::sync::OnceLock;
@@ -41,6 +42,8 @@ pub const HTTP_DURATION: &str = "flagpole_http_request_duration_seconds";
 pub const UPSTREAM_FETCHES: &str = "flagpole_upstream_fetches_total";
 pub const UPSTREAM_DURATION: &str = "flagpole_upstream_fetch_duration_seconds";
 pub const IDENTITY_CACHE: &str = "flagpole_identity_cache_requests_total";
+pub const FLAGD_CALLS: &str = "flagpole_flagd_calls_total";
+pub const FLAGD_DURATION: &str = "flagpole_flagd_call_duration_seconds";
 const BUILD_INFO: &str = "flagpole_build_info";
 const START_TIME: &str = "flagpole_start_time_seconds";
 
@@ -71,6 +74,7 @@ fn install() -> Option<PrometheusHandle> {
         .and_then(|b| {
             b.set_buckets_for_metric(Matcher::Full(UPSTREAM_DURATION.into()), FETCH_BUCKETS)
         })
+        .and_then(|b| b.set_buckets_for_metric(Matcher::Full(FLAGD_DURATION.into()), HTTP_BUCKETS))
         .expect("bucket lists are not empty")
         .build_recorder();
     let handle = recorder.handle();
@@ -120,6 +124,16 @@ fn describe() {
         IDENTITY_CACHE,
         Unit::Count,
         "Identity requests by whether the identity cache answered them (hit) or they were evaluated (miss)."
+    );
+    metrics::describe_counter!(
+        FLAGD_CALLS,
+        Unit::Count,
+        "flagd front door calls (gRPC and Connect, v1 and v2 together), by method and gRPC status code."
+    );
+    metrics::describe_histogram!(
+        FLAGD_DURATION,
+        Unit::Seconds,
+        "Time to answer a flagd call (event streams: to the stream opening), by method."
     );
     metrics::describe_gauge!(BUILD_INFO, "Always 1; the version is a label.");
     metrics::describe_gauge!(

@@ -19,6 +19,7 @@ mod resolve;
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
@@ -26,6 +27,7 @@ use tonic::{Request, Response, Status};
 
 use super::authorise::Authorised;
 use super::AppState;
+use crate::telemetry::flagd::{self as calls, Method};
 use resolve::{Kind, Resolved, Typed};
 
 /// Code generated from the vendored flagd schemas (`proto/`, by `build.rs`).
@@ -107,102 +109,126 @@ macro_rules! service {
                 &self,
                 request: Request<$v::ResolveAllRequest>,
             ) -> Result<Response<$v::ResolveAllResponse>, Status> {
-                let authorised = self.authorise(&request)?;
-                let context = request.into_inner().context;
-                let all = resolve::all(&self.state, &authorised, context.as_ref())?;
-                let flags = all
-                    .into_iter()
-                    .map(|(key, r)| {
-                        let value = match r.value {
-                            Typed::Bool(b) => Some($v::any_flag::Value::BoolValue(b)),
-                            Typed::String(s) => Some($v::any_flag::Value::StringValue(s)),
-                            Typed::Int(n) => Some($v::any_flag::Value::DoubleValue(n as f64)),
-                            Typed::Float(f) => Some($v::any_flag::Value::DoubleValue(f)),
-                            Typed::Object(o) => Some($v::any_flag::Value::ObjectValue(o)),
-                            Typed::None => None,
-                        };
-                        let flag = $v::AnyFlag {
-                            reason: r.reason.to_owned(),
-                            variant: $wrap(r.variant),
-                            value,
-                            metadata: Some(r.metadata),
-                        };
-                        (key, flag)
-                    })
-                    .collect();
-                Ok(Response::new($v::ResolveAllResponse {
-                    flags,
-                    metadata: None,
-                }))
+                let started = Instant::now();
+                let outcome = (|| {
+                    let authorised = self.authorise(&request)?;
+                    let context = request.into_inner().context;
+                    let all = resolve::all(&self.state, &authorised, context.as_ref())?;
+                    let flags = all
+                        .into_iter()
+                        .map(|(key, r)| {
+                            let value = match r.value {
+                                Typed::Bool(b) => Some($v::any_flag::Value::BoolValue(b)),
+                                Typed::String(s) => Some($v::any_flag::Value::StringValue(s)),
+                                Typed::Int(n) => Some($v::any_flag::Value::DoubleValue(n as f64)),
+                                Typed::Float(f) => Some($v::any_flag::Value::DoubleValue(f)),
+                                Typed::Object(o) => Some($v::any_flag::Value::ObjectValue(o)),
+                                Typed::None => None,
+                            };
+                            let flag = $v::AnyFlag {
+                                reason: r.reason.to_owned(),
+                                variant: $wrap(r.variant),
+                                value,
+                                metadata: Some(r.metadata),
+                            };
+                            (key, flag)
+                        })
+                        .collect();
+                    Ok(Response::new($v::ResolveAllResponse {
+                        flags,
+                        metadata: None,
+                    }))
+                })();
+                calls::observed(Method::ResolveAll, started, outcome)
             }
 
             async fn resolve_boolean(
                 &self,
                 request: Request<$v::ResolveBooleanRequest>,
             ) -> Result<Response<$v::ResolveBooleanResponse>, Status> {
-                let r = self.one(request, Kind::Bool, |m| (m.flag_key, m.context))?;
-                Ok(Response::new($v::ResolveBooleanResponse {
-                    value: scalar!($wrap, r.value, Typed::Bool),
-                    reason: r.reason.to_owned(),
-                    variant: $wrap(r.variant),
-                    metadata: Some(r.metadata),
-                }))
+                let started = Instant::now();
+                let outcome = (|| {
+                    let r = self.one(request, Kind::Bool, |m| (m.flag_key, m.context))?;
+                    Ok(Response::new($v::ResolveBooleanResponse {
+                        value: scalar!($wrap, r.value, Typed::Bool),
+                        reason: r.reason.to_owned(),
+                        variant: $wrap(r.variant),
+                        metadata: Some(r.metadata),
+                    }))
+                })();
+                calls::observed(Method::ResolveBoolean, started, outcome)
             }
 
             async fn resolve_string(
                 &self,
                 request: Request<$v::ResolveStringRequest>,
             ) -> Result<Response<$v::ResolveStringResponse>, Status> {
-                let r = self.one(request, Kind::String, |m| (m.flag_key, m.context))?;
-                Ok(Response::new($v::ResolveStringResponse {
-                    value: scalar!($wrap, r.value, Typed::String),
-                    reason: r.reason.to_owned(),
-                    variant: $wrap(r.variant),
-                    metadata: Some(r.metadata),
-                }))
+                let started = Instant::now();
+                let outcome = (|| {
+                    let r = self.one(request, Kind::String, |m| (m.flag_key, m.context))?;
+                    Ok(Response::new($v::ResolveStringResponse {
+                        value: scalar!($wrap, r.value, Typed::String),
+                        reason: r.reason.to_owned(),
+                        variant: $wrap(r.variant),
+                        metadata: Some(r.metadata),
+                    }))
+                })();
+                calls::observed(Method::ResolveString, started, outcome)
             }
 
             async fn resolve_float(
                 &self,
                 request: Request<$v::ResolveFloatRequest>,
             ) -> Result<Response<$v::ResolveFloatResponse>, Status> {
-                let r = self.one(request, Kind::Float, |m| (m.flag_key, m.context))?;
-                Ok(Response::new($v::ResolveFloatResponse {
-                    value: scalar!($wrap, r.value, Typed::Float),
-                    reason: r.reason.to_owned(),
-                    variant: $wrap(r.variant),
-                    metadata: Some(r.metadata),
-                }))
+                let started = Instant::now();
+                let outcome = (|| {
+                    let r = self.one(request, Kind::Float, |m| (m.flag_key, m.context))?;
+                    Ok(Response::new($v::ResolveFloatResponse {
+                        value: scalar!($wrap, r.value, Typed::Float),
+                        reason: r.reason.to_owned(),
+                        variant: $wrap(r.variant),
+                        metadata: Some(r.metadata),
+                    }))
+                })();
+                calls::observed(Method::ResolveFloat, started, outcome)
             }
 
             async fn resolve_int(
                 &self,
                 request: Request<$v::ResolveIntRequest>,
             ) -> Result<Response<$v::ResolveIntResponse>, Status> {
-                let r = self.one(request, Kind::Int, |m| (m.flag_key, m.context))?;
-                Ok(Response::new($v::ResolveIntResponse {
-                    value: scalar!($wrap, r.value, Typed::Int),
-                    reason: r.reason.to_owned(),
-                    variant: $wrap(r.variant),
-                    metadata: Some(r.metadata),
-                }))
+                let started = Instant::now();
+                let outcome = (|| {
+                    let r = self.one(request, Kind::Int, |m| (m.flag_key, m.context))?;
+                    Ok(Response::new($v::ResolveIntResponse {
+                        value: scalar!($wrap, r.value, Typed::Int),
+                        reason: r.reason.to_owned(),
+                        variant: $wrap(r.variant),
+                        metadata: Some(r.metadata),
+                    }))
+                })();
+                calls::observed(Method::ResolveInt, started, outcome)
             }
 
             async fn resolve_object(
                 &self,
                 request: Request<$v::ResolveObjectRequest>,
             ) -> Result<Response<$v::ResolveObjectResponse>, Status> {
-                let r = self.one(request, Kind::Object, |m| (m.flag_key, m.context))?;
-                let value = match r.value {
-                    Typed::Object(o) => Some(o),
-                    _ => None,
-                };
-                Ok(Response::new($v::ResolveObjectResponse {
-                    value,
-                    reason: r.reason.to_owned(),
-                    variant: $wrap(r.variant),
-                    metadata: Some(r.metadata),
-                }))
+                let started = Instant::now();
+                let outcome = (|| {
+                    let r = self.one(request, Kind::Object, |m| (m.flag_key, m.context))?;
+                    let value = match r.value {
+                        Typed::Object(o) => Some(o),
+                        _ => None,
+                    };
+                    Ok(Response::new($v::ResolveObjectResponse {
+                        value,
+                        reason: r.reason.to_owned(),
+                        variant: $wrap(r.variant),
+                        metadata: Some(r.metadata),
+                    }))
+                })();
+                calls::observed(Method::ResolveObject, started, outcome)
             }
 
             type EventStreamStream = Events<$v::EventStreamResponse>;
@@ -211,13 +237,17 @@ macro_rules! service {
                 &self,
                 request: Request<$v::EventStreamRequest>,
             ) -> Result<Response<Self::EventStreamStream>, Status> {
-                let source = self.events_source(&request)?;
-                let message = |kind: &str, data| $v::EventStreamResponse {
-                    r#type: kind.to_owned(),
-                    data,
-                };
-                let stream = events::open(&self.state, source, self.stopping.clone(), message);
-                Ok(Response::new(stream))
+                let started = Instant::now();
+                let outcome = (|| {
+                    let source = self.events_source(&request)?;
+                    let message = |kind: &str, data| $v::EventStreamResponse {
+                        r#type: kind.to_owned(),
+                        data,
+                    };
+                    let stream = events::open(&self.state, source, self.stopping.clone(), message);
+                    Ok(Response::new(stream))
+                })();
+                calls::observed(Method::EventStream, started, outcome)
             }
         }
     };

@@ -1,0 +1,76 @@
+"""The flagd listener keeps the main listener's protections: the connection cap
+(`flagpole.limits.max_connections`: at the cap new connections wait in the backlog and are served
+when another closes) and the request-head size limit."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+from flagd_support import ENVS, MAIN, write_documents
+from serve_harness import free_port, local_config
+
+UNARY = "/flagd.evaluation.v1.Service/ResolveString"
+
+
+def connect_request(body: bytes, extra_headers: str = "") -> bytes:
+    return (f"POST {UNARY} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"X-API-Key: {MAIN.server_key}\r\nContent-Length: {len(body)}\r\n{extra_headers}"
+            f"Connection: close\r\n\r\n").encode() + body
+
+
+def read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def test_connection_cap_and_head_limit(start_flagd, tmp_path):
+    paths = write_documents(tmp_path / "docs", ENVS)
+    port = free_port()
+    config = local_config(paths, ENVS, flagpole={
+        "grpc": {"port": port},
+        "limits": {"max_connections": 2, "header_read_timeout_seconds": 30},
+    })
+    fp = start_flagd(config=config)
+    body = json.dumps({"flagKey": "seg_feat", "context": {"targetingKey": "u1", "plan": "pro"}}).encode()
+    # The readiness probe's connection must be gone before the idle ones take the cap; no event
+    # says when the server saw it close, and a second is long for that even on a busy machine.
+    time.sleep(1.0)
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+    try:
+        time.sleep(1.0)
+        waiting = socket.create_connection(("127.0.0.1", port), timeout=5)  # done in the backlog
+        waiting.sendall(connect_request(body))
+        waiting.settimeout(1.0)
+        try:
+            early = waiting.recv(65536)
+        except socket.timeout:
+            early = b""
+        assert early == b"", f"a 3rd connection was served over a cap of 2: {early[:80]!r}"
+        idle.pop().close()
+        waiting.settimeout(60)
+        answer = read_all(waiting)
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        assert b'"pro-value"' in answer, answer[:300]
+        waiting.close()
+    finally:
+        for s in idle:
+            s.close()
+    # A request head over the limit is refused, not buffered without bound.
+    huge = socket.create_connection(("127.0.0.1", port), timeout=60)
+    try:
+        huge.sendall(connect_request(body, "X-Padding: " + "a" * 200_000 + "\r\n"))
+    except OSError:
+        pass  # the server may close while the head is still being sent: also a refusal
+    try:
+        answer = read_all(huge)
+    except OSError:
+        answer = b""
+    assert not answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    huge.close()
+    assert fp.proc.poll() is None, fp.stderr_tail()
