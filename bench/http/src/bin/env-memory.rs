@@ -80,6 +80,11 @@ fn main() {
         Received::from_bytes(&documents[i], None).expect("the document compiles")
     });
     drop(received);
+    // Of which the engine's compiled environment alone.
+    let (engine_bytes, engines) = per_item(n, |i| {
+        flagpole_engine::Environment::from_document_json(&documents[i]).expect("compiles")
+    });
+    drop(engines);
     // The whole snapshot as served before any request: the above plus the prepared bodies.
     let (snapshot_bytes, snapshots) = per_item(n, |i| {
         let received = Received::from_bytes(&documents[i], None).expect("the document compiles");
@@ -113,6 +118,7 @@ fn main() {
         "per_environment": {
             "slot_and_keys": slot_bytes,
             "compiled_document": received_bytes,
+            "engine_environment": engine_bytes,
             "snapshot_total": snapshot_bytes,
             "snapshot_beyond_compiled": snapshot_bytes - received_bytes,
             "document_body_before_requests": document_body_bytes,
