@@ -1,15 +1,18 @@
 """Many environments in one proxy: a thousand local document files, every one hot-reloaded by
 one watcher (one inotify instance, not one per file, so the per-user limit of 128 instances does
-not cut hot reload off after the 128th file); readiness reports loading progress."""
+not cut hot reload off after the 128th file); readiness reports loading progress; the polls of
+hundreds of upstream environments spread over the poll period instead of arriving in a burst."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
+from collections import Counter
 from pathlib import Path
 
 from documents import make_document
-from serve_harness import EVENT_TIMEOUT, wait_until, write_atomic
+from serve_harness import EVENT_TIMEOUT, Env, upstream_config, wait_until, write_atomic
 
 COUNT = 1000
 WAIT = EVENT_TIMEOUT
@@ -66,3 +69,42 @@ def test_a_thousand_files_are_each_reloaded_when_they_change(flagpole, tmp_path)
     with open(paths[i], "w") as f:
         f.write(json.dumps(make_document(f"many_{i:04d}", revision=9)))
     wait_until(lambda: plain_value(fp, f"many_{i:04d}") == "hello-r9", WAIT, "in-place write reloaded")
+
+
+POLLED = 500
+PERIOD = 4  # seconds
+OBSERVED = 3  # whole periods observed after the first
+
+
+def test_polls_of_500_environments_spread_over_the_period(flagpole, upstream):
+    envs = [Env(f"spread_{i:03d}", f"ser.spread_{i:03d}") for i in range(POLLED)]
+    document = make_document("placeholder")
+    for env in envs:
+        document["api_key"] = env.client_key
+        upstream.set_document(env.server_key, document)
+    # After the first document, every poll is a 304: what is measured is when polls arrive.
+    upstream.etag = '"same"'
+    upstream.set_mode("conditional")
+    config = upstream_config(upstream, envs, api_poll_frequency_seconds=PERIOD,
+                             api_poll_timeout_seconds=PERIOD)
+    config["health_check"] = {"environment_update_grace_period_seconds": None}
+    fp = flagpole(config, wait=False)
+    fp.wait_ready(WAIT)
+    with upstream.lock:
+        start = min(r.at for r in upstream.requests)
+    end = start + (1 + OBSERVED) * PERIOD
+    time.sleep(max(0.0, end - time.monotonic()) + 0.5)
+
+    with upstream.lock:
+        requests = [r for r in upstream.requests if start + PERIOD <= r.at < end]
+    per_env = Counter(r.headers.get("x-environment-key") for r in requests)
+    # Each environment is polled once per period (a poll near the edge of a period may fall in
+    # its neighbour, hence one either way).
+    assert set(per_env) == {e.server_key for e in envs}
+    assert all(OBSERVED - 1 <= n <= OBSERVED + 1 for n in per_env.values()), per_env.most_common(3)
+    assert abs(len(requests) - OBSERVED * POLLED) <= POLLED // 20, len(requests)
+    # Spread: no tenth of the period gets more than twice its share.
+    tenths = Counter(int((r.at - start) % PERIOD / PERIOD * 10) for r in requests)
+    share = len(requests) / 10
+    assert max(tenths.values()) <= 2 * share, sorted(tenths.items())
+    assert fp.get("/proxy/health/readiness").status == 200

@@ -5,6 +5,7 @@
 pub mod discovery;
 pub mod file_watcher;
 pub mod local_file;
+pub mod poll_schedule;
 pub mod startup;
 pub mod upstream;
 pub mod usage_report;
