@@ -108,3 +108,36 @@ def test_polls_of_500_environments_spread_over_the_period(flagpole, upstream):
     share = len(requests) / 10
     assert max(tenths.values()) <= 2 * share, sorted(tenths.items())
     assert fp.get("/proxy/health/readiness").status == 200
+
+
+def test_status_page_paginates_and_metrics_drop_per_environment_series(flagpole, tmp_path):
+    count = 150
+    paths = []
+    for i in range(count):
+        path = tmp_path / f"page-{i:03d}.json"
+        path.write_text(json.dumps(make_document(f"page_{i:03d}")))
+        paths.append(path)
+    config = {
+        "api_url": "http://127.0.0.1:9/api/v1",
+        "flagpole": {"documents": [str(p) for p in paths],
+                     "metrics": {"per_environment": False}},
+    }
+    fp = flagpole(config, wait=False)
+    fp.wait_ready(WAIT)
+
+    first = fp.get("/proxy/status?format=json").json()
+    assert (first["page"], first["pages"], len(first["environments"])) == (1, 2, 100), first["page"]
+    assert first["summary"]["progress"] == f"{count}/{count} environments loaded"
+    second = fp.get("/proxy/status?format=json&page=2").json()
+    assert (second["page"], len(second["environments"])) == (2, 50)
+    seen = {e["environment"] for e in first["environments"] + second["environments"]}
+    assert len(seen) == count
+    html = fp.get("/proxy/status").body.decode()
+    assert f"{count}/{count} environments loaded" in html and 'href="?page=2"' in html
+
+    metrics = fp.get("/metrics").body.decode()
+    assert f"flagpole_environments {count}\n" in metrics, metrics
+    assert f"flagpole_environments_loaded {count}\n" in metrics
+    assert "flagpole_environment_loaded{" not in metrics
+    assert "flagpole_environment_requests_total{" not in metrics
+    assert "flagpole_sse_connections 0" in metrics

@@ -107,7 +107,7 @@ pub(super) struct FlagpoleFile {
     limits: Option<Object<LimitsFile>>,
     shutdown_timeout_seconds: Option<Seconds>,
     max_concurrent_fetches: Option<Positive>,
-    metrics: Option<Object<SwitchFile>>,
+    metrics: Option<Object<MetricsFile>>,
     status_page: Option<Object<SwitchFile>>,
     usage_report_interval_seconds: Option<Seconds>,
     identity_cache: Option<Object<IdentityCacheFile>>,
@@ -137,6 +137,14 @@ pub(super) struct LimitsFile {
 #[serde(default)]
 pub(super) struct SwitchFile {
     enabled: Option<bool>,
+}
+
+/// `{"enabled": true|false, "per_environment": true|false}`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct MetricsFile {
+    enabled: Option<bool>,
+    per_environment: Option<bool>,
 }
 
 /// A local document: `"file.json"` or `{"path": "file.json"}`.
@@ -286,8 +294,13 @@ impl FlagpoleFile {
         if let Some(n) = self.identity_cache.and_then(|c| c.0.max_bytes) {
             c.limits.identity_cache_bytes = n;
         }
-        if let Some(on) = self.metrics.and_then(|s| s.0.enabled) {
-            c.telemetry.metrics = on;
+        if let Some(metrics) = self.metrics.map(|m| m.0) {
+            if let Some(on) = metrics.enabled {
+                c.telemetry.metrics = on;
+            }
+            if let Some(on) = metrics.per_environment {
+                c.telemetry.metrics_per_environment = on;
+            }
         }
         if let Some(on) = self.status_page.and_then(|s| s.0.enabled) {
             c.telemetry.status_page = on;

@@ -14,6 +14,7 @@
 
 pub mod environments;
 pub mod http;
+pub mod summary;
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
