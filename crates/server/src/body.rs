@@ -55,11 +55,15 @@ pub struct PreparedBody {
     pub etag_header: http::HeaderValue,
     /// How this body gets compressed variants, if at all.
     compression: Compression,
-    /// The variants made together (a large body, after its snapshot is swapped in).
-    compressed: OnceLock<Compressed>,
-    /// A small body's variants, each made by the first request that accepts its encoding.
-    on_demand: [OnceLock<Bytes>; 3],
+    /// The variants (zstd, Brotli, gzip): a small body's each made by the first request that
+    /// accepts its encoding; a large body's all together by [`compress`](Self::compress).
+    variants: [OnceLock<Bytes>; 3],
 }
+
+/// Where each encoding's variant is kept, in order of preference.
+const ZSTD: usize = 0;
+const BROTLI: usize = 1;
+const GZIP: usize = 2;
 
 /// When a body's compressed variants are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,8 +114,7 @@ impl PreparedBody {
                 .expect("a hex ETag is a valid header value"),
             etag,
             compression,
-            compressed: OnceLock::new(),
-            on_demand: Default::default(),
+            variants: Default::default(),
             bytes,
         }
     }
@@ -122,25 +125,36 @@ impl PreparedBody {
         if self.compression != Compression::Together {
             return;
         }
-        self.compressed.get_or_init(|| {
-            let bytes = &self.bytes[..];
-            // The three encoders run in parallel: a large document is compressed on every update.
-            std::thread::scope(|s| {
-                let g = s.spawn(|| gzip(bytes, 6));
-                let b = s.spawn(|| (bytes.len() <= BROTLI_MAX_BYTES).then(|| brotli(bytes)));
-                let z = zstd::encode_all(bytes, 3).expect("in-memory zstd");
-                Compressed {
-                    gzip: Bytes::from(g.join().expect("gzip thread")),
-                    brotli: b.join().expect("brotli thread").map(Bytes::from),
-                    zstd: Bytes::from(z),
-                }
-            })
+        if self.variants[ZSTD].get().is_some() {
+            return;
+        }
+        let bytes = &self.bytes[..];
+        // The three encoders run in parallel: a large document is compressed on every update.
+        let (g, b, z) = std::thread::scope(|s| {
+            let g = s.spawn(|| gzip(bytes, 6));
+            let b = s.spawn(|| (bytes.len() <= BROTLI_MAX_BYTES).then(|| brotli(bytes)));
+            let z = zstd::encode_all(bytes, 3).expect("in-memory zstd");
+            (
+                g.join().expect("gzip thread"),
+                b.join().expect("brotli thread"),
+                z,
+            )
         });
+        // zstd last: it marks the set as made.
+        let _ = self.variants[GZIP].set(Bytes::from(g));
+        if let Some(b) = b {
+            let _ = self.variants[BROTLI].set(Bytes::from(b));
+        }
+        let _ = self.variants[ZSTD].set(Bytes::from(z));
     }
 
-    /// The compressed variants made together, if made.
-    pub fn compressed(&self) -> Option<&Compressed> {
-        self.compressed.get()
+    /// The compressed variants, once made (all of them, for a large body).
+    pub fn compressed(&self) -> Option<Compressed> {
+        Some(Compressed {
+            gzip: self.variants[GZIP].get()?.clone(),
+            brotli: self.variants[BROTLI].get().cloned(),
+            zstd: self.variants[ZSTD].get()?.clone(),
+        })
     }
 
     /// The variant for an `Accept-Encoding` header, and its encoding.
@@ -158,13 +172,9 @@ impl PreparedBody {
             }
             let variant = match self.compression {
                 Compression::OnDemand => Some(
-                    self.on_demand[slot].get_or_init(|| Bytes::from(encode(&self.bytes, encoding))),
+                    self.variants[slot].get_or_init(|| Bytes::from(encode(&self.bytes, encoding))),
                 ),
-                _ => self.compressed.get().and_then(|c| match encoding {
-                    Encoding::Zstd => Some(&c.zstd),
-                    Encoding::Brotli => c.brotli.as_ref(),
-                    _ => Some(&c.gzip),
-                }),
+                _ => self.variants[slot].get(),
             };
             if let Some(bytes) = variant {
                 return (bytes.clone(), encoding);
@@ -300,11 +310,11 @@ mod tests {
             .flat_map(|i| format!("flag{i},").into_bytes())
             .collect();
         let body = PreparedBody::deferred(text.clone(), true);
-        assert!(body.on_demand.iter().all(|v| v.get().is_none()));
+        assert!(body.variants.iter().all(|v| v.get().is_none()));
         let (gzipped, encoding) = body.negotiate(Some("gzip"));
         assert_eq!(encoding, Encoding::Gzip);
         assert!(gzipped.len() < text.len());
-        assert!(body.on_demand[0].get().is_none() && body.on_demand[1].get().is_none());
+        assert!(body.variants[ZSTD].get().is_none() && body.variants[BROTLI].get().is_none());
         let (br, encoding) = body.negotiate(Some("br"));
         assert_eq!(encoding, Encoding::Brotli);
         let mut plain = Vec::new();
