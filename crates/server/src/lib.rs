@@ -231,33 +231,32 @@ fn build_store(
             .push(pair.server_side_key.clone());
     }
     let mut covered = std::collections::HashSet::new();
+    let mut sources = Vec::new();
+    let mut adding = Vec::new();
     for file in sources::startup::read_all(&config.environments.documents)? {
         let keys = server_keys
             .get(file.api_key.as_str())
             .cloned()
             .unwrap_or_default();
         covered.insert(file.api_key.clone());
-        let slot = store.add(
+        adding.push((
             EnvSlot::new(file.api_key, Source::File(file.path.clone())),
-            &keys,
-        );
-        plan.push((slot, Plan::File(file.path, file.bytes)));
+            keys,
+        ));
+        sources.push(Plan::File(file.path, file.bytes));
     }
     for (client_key, keys) in &server_keys {
         if covered.contains(*client_key) {
             continue;
         }
-        let slot = store.add(
-            EnvSlot::new(
-                (*client_key).to_owned(),
-                Source::Upstream {
-                    server_key: keys[0].clone(),
-                },
-            ),
-            keys,
-        );
-        plan.push((slot, Plan::Upstream));
+        let source = Source::Upstream {
+            server_key: keys[0].clone(),
+        };
+        adding.push((EnvSlot::new((*client_key).to_owned(), source), keys.clone()));
+        sources.push(Plan::Upstream);
     }
+    // One change of the key table for all of them.
+    plan.extend(store.add_all(adding).into_iter().zip(sources));
     if example {
         let doc: serde_json::Value =
             serde_json::from_str(EXAMPLE_DOCUMENT).expect("the bundled example is valid JSON");
