@@ -56,8 +56,10 @@ pub struct PreparedBody {
     /// How this body gets compressed variants, if at all.
     compression: Compression,
     /// The variants (zstd, Brotli, gzip): a small body's each made by the first request that
-    /// accepts its encoding; a large body's all together by [`compress`](Self::compress).
-    variants: [OnceLock<Bytes>; 3],
+    /// accepts its encoding; a large body's all together by [`compress`](Self::compress). Boxed,
+    /// and absent for a body never compressed: most prepared bodies (one per feature and key
+    /// kind) are too small to be.
+    variants: Option<Box<[OnceLock<Bytes>; 3]>>,
 }
 
 /// Where each encoding's variant is kept, in order of preference.
@@ -114,7 +116,7 @@ impl PreparedBody {
                 .expect("a hex ETag is a valid header value"),
             etag,
             compression,
-            variants: Default::default(),
+            variants: (compression != Compression::None).then(Default::default),
             bytes,
         }
     }
@@ -122,10 +124,10 @@ impl PreparedBody {
     /// Makes a large body's compressed variants if they are not there yet (a small body's are
     /// made on demand; nothing to do).
     pub fn compress(&self) {
-        if self.compression != Compression::Together {
+        let Some(variants) = self.variants.as_deref() else {
             return;
-        }
-        if self.variants[ZSTD].get().is_some() {
+        };
+        if self.compression != Compression::Together || variants[ZSTD].get().is_some() {
             return;
         }
         let bytes = &self.bytes[..];
@@ -141,27 +143,28 @@ impl PreparedBody {
             )
         });
         // zstd last: it marks the set as made.
-        let _ = self.variants[GZIP].set(Bytes::from(g));
+        let _ = variants[GZIP].set(Bytes::from(g));
         if let Some(b) = b {
-            let _ = self.variants[BROTLI].set(Bytes::from(b));
+            let _ = variants[BROTLI].set(Bytes::from(b));
         }
-        let _ = self.variants[ZSTD].set(Bytes::from(z));
+        let _ = variants[ZSTD].set(Bytes::from(z));
     }
 
     /// The compressed variants, once made (all of them, for a large body).
     pub fn compressed(&self) -> Option<Compressed> {
+        let variants = self.variants.as_deref()?;
         Some(Compressed {
-            gzip: self.variants[GZIP].get()?.clone(),
-            brotli: self.variants[BROTLI].get().cloned(),
-            zstd: self.variants[ZSTD].get()?.clone(),
+            gzip: variants[GZIP].get()?.clone(),
+            brotli: variants[BROTLI].get().cloned(),
+            zstd: variants[ZSTD].get()?.clone(),
         })
     }
 
     /// The variant for an `Accept-Encoding` header, and its encoding.
     pub fn negotiate(&self, accept_encoding: Option<&str>) -> (Bytes, Encoding) {
-        if self.compression == Compression::None {
+        let Some(variants) = self.variants.as_deref() else {
             return (self.bytes.clone(), Encoding::Identity);
-        }
+        };
         let accepted = accepted_encodings(accept_encoding);
         for (slot, encoding) in [Encoding::Zstd, Encoding::Brotli, Encoding::Gzip]
             .into_iter()
@@ -171,10 +174,10 @@ impl PreparedBody {
                 continue;
             }
             let variant = match self.compression {
-                Compression::OnDemand => Some(
-                    self.variants[slot].get_or_init(|| Bytes::from(encode(&self.bytes, encoding))),
-                ),
-                _ => self.variants[slot].get(),
+                Compression::OnDemand => {
+                    Some(variants[slot].get_or_init(|| Bytes::from(encode(&self.bytes, encoding))))
+                }
+                _ => variants[slot].get(),
             };
             if let Some(bytes) = variant {
                 return (bytes.clone(), encoding);
@@ -310,11 +313,13 @@ mod tests {
             .flat_map(|i| format!("flag{i},").into_bytes())
             .collect();
         let body = PreparedBody::deferred(text.clone(), true);
-        assert!(body.variants.iter().all(|v| v.get().is_none()));
+        let variants = body.variants.as_deref().unwrap();
+        assert!(variants.iter().all(|v| v.get().is_none()));
         let (gzipped, encoding) = body.negotiate(Some("gzip"));
         assert_eq!(encoding, Encoding::Gzip);
         assert!(gzipped.len() < text.len());
-        assert!(body.variants[ZSTD].get().is_none() && body.variants[BROTLI].get().is_none());
+        let variants = body.variants.as_deref().unwrap();
+        assert!(variants[ZSTD].get().is_none() && variants[BROTLI].get().is_none());
         let (br, encoding) = body.negotiate(Some("br"));
         assert_eq!(encoding, Encoding::Brotli);
         let mut plain = Vec::new();
