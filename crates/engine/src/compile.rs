@@ -155,6 +155,14 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         entry.targeted = ctx.name_id.is_some_and(|id| targeted[id as usize]);
     }
     let identifier_index = index_identifier_segments(&segments, &segments_by_name);
+    // An environment lives until the next document and a proxy may hold thousands: no slack
+    // from growing these one push at a time.
+    let mut feature_ctxs = c.feature_ctxs;
+    feature_ctxs.shrink_to_fit();
+    let (mut features, mut segments, mut names) = (features, segments, c.names);
+    features.shrink_to_fit();
+    segments.shrink_to_fit();
+    names.shrink_to_fit();
     let env = Environment {
         env_key,
         root: if c.needs_root {
@@ -165,7 +173,7 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         root_order,
         features,
         feature_by_key,
-        names: c.names,
+        names,
         name_ids: c.name_ids,
         targeted,
         override_name_error,
@@ -176,7 +184,7 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
         identifier_index,
         reads_flags: c.reads_flags,
         flag_slots: slot_by_name.len(),
-        feature_ctxs: c.feature_ctxs,
+        feature_ctxs,
     };
     Ok((env, c.diagnostics))
 }
@@ -321,19 +329,20 @@ impl Compiler<'_> {
             Some(other) => Err(EvalError::key(other)),
             None => Err(EvalError::key("'type'")),
         };
-        let mut conditions = Vec::new();
         let conds = match rule.get("conditions") {
             Some(c) if json_truthy(c) => array_items(Some(c), &format!("{path}.conditions"))?,
             _ => &[],
         };
+        // Sized exactly: a compiled condition is large, and an environment keeps every one.
+        let mut conditions = Vec::with_capacity(conds.len());
         for (i, cond) in conds.iter().enumerate() {
             conditions.push(self.condition(cond, &format!("{path}.conditions[{i}]"))?);
         }
-        let mut rules = Vec::new();
         let subs = match rule.get("rules") {
             Some(r) if json_truthy(r) => array_items(Some(r), &format!("{path}.rules"))?,
             _ => &[],
         };
+        let mut rules = Vec::with_capacity(subs.len());
         for (i, sub) in subs.iter().enumerate() {
             rules.push(self.rule(sub, &format!("{path}.rules[{i}]"))?);
         }

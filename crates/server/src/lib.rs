@@ -112,6 +112,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         }
         None => None,
     };
+    // Documents are loaded in parallel, bounded by the cores (readiness counts them as they
+    // arrive); then one watcher follows every file.
+    let mut files = Vec::new();
+    let mut loads = Vec::new();
     for (slot, source) in plan {
         match source {
             Plan::Embedded => {
@@ -121,17 +125,37 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
                     .map_err(|e| format!("the bundled example: {}", e.message(&slot.client_key)))?;
                 slot.mark_success(SystemTime::now());
             }
-            Plan::File(path) => {
-                local_file::load(&slot, &path).await;
-                shutdown.spawn(local_file::watch(slot.clone(), path));
+            Plan::File(path, bytes) => {
+                files.push((slot.clone(), path.clone()));
+                loads.push(StartLoad::File(slot, path, bytes));
             }
             Plan::Upstream => {
-                if let Some(warm) = &warm {
-                    warm.restore(&slot).await;
+                if warm.is_some() {
+                    loads.push(StartLoad::Warm(slot));
                 }
             }
         }
     }
+    sources::startup::bounded(loads.into_iter().map(|load| {
+        let warm = warm.clone();
+        async move {
+            match load {
+                StartLoad::File(slot, path, bytes) => {
+                    local_file::publish(&slot, &path, bytes).await
+                }
+                StartLoad::Warm(slot) => {
+                    if let Some(warm) = warm {
+                        warm.restore(&slot).await;
+                    }
+                }
+            }
+        }
+    }))
+    .await;
+    shutdown.spawn(sources::file_watcher::watch(
+        files,
+        shutdown.requested.clone(),
+    ));
     // The HTTP client (TLS roots and all) only when something is polled: an offline proxy
     // stays smaller without it.
     let polled = store
@@ -244,8 +268,15 @@ async fn bind(host: &str, port: u16) -> Result<tokio::net::TcpListener, String> 
 
 enum Plan {
     Embedded,
-    File(PathBuf),
+    /// A local file, and its bytes as read at start.
+    File(PathBuf, bytes::Bytes),
     Upstream,
+}
+
+/// What start-up loads in parallel before the first polls.
+enum StartLoad {
+    File(Arc<EnvSlot>, PathBuf, bytes::Bytes),
+    Warm(Arc<EnvSlot>),
 }
 
 /// Each environment and how its first document arrives.
@@ -271,36 +302,33 @@ fn build_store(
             .or_default()
             .push(pair.server_side_key.clone());
     }
-    let mut covered = Vec::new();
-    for path in &config.environments.documents {
-        let (doc, _) = local_file::read(path)?;
-        let client_key = doc["api_key"]
-            .as_str()
-            .expect("read checks api_key")
-            .to_owned();
+    let mut covered = std::collections::HashSet::new();
+    let mut sources = Vec::new();
+    let mut adding = Vec::new();
+    for file in sources::startup::read_all(&config.environments.documents)? {
         let keys = server_keys
-            .get(client_key.as_str())
+            .get(file.api_key.as_str())
             .cloned()
             .unwrap_or_default();
-        covered.push(client_key.clone());
-        let slot = store.add(EnvSlot::new(client_key, Source::File(path.clone())), &keys);
-        plan.push((slot, Plan::File(path.clone())));
+        covered.insert(file.api_key.clone());
+        adding.push((
+            EnvSlot::new(file.api_key, Source::File(file.path.clone())),
+            keys,
+        ));
+        sources.push(Plan::File(file.path, file.bytes));
     }
     for (client_key, keys) in &server_keys {
-        if covered.iter().any(|c| c == client_key) {
+        if covered.contains(*client_key) {
             continue;
         }
-        let slot = store.add(
-            EnvSlot::new(
-                (*client_key).to_owned(),
-                Source::Upstream {
-                    server_key: keys[0].clone(),
-                },
-            ),
-            keys,
-        );
-        plan.push((slot, Plan::Upstream));
+        let source = Source::Upstream {
+            server_key: keys[0].clone(),
+        };
+        adding.push((EnvSlot::new((*client_key).to_owned(), source), keys.clone()));
+        sources.push(Plan::Upstream);
     }
+    // One change of the key table for all of them.
+    plan.extend(store.add_all(adding).into_iter().zip(sources));
     if example {
         let doc: serde_json::Value =
             serde_json::from_str(EXAMPLE_DOCUMENT).expect("the bundled example is valid JSON");

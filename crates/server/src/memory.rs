@@ -3,6 +3,9 @@
 //! (one per thread that ever allocated, up to 8 per CPU), so without care resident memory grows
 //! with every update and never comes back.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 /// Limits glibc to one allocator arena unless the operator chose otherwise (`MALLOC_ARENA_MAX`).
 /// Document builds, compression and requests run on different threads; with one arena, what
 /// one of them frees the next can reuse, and trimming returns it all. Small allocations are
@@ -17,8 +20,38 @@ pub fn configure_allocator() {
     }
 }
 
-/// Asks the allocator to release free memory (glibc only; elsewhere a no-op).
+/// A trim is under way (its thread will run another pass if asked meanwhile).
+static TRIMMING: AtomicBool = AtomicBool::new(false);
+/// Someone asked for a trim since the last pass started.
+static ASKED: AtomicBool = AtomicBool::new(false);
+/// Passes are at least this far apart: a trim walks the whole heap holding the arena's lock, so
+/// a thousand swaps in a row (a proxy loading a thousand documents) must not trim a thousand
+/// times over a growing heap while the other builds wait on that lock.
+const TRIM_SPACING: Duration = Duration::from_millis(100);
+
+/// Asks the allocator to release free memory (glibc only; elsewhere a no-op). Calls during a
+/// trim are coalesced into one more pass after it, so the last caller's memory is always
+/// returned. Blocks the calling (background) thread for the passes it runs.
 pub fn release_free_memory() {
+    ASKED.store(true, Ordering::Release);
+    while !TRIMMING.swap(true, Ordering::AcqRel) {
+        let mut first = true;
+        while ASKED.swap(false, Ordering::AcqRel) {
+            if !first {
+                std::thread::sleep(TRIM_SPACING);
+            }
+            first = false;
+            trim();
+        }
+        TRIMMING.store(false, Ordering::Release);
+        // A request that arrived between the last check and the release is served here.
+        if !ASKED.load(Ordering::Acquire) {
+            return;
+        }
+    }
+}
+
+fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only inspects and returns free allocator memory; it has no preconditions.
     unsafe {

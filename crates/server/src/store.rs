@@ -337,23 +337,34 @@ impl Store {
     }
 
     /// Adds a configured environment reachable with its client key and any server keys.
-    pub fn add(&self, mut slot: EnvSlot, server_keys: &[String]) -> Arc<EnvSlot> {
+    pub fn add(&self, slot: EnvSlot, server_keys: &[String]) -> Arc<EnvSlot> {
+        self.add_all(vec![(slot, server_keys.to_vec())])
+            .pop()
+            .expect("one environment added")
+    }
+
+    /// Adds configured environments, each reachable with its client key and server keys, in one
+    /// change of the key table (adding a thousand one at a time would copy it a thousand times).
+    pub fn add_all(&self, environments: Vec<(EnvSlot, Vec<String>)>) -> Vec<Arc<EnvSlot>> {
         let _writing = self.writer.lock();
-        slot.stop = self.shutdown.child_token();
-        let slot = Arc::new(slot);
         let mut table = KeyTable::clone(&self.table.load());
-        table.keys.insert(
-            slot.client_key.clone(),
-            self.entry(KeyKind::Client, &slot, true),
-        );
-        for key in server_keys {
-            table
-                .keys
-                .insert(key.clone(), self.entry(KeyKind::Server, &slot, true));
+        let mut added = Vec::with_capacity(environments.len());
+        for (mut slot, server_keys) in environments {
+            slot.stop = self.shutdown.child_token();
+            let slot = Arc::new(slot);
+            table.keys.insert(
+                slot.client_key.clone(),
+                self.entry(KeyKind::Client, &slot, true),
+            );
+            for key in server_keys {
+                let entry = self.entry(KeyKind::Server, &slot, true);
+                table.keys.insert(key, entry);
+            }
+            table.envs.push(slot.clone());
+            added.push(slot);
         }
-        table.envs.push(slot.clone());
         self.table.store(Arc::new(table));
-        slot
+        added
     }
 
     /// Makes the discovered environments exactly `listed`: new ones are added

@@ -112,7 +112,7 @@ pub(super) struct FlagpoleFile {
     limits: Option<Object<LimitsFile>>,
     shutdown_timeout_seconds: Option<Seconds>,
     max_concurrent_fetches: Option<Positive>,
-    metrics: Option<Object<SwitchFile>>,
+    metrics: Option<Object<MetricsFile>>,
     status_page: Option<Object<SwitchFile>>,
     usage_report_interval_seconds: Option<Seconds>,
     identity_cache: Option<Object<IdentityCacheFile>>,
@@ -152,6 +152,14 @@ pub(super) struct LimitsFile {
 #[serde(default)]
 pub(super) struct SwitchFile {
     enabled: Option<bool>,
+}
+
+/// `{"enabled": true|false, "per_environment": true|false}`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct MetricsFile {
+    enabled: Option<bool>,
+    per_environment: Option<bool>,
 }
 
 /// A local document: `"file.json"` or `{"path": "file.json"}`.
@@ -305,8 +313,13 @@ impl FlagpoleFile {
         if let Some(Port(port)) = self.grpc.and_then(|g| g.0.port) {
             c.server.grpc_port = Some(port);
         }
-        if let Some(on) = self.metrics.and_then(|s| s.0.enabled) {
-            c.telemetry.metrics = on;
+        if let Some(metrics) = self.metrics.map(|m| m.0) {
+            if let Some(on) = metrics.enabled {
+                c.telemetry.metrics = on;
+            }
+            if let Some(on) = metrics.per_environment {
+                c.telemetry.metrics_per_environment = on;
+            }
         }
         if let Some(on) = self.status_page.and_then(|s| s.0.enabled) {
             c.telemetry.status_page = on;

@@ -125,6 +125,9 @@ pub struct Health {
 pub struct Telemetry {
     /// Prometheus metrics at `/metrics`.
     pub metrics: bool,
+    /// The per-environment families in `/metrics` (a dozen series per environment); off for
+    /// very large deployments, which keep the totals.
+    pub metrics_per_environment: bool,
     /// The status page at `/proxy/status`.
     pub status_page: bool,
 }
@@ -170,6 +173,7 @@ impl Default for Config {
             },
             telemetry: Telemetry {
                 metrics: true,
+                metrics_per_environment: true,
                 status_page: true,
             },
             ofrep: OfrepConfig::default(),

@@ -3,7 +3,9 @@
 //! and hashed again (that work is most of a 304's cost). Keyed by a 128-bit hash of (key kind,
 //! endpoint, raw body bytes); a small direct-mapped table, so memory is fixed and an entry for
 //! another body simply replaces the old one. A new revision builds a new snapshot, and with it
-//! an empty memo: nothing stale survives.
+//! an empty memo: nothing stale survives. The table is allocated on the first answer it keeps:
+//! an environment no OFREP client revalidates against (most, in a proxy serving hundreds) pays
+//! nothing for it.
 
 // No poisoning: a panic while a slot is held loses nothing worth refusing later readers.
 use parking_lot::Mutex;
@@ -19,7 +21,7 @@ const ETAG_LEN: usize = 36;
 type Entry = (u128, [u8; ETAG_LEN], bool);
 
 pub struct EtagMemo {
-    slots: Box<[Mutex<Option<Entry>>]>,
+    slots: std::sync::OnceLock<Box<[Mutex<Option<Entry>>]>>,
 }
 
 impl std::fmt::Debug for EtagMemo {
@@ -31,7 +33,7 @@ impl std::fmt::Debug for EtagMemo {
 impl Default for EtagMemo {
     fn default() -> Self {
         EtagMemo {
-            slots: (0..SLOTS).map(|_| Mutex::new(None)).collect(),
+            slots: std::sync::OnceLock::new(),
         }
     }
 }
@@ -59,7 +61,7 @@ impl EtagMemo {
 
     /// The ETag answered for this key, and whether its context named an identity.
     pub fn get(&self, key: u128) -> Option<(String, bool)> {
-        let slot = self.slots[key as usize % SLOTS].lock();
+        let slot = self.slots.get()?[key as usize % SLOTS].lock();
         match *slot {
             Some((k, etag, identified)) if k == key => std::str::from_utf8(&etag)
                 .ok()
@@ -72,7 +74,10 @@ impl EtagMemo {
         let Ok(bytes) = <[u8; ETAG_LEN]>::try_from(etag.as_bytes()) else {
             return;
         };
-        *self.slots[key as usize % SLOTS].lock() = Some((key, bytes, identified));
+        let slots = self
+            .slots
+            .get_or_init(|| (0..SLOTS).map(|_| Mutex::new(None)).collect());
+        *slots[key as usize % SLOTS].lock() = Some((key, bytes, identified));
     }
 }
 

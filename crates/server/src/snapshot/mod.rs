@@ -19,9 +19,6 @@ use crate::body::PreparedBody;
 pub use crate::keys::KeyKind;
 use crate::received::{Received, Rejected};
 
-/// Documents at least this large are compressed after the swap rather than before it.
-const DEFER_COMPRESSION_BYTES: usize = 256 * 1024;
-
 /// What the REST API shows about one feature, pre-serialised.
 #[derive(Debug)]
 pub struct FeatureMeta {
@@ -156,15 +153,9 @@ impl Snapshot {
             revision,
             updated_at,
             last_modified: None,
-            document: {
-                // Only a large document's compression is worth deferring; a small one is
-                // served compressed from its first request.
-                let document = PreparedBody::deferred(document_bytes, compress);
-                if document.bytes.len() < DEFER_COMPRESSION_BYTES {
-                    document.compress();
-                }
-                document
-            },
+            // A large document is compressed after the swap (`finish_compression`); a small one
+            // on demand, by the first request for each encoding.
+            document: PreparedBody::deferred(document_bytes, compress),
             flags: [
                 PreparedBody::new(Vec::new(), false),
                 PreparedBody::new(Vec::new(), false),
@@ -196,10 +187,14 @@ impl Snapshot {
                         list.push(b',');
                     }
                     list.extend_from_slice(&one);
+                    // Kept for the whole revision: no growth slack.
+                    one.shrink_to_fit();
                     per_feature.insert(key.clone(), PreparedBody::new(one, compress));
                 }
             }
             list.push(b']');
+            list.shrink_to_fit();
+            per_feature.shrink_to_fit();
             snapshot.flags[kind.index()] = PreparedBody::new(list, compress);
             snapshot.feature_flags[kind.index()] = per_feature;
         }

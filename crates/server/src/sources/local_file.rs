@@ -1,12 +1,12 @@
-//! Local environment documents (offline mode): loaded at start, reloaded when the file changes.
+//! Local environment documents (offline mode): loaded at start, reloaded when the file changes
+//! (`file_watcher.rs` watches them all).
 //! A half-written or invalid file never replaces the good document: it is reported and the
 //! next change is tried again.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use notify::{RecursiveMode, Watcher};
 use serde_json::Value;
 
 use crate::received::{Incoming, Rejected};
@@ -34,11 +34,16 @@ pub async fn load(slot: &Arc<EnvSlot>, path: &Path) {
         .await
         .map_err(|e| format!("reading the document failed: {e}"))
         .and_then(|read| read.map_err(|e| format!("cannot read {}: {e}", path.display())));
-    let bytes = match read {
-        Ok(bytes) => bytes,
-        Err(reason) => return slot.mark_failure(reason),
-    };
-    match slot.publish(Incoming::Bytes(bytes.into())).await {
+    match read {
+        Ok(bytes) => publish(slot, path, bytes.into()).await,
+        Err(reason) => slot.mark_failure(reason),
+    }
+}
+
+/// Publishes the file's bytes, already read, into the slot; logs a new revision, records a
+/// rejection.
+pub async fn publish(slot: &Arc<EnvSlot>, path: &Path, bytes: bytes::Bytes) {
+    match slot.publish(Incoming::Bytes(bytes)).await {
         Ok(published) => {
             slot.mark_success(SystemTime::now());
             if let Published::NewRevision { revision, took } = published {
@@ -59,63 +64,5 @@ fn rejection(path: &Path, rejected: &Rejected, client_key: &str) -> String {
             path.display()
         ),
         other => format!("{}: {}", path.display(), other.message(client_key)),
-    }
-}
-
-/// Watches the file and reloads it on change until the environment stops.
-pub async fn watch(slot: Arc<EnvSlot>, path: PathBuf) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let file_name = path.file_name().map(|n| n.to_owned());
-    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event {
-            // Reading the file ourselves raises access events (open, close): reacting to those
-            // would reload forever. Only a change of content or of which file the name means
-            // counts.
-            let changes = matches!(
-                event.kind,
-                notify::EventKind::Create(_)
-                    | notify::EventKind::Modify(_)
-                    | notify::EventKind::Remove(_)
-                    | notify::EventKind::Any
-            );
-            if changes
-                && event
-                    .paths
-                    .iter()
-                    .any(|p| p.file_name() == file_name.as_deref())
-            {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let mut watcher = match watcher {
-        Ok(w) => w,
-        Err(e) => {
-            tracing::warn!(file = %path.display(), error = %e, "cannot watch the document file; changes need a restart");
-            return;
-        }
-    };
-    // Watch the directory: editors and `mv` replace the file rather than write into it.
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if let Err(e) = watcher.watch(dir, RecursiveMode::NonRecursive) {
-        tracing::warn!(file = %path.display(), error = %e, "cannot watch the document file; changes need a restart");
-        return;
-    }
-    loop {
-        tokio::select! {
-            event = rx.recv() => {
-                if event.is_none() {
-                    return;
-                }
-                // Let a burst of writes settle, then read once.
-                tokio::time::sleep(Duration::from_millis(150)).await;
-                while rx.try_recv().is_ok() {}
-                load(&slot, &path).await;
-            }
-            _ = slot.stop.cancelled() => return,
-        }
     }
 }

@@ -3,7 +3,10 @@
 //! [`EnvSlot::publish`](crate::store::EnvSlot::publish), which keeps the last good one on failure.
 
 pub mod discovery;
+pub mod file_watcher;
 pub mod local_file;
+pub mod poll_schedule;
+pub mod startup;
 pub mod upstream;
 pub mod usage_report;
 pub mod warm_start;

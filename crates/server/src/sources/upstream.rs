@@ -1,12 +1,12 @@
 //! Polling the upstream API for environment documents: concurrent but
-//! bounded, jittered, conditional (`If-Modified-Since` as an IMF-fixdate, `If-None-Match`), with
+//! bounded, spread over the poll period (`poll_schedule.rs`), conditional (`If-Modified-Since` as an IMF-fixdate, `If-None-Match`), with
 //! `Link: rel="next"` pages merged all-or-nothing (the engine's `document::pages` decides where the
 //! next page is and merges it). Any failure keeps the last good snapshot.
 //! Every fetch is counted by result (`200`, `304` or the kind of failure, [`FetchError`]) and
 //! timed, for the metrics.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use flagpole_engine::document::pages::{merge_page, next_page};
@@ -64,6 +64,11 @@ async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
     if !matches!(slot.source, Source::Upstream { .. }) {
         return;
     }
+    let period = config
+        .upstream
+        .poll_frequency
+        .max(Duration::from_millis(100));
+    let mut schedule = crate::sources::poll_schedule::PollSchedule::new(period, Instant::now());
     loop {
         {
             let _permit = limit.acquire().await.expect("semaphore is never closed");
@@ -75,14 +80,9 @@ async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
                 None => slot.mark_failure("no active server key for this environment".into()),
             }
         }
-        // Jitter: up to 10 % of the period, so a fleet does not poll in lock-step.
-        let period = config
-            .upstream
-            .poll_frequency
-            .max(Duration::from_millis(100));
-        let jitter = period.mul_f64(rand::random::<f64>() * 0.1);
+        let next = schedule.next_after(Instant::now());
         tokio::select! {
-            _ = tokio::time::sleep(period + jitter) => {}
+            _ = tokio::time::sleep_until(next.into()) => {}
             // A client saw a newer revision on another replica (OFREP freshness hint).
             _ = slot.poll_now.notified() => {}
             _ = slot.stop.cancelled() => return,

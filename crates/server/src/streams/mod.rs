@@ -65,22 +65,26 @@ impl Streams {
             ofrep: config.ofrep.clone(),
             open: Arc::new(AtomicUsize::new(0)),
         };
+        // One table for all the configured environments (registering them one at a time would
+        // copy it once per environment).
+        let server_keys: HashMap<&str, &str> = config
+            .environments
+            .key_pairs
+            .iter()
+            .rev() // the first pair of a client key wins, as it always has
+            .map(|p| (p.client_side_key.as_str(), p.server_side_key.as_str()))
+            .collect();
+        let mut tokens = Tokens::default();
         for env in store.environments() {
-            let configured = config
-                .environments
-                .key_pairs
-                .iter()
-                .find(|p| p.client_side_key == env.client_key)
-                .map(|p| p.server_side_key.as_str());
-            streams.register(&env, configured);
+            let configured = server_keys.get(env.client_key.as_str()).copied();
+            streams.insert(&mut tokens, &env, configured);
         }
+        streams.tokens.store(Arc::new(tokens));
         streams
     }
 
-    /// Gives `env` its token. The HMAC key: `ofrep.sse.secret`, else the environment's
-    /// configured server key, else its client key (discovered environments: their server keys
-    /// rotate, and a token must outlive a rotation).
-    pub fn register(&self, env: &Arc<EnvSlot>, configured_server_key: Option<&str>) {
+    /// Adds `env`'s stream facts to `tokens`.
+    fn insert(&self, tokens: &mut Tokens, env: &Arc<EnvSlot>, configured_server_key: Option<&str>) {
         let secret = self
             .secret
             .as_deref()
@@ -88,17 +92,24 @@ impl Streams {
             .unwrap_or(&env.client_key);
         let token = token(secret, &env.client_key);
         let etag_settings = crate::canonical::settings_tag(&self.ofrep, Some(&token));
+        tokens.by_token.insert(token.clone(), env.clone());
+        tokens.by_client_key.insert(
+            env.client_key.clone(),
+            Arc::new(EnvStream {
+                token,
+                etag_settings,
+                announcements: Arc::default(),
+            }),
+        );
+    }
+
+    /// Gives `env` its token. The HMAC key: `ofrep.sse.secret`, else the environment's
+    /// configured server key, else its client key (discovered environments: their server keys
+    /// rotate, and a token must outlive a rotation).
+    pub fn register(&self, env: &Arc<EnvSlot>, configured_server_key: Option<&str>) {
         self.tokens.rcu(|current| {
             let mut next = Tokens::clone(current);
-            next.by_token.insert(token.clone(), env.clone());
-            next.by_client_key.insert(
-                env.client_key.clone(),
-                Arc::new(EnvStream {
-                    token: token.clone(),
-                    etag_settings: etag_settings.clone(),
-                    announcements: Arc::default(),
-                }),
-            );
+            self.insert(&mut next, env, configured_server_key);
             next
         });
     }

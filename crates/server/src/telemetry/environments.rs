@@ -114,13 +114,18 @@ fn bool_value(b: bool) -> f64 {
     }
 }
 
-/// Appends the per-environment families and `flagpole_sse_connections`.
-pub fn render(out: &mut String, facts: &[EnvFacts], open_streams: usize) {
+/// Appends `flagpole_sse_connections` alone (the per-environment families turned off).
+pub fn render_connections(out: &mut String, open_streams: usize) {
     let _ = writeln!(
         out,
         "# HELP flagpole_sse_connections Open change-stream connections (OFREP and Flagsmith real-time).\n\
          # TYPE flagpole_sse_connections gauge\nflagpole_sse_connections {open_streams}\n"
     );
+}
+
+/// Appends the per-environment families and `flagpole_sse_connections`.
+pub fn render(out: &mut String, facts: &[EnvFacts], open_streams: usize) {
+    render_connections(out, open_streams);
     family(
         out,
         "flagpole_environment_loaded",

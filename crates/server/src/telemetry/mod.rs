@@ -15,6 +15,7 @@
 pub mod environments;
 pub mod flagd;
 pub mod http;
+pub mod summary;
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -1,5 +1,5 @@
 //! Health: liveness (the process serves HTTP) and readiness (every environment has a document
-//! and none is stale, judged when asked).
+//! and none is stale, judged when asked; while documents load, how many have).
 
 use std::time::SystemTime;
 
@@ -16,6 +16,8 @@ pub fn liveness() -> Response {
 pub fn readiness(state: &AppState) -> Response {
     let envs = state.store.environments();
     let envs_empty = envs.is_empty();
+    let total = envs.len();
+    let mut loaded = 0usize;
     let now = SystemTime::now();
     let mut reason = None;
     let mut oldest: Option<SystemTime> = None;
@@ -27,6 +29,7 @@ pub fn readiness(state: &AppState) -> Response {
     for env in envs {
         match (env.snapshot(), env.last_success()) {
             (Some(_), Some(at)) => {
+                loaded += 1;
                 oldest = Some(oldest.map_or(at, |o| o.min(at)));
                 let polled = matches!(env.source, Source::Upstream { .. });
                 let age = now.duration_since(at).unwrap_or_default();
@@ -52,7 +55,8 @@ pub fn readiness(state: &AppState) -> Response {
     } else {
         StatusCode::OK
     };
-    let body = json!({"status": if reason.is_some() { "error" } else { "ok" }, "reason": reason, "last_successful_update": last});
+    let body = json!({"status": if reason.is_some() { "error" } else { "ok" }, "reason": reason, "last_successful_update": last,
+        "progress": format!("{loaded}/{total} environments loaded")});
     json_response(status, &body)
 }
 

@@ -1,6 +1,7 @@
 //! `GET /metrics`: Prometheus text exposition. The exporter's own metrics (requests, upstream
-//! fetches, build info) followed by the per-environment families read from the store now. 404
-//! when `flagpole.metrics.enabled` is false.
+//! fetches, build info) followed by totals over the environments and the per-environment families
+//! (unless `flagpole.metrics.per_environment` is false), read from the store now. 404 when
+//! `flagpole.metrics.enabled` is false.
 
 use http::{header, HeaderValue, StatusCode};
 
@@ -24,7 +25,12 @@ pub fn metrics(state: &AppState) -> Option<Response> {
     if !text.is_empty() && !text.ends_with("\n\n") {
         text.push('\n');
     }
-    environments::render(&mut text, &facts, state.streams.open_count());
+    telemetry::summary::render(&mut text, &facts);
+    if state.config.telemetry.metrics_per_environment {
+        environments::render(&mut text, &facts, state.streams.open_count());
+    } else {
+        environments::render_connections(&mut text, state.streams.open_count());
+    }
     let mut response = full(StatusCode::OK, text);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, CONTENT_TYPE);

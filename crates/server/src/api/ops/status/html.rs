@@ -204,18 +204,22 @@ pub fn page(report: &Report) -> String {
          <span data-field=\"version\">{}</span></span></header>\n<dl class=\"summary\">",
         escape(report.version)
     );
-    let failing = report
-        .environments
-        .iter()
-        .filter(|e| e.last_error.is_some())
-        .count();
+    let failing = report.summary.failing;
     let summary = [
         ("uptime", "Uptime", duration(report.uptime_seconds)),
         ("started_at", "Started", when(report.started_at)),
         (
             "environment_count",
             "Environments",
-            report.environments.len().to_string(),
+            report.summary.environments.to_string(),
+        ),
+        (
+            "loaded_count",
+            "Loaded",
+            format!(
+                "{}/{} environments loaded",
+                report.summary.loaded, report.summary.environments
+            ),
         ),
         ("failing_count", "Failing updates", failing.to_string()),
         (
@@ -249,6 +253,10 @@ pub fn page(report: &Report) -> String {
     if report.environments.is_empty() {
         out.push_str("<tr><td colspan=\"11\" class=\"muted\">no environments</td></tr>\n");
     }
+    out.push_str("</tbody></table></div>\n");
+    if report.pages > 1 {
+        pagination(&mut out, report.page, report.pages);
+    }
     analytics(&mut out, report);
     let generated = report
         .now
@@ -257,7 +265,7 @@ pub fn page(report: &Report) -> String {
         .as_secs();
     let _ = write!(
         out,
-        "</tbody></table></div>\n<footer class=\"muted\">Generated <span data-field=\"generated_at\" \
+        "<footer class=\"muted\">Generated <span data-field=\"generated_at\" \
          data-unix=\"{generated}\">{}</span>; refreshes every 30 s. Environments are shown by key \
          fingerprint. JSON: <code>?format=json</code>.</footer>\n</body></html>\n",
         escape(&when(report.now))
@@ -271,7 +279,7 @@ fn analytics(out: &mut String, report: &Report) {
         return;
     }
     out.push_str(
-        "</tbody></table></div>\n<h2>Flag analytics</h2>\n<div class=\"table\"><table \
+        "<h2>Flag analytics</h2>\n<div class=\"table\"><table \
          data-section=\"analytics\"><thead><tr><th>Environment</th><th>Received</th>\
          <th>Forwarded</th><th>Pending</th><th>Dropped</th><th>Failed posts</th>\
          <th>Last flush</th></tr></thead><tbody>\n",
@@ -303,6 +311,23 @@ fn analytics(out: &mut String, report: &Report) {
         cell(out, "analytics_last_flush", "", &escape(&last));
         out.push_str("</tr>\n");
     }
+    out.push_str("</tbody></table></div>\n");
+}
+
+/// Links to the other pages of environments (100 a page, by fingerprint).
+fn pagination(out: &mut String, page: usize, pages: usize) {
+    let _ = write!(
+        out,
+        "<nav class=\"muted\" data-field=\"pages\">Environments page {page} of {pages}:"
+    );
+    for n in 1..=pages {
+        if n == page {
+            let _ = write!(out, " <strong>{n}</strong>");
+        } else {
+            let _ = write!(out, " <a href=\"?page={n}\">{n}</a>");
+        }
+    }
+    out.push_str("</nav>\n");
 }
 
 #[cfg(test)]

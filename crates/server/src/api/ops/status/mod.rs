@@ -21,7 +21,7 @@ use crate::api::{full, AppState, Response};
 use report::Report;
 
 pub fn status(state: &AppState, request: &Parts) -> Response {
-    let report = Report::read(state);
+    let report = Report::read(state, query_page(request));
     let (body, content_type) = if wants_json(request) {
         let body = serde_json::to_vec_pretty(&to_json(&report)).expect("serialise");
         (body, "application/json")
@@ -43,6 +43,19 @@ pub fn status(state: &AppState, request: &Parts) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     response
+}
+
+/// `?page=N` (from 1), else the first.
+fn query_page(request: &Parts) -> usize {
+    request
+        .uri
+        .query()
+        .and_then(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .find(|(k, _)| k == "page")
+                .and_then(|(_, v)| v.parse().ok())
+        })
+        .unwrap_or(1)
 }
 
 /// JSON for `?format=json`, or an `Accept` naming JSON and not HTML; HTML otherwise.
@@ -113,6 +126,16 @@ fn to_json(report: &Report) -> Value {
         "uptime_seconds": report.uptime_seconds,
         "open_streams": report.open_streams,
         "unrecognised_keys": report.unrecognised_keys,
+        "summary": {
+            "environments": report.summary.environments,
+            "loaded": report.summary.loaded,
+            "failing": report.summary.failing,
+            "progress": format!("{}/{} environments loaded", report.summary.loaded, report.summary.environments),
+            "document_bytes": report.summary.document_bytes,
+        },
+        "page": report.page,
+        "pages": report.pages,
+        "page_size": report::PAGE_SIZE,
         "environments": environments,
         "analytics": report.analytics.iter().map(|a| json!({
             "environment": a.fingerprint,

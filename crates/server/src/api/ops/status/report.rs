@@ -4,7 +4,11 @@
 use std::time::SystemTime;
 
 use crate::api::AppState;
-use crate::telemetry::{self, environments::EnvFacts};
+use crate::telemetry::{self, environments::EnvFacts, summary::Summary};
+
+/// Environments per page: past this, the page summarises and paginates (a proxy serving
+/// thousands would otherwise render a page of megabytes every 30 s).
+pub const PAGE_SIZE: usize = 100;
 
 /// Everything the page shows, read once.
 pub struct Report {
@@ -15,13 +19,21 @@ pub struct Report {
     pub open_streams: usize,
     /// Requests refused because their key (or its absence) reached no environment.
     pub unrecognised_keys: u64,
+    /// This page's environments (by fingerprint; all of them when there are at most
+    /// [`PAGE_SIZE`]).
     pub environments: Vec<EnvFacts>,
     /// Flag analytics of the environments that have reported any.
     pub analytics: Vec<crate::analytics::counts::Facts>,
+    /// Totals over every environment, not just this page's.
+    pub summary: Summary,
+    /// This page (from 1) and how many there are.
+    pub page: usize,
+    pub pages: usize,
 }
 
 impl Report {
-    pub fn read(state: &AppState) -> Report {
+    /// The report with page `page` (from 1; clamped to the pages there are) of environments.
+    pub fn read(state: &AppState, page: usize) -> Report {
         let now = SystemTime::now();
         let (started_at, uptime) = telemetry::uptime();
         let mut environments: Vec<EnvFacts> = state
@@ -35,6 +47,14 @@ impl Report {
             })
             .collect();
         environments.sort_by(|a, b| a.fingerprint.cmp(&b.fingerprint));
+        let summary = Summary::of(&environments);
+        let pages = environments.len().div_ceil(PAGE_SIZE).max(1);
+        let page = page.clamp(1, pages);
+        let environments: Vec<EnvFacts> = environments
+            .into_iter()
+            .skip((page - 1) * PAGE_SIZE)
+            .take(PAGE_SIZE)
+            .collect();
         Report {
             version: env!("CARGO_PKG_VERSION"),
             now,
@@ -44,6 +64,9 @@ impl Report {
             unrecognised_keys: state.store.unrecognised.total(),
             environments,
             analytics: state.analytics.facts(),
+            summary,
+            page,
+            pages,
         }
     }
 }

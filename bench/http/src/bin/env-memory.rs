@@ -1,0 +1,134 @@
+//! `env-memory DOC.json [N]`: what one environment holds in memory, per component, measured by
+//! a counting global allocator (live bytes: allocated minus freed). It builds `N` environments
+//! (default 100) from copies of the document with distinct `api_key`s, exactly as `flagpole
+//! serve` does for `flagpole.documents` (a slot in the store with its key, the snapshot built
+//! from the bytes), and reports the bytes each step keeps alive per environment. Prints one
+//! JSON object; `bench/many.sh` turns it into the table in bench/RESULTS.md.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use flagpole_server::body::{Encoding, PreparedBody};
+use flagpole_server::received::Received;
+use flagpole_server::snapshot::{KeyKind, Snapshot};
+use flagpole_server::store::{EnvSlot, Source, Store};
+
+struct Counting;
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size() as i64, Ordering::Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size() as i64, Ordering::Relaxed);
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        LIVE.fetch_add(n as i64 - l.size() as i64, Ordering::Relaxed);
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size() as i64, Ordering::Relaxed);
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn live() -> i64 {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// Live bytes per item that `make` keeps, over `n` items (the items are kept until the end).
+fn per_item<T>(n: usize, mut make: impl FnMut(usize) -> T) -> (f64, Vec<T>) {
+    let before = live();
+    let kept: Vec<T> = (0..n).map(&mut make).collect();
+    let after = live();
+    let vec_itself = (kept.capacity() * std::mem::size_of::<T>()) as i64;
+    ((after - before - vec_itself) as f64 / n as f64, kept)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().expect("usage: env-memory DOC.json [N]");
+    let n: usize = args.next().map_or(100, |a| a.parse().expect("N"));
+    let text = std::fs::read_to_string(&path).expect("read document");
+    let mut doc: serde_json::Value = serde_json::from_str(&text).expect("parse document");
+    let documents: Vec<Bytes> = (0..n)
+        .map(|i| {
+            doc["api_key"] = format!("env_{i:05}").into();
+            Bytes::from(serde_json::to_vec(&doc).expect("serialise"))
+        })
+        .collect();
+    let document_bytes = documents[0].len();
+    let store = Store::new(None, None, Default::default());
+
+    // The environment itself: its slot (atomics, cells, the revision channel) and key entries.
+    let (slot_bytes, slots) = per_item(n, |i| {
+        store.add(
+            EnvSlot::new(format!("env_{i:05}"), Source::File(path.clone().into())),
+            &[format!("ser.env_{i:05}")],
+        )
+    });
+    // The document read once: the compiled environment and the facts a snapshot takes.
+    let (received_bytes, received) = per_item(n, |i| {
+        Received::from_bytes(&documents[i], None).expect("the document compiles")
+    });
+    drop(received);
+    // Of which the engine's compiled environment alone.
+    let (engine_bytes, engines) = per_item(n, |i| {
+        flagpole_engine::Environment::from_document_json(&documents[i]).expect("compiles")
+    });
+    drop(engines);
+    // The whole snapshot as served before any request: the above plus the prepared bodies.
+    let (snapshot_bytes, snapshots) = per_item(n, |i| {
+        let received = Received::from_bytes(&documents[i], None).expect("the document compiles");
+        let snapshot =
+            Snapshot::from_received(received, documents[i].clone(), 1, true).expect("builds");
+        snapshot.finish_compression();
+        snapshot
+    });
+    // Parts of it, measured alone: the document body with whatever variants it makes before
+    // a request asks, and every variant once asked for.
+    let (document_body_bytes, bodies) =
+        per_item(n, |i| PreparedBody::new(documents[i].clone(), true));
+    let (all_variants_bytes, _asked) = per_item(n, |i| {
+        for encoding in ["gzip", "br", "zstd"] {
+            std::hint::black_box(bodies[i].negotiate(Some(encoding)));
+        }
+        let _ = Encoding::Identity;
+    });
+    let flags_body = snapshots[0].flags(KeyKind::Server).bytes.len();
+    // The OFREP ETag memo and the identity cache, as a new snapshot has them.
+    let (etag_memo_bytes, _memos) = per_item(n, |_| {
+        flagpole_server::snapshot::etag_memo::EtagMemo::default()
+    });
+    let snapshot_struct = std::mem::size_of::<Snapshot>();
+    let slots_in_store = Arc::strong_count(&slots[0]);
+    let out = serde_json::json!({
+        "document": path,
+        "environments": n,
+        "document_bytes": document_bytes,
+        "flags_body_bytes": flags_body,
+        "per_environment": {
+            "slot_and_keys": slot_bytes,
+            "compiled_document": received_bytes,
+            "engine_environment": engine_bytes,
+            "snapshot_total": snapshot_bytes,
+            "snapshot_beyond_compiled": snapshot_bytes - received_bytes,
+            "document_body_before_requests": document_body_bytes,
+            "document_variants_once_asked": all_variants_bytes,
+            "etag_memo": etag_memo_bytes,
+            "snapshot_struct": snapshot_struct,
+            "total": slot_bytes + snapshot_bytes,
+        },
+        "slot_references": slots_in_store,
+    });
+    println!("{}", serde_json::to_string_pretty(&out).expect("json"));
+    drop(snapshots);
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Many environments in one proxy: for 1, 100 and 1,000 copies of the bundled example document
+# (distinct api_keys, listed in flagpole.documents) and 100 copies of the generated 0.97 MB
+# document, start `flagpole serve` and print, side by side: the time until readiness, resident
+# memory once ready, memory per environment over the one-environment run, OS threads, inotify
+# instances, and `/api/v1/flags/` requests a second with a random environment's key
+# (wrk, bench/http/lua/random_env_key.lua). Then what one environment holds, per component
+# (bench/http/src/bin/env-memory.rs: a counting allocator). See bench/RESULTS.md.
+#
+#   bench/many.sh              all of it (about 2 minutes)
+#   bench/many.sh --no-load    without the wrk runs
+#
+# Everything is on 127.0.0.1; every run is bounded in time.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+LOAD=1
+[ "${1:-}" = "--no-load" ] && LOAD=0
+command -v wrk >/dev/null 2>&1 || { [ "$LOAD" = 0 ] || { echo "wrk is needed (apt-get install wrk), or --no-load" >&2; exit 1; }; }
+
+cargo build --release --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
+  -p flagpole-http-bench --bin env-memory
+# FLAGPOLE_BIN: another build to measure the same way (e.g. the main branch's, for a before/after).
+BIN=${FLAGPOLE_BIN:-target/release/flagpole}
+OUT=bench/out/many
+mkdir -p "$OUT"
+target/release/gen-docs --out bench/out/docs >/dev/null
+
+# N copies of a document, keys many_00000…, and a config listing them.
+make_set() { # name source count
+  python3 - "$OUT/$1" "$2" "$3" <<'PY'
+import json, os, sys
+out, source, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+os.makedirs(out, exist_ok=True)
+doc = json.load(open(source))
+paths = []
+for i in range(n):
+    doc["api_key"] = f"many_{i:05d}"
+    path = os.path.abspath(f"{out}/env_{i:05d}.json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    paths.append(path)
+json.dump({"flagpole": {"documents": paths}, "logging": {"log_level": "WARNING"}},
+          open(f"{out}/config.json", "w"))
+PY
+}
+
+PORT=18911
+run_set() { # name count document_bytes
+  local name=$1 count=$2 start ready pid rss threads inotify rps="-"
+  start=$(date +%s%N)
+  $BIN serve --config "$OUT/$name/config.json" --host 127.0.0.1 --port $PORT >"$OUT/$name.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 3000); do
+    curl -fs -o /dev/null "http://127.0.0.1:$PORT/proxy/health/readiness" && break
+    sleep 0.01
+  done
+  ready=$(( ($(date +%s%N) - start) / 1000000 ))
+  sleep 1
+  rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+  threads=$(ls /proc/$pid/task | wc -l)
+  inotify=$(find /proc/$pid/fd -lname 'anon_inode:inotify' 2>/dev/null | wc -l)
+  if [ "$LOAD" = 1 ]; then
+    rps=$(wrk -t2 -c64 -d5s -s bench/http/lua/random_env_key.lua "http://127.0.0.1:$PORT" -- "$count" \
+      | awk '/Requests\/sec/ {printf "%d", $2}')
+  fi
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  echo "$name $count $ready $rss $threads $inotify $rps $3"
+}
+
+make_set example-1 examples/environment.json 1
+make_set example-100 examples/environment.json 100
+make_set example-1000 examples/environment.json 1000
+make_set generated-100 bench/out/docs/small.json 100
+ex=$(wc -c <"$OUT/example-1/env_00000.json"); big=$(wc -c <"$OUT/generated-100/env_00000.json")
+rows=()
+rows+=("$(run_set example-1 1 "$ex")")
+rows+=("$(run_set example-100 100 "$ex")")
+rows+=("$(run_set example-1000 1000 "$ex")")
+rows+=("$(run_set generated-100 100 "$big")")
+base=$(echo "${rows[0]}" | awk '{print $4}')
+
+echo
+echo "| documents | environments | ready (ms) | RSS (MiB) | RSS per environment over 1 (KiB) | budget: 2 × document + 16 KiB (KiB) | threads | inotify instances | /flags RPS, random key |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+for row in "${rows[@]}"; do
+  set -- $row
+  per="-"
+  [ "$2" -gt 1 ] && per=$(( ($4 - base) / ($2 - 1) ))
+  budget=$(( (2 * $8 + 16384) / 1024 ))
+  printf "| %s (%s B each) | %s | %s | %.1f | %s | %s | %s | %s | %s |\n" \
+    "${1%-*}" "$8" "$2" "$3" "$(echo "$4 / 1024" | bc -l)" "$per" "$budget" "$5" "$6" "$7"
+done
+echo
+echo "What one environment holds (live heap bytes, counting allocator, 200 copies):"
+target/release/env-memory examples/environment.json 200
+target/release/env-memory bench/out/docs/small.json 20

@@ -1,0 +1,116 @@
+//! One watcher for every local document file: one OS thread and one inotify instance (on
+//! Linux) for the whole process, one watch per distinct directory, and events routed to the
+//! environments by file name. A watcher per file would cost a thread and an inotify instance
+//! each, and Linux allows 128 instances per user by default, so an organisation-wide proxy with
+//! hundreds of documents would silently lose hot reload for all but the first hundred or so.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+use tokio_util::sync::CancellationToken;
+
+use crate::sources::local_file;
+use crate::store::EnvSlot;
+
+/// How long a burst of writes to the same files is left to settle before they are read.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// Where a document lives, as the watcher sees it: the canonical directory (what event paths
+/// start with) and the file name.
+fn watched_path(path: &Path) -> PathBuf {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    match path.file_name() {
+        Some(name) => dir.join(name),
+        None => dir,
+    }
+}
+
+/// Watches every `(environment, file)` and reloads an environment when its file changes, until
+/// `stop` is cancelled. Directories are watched rather than files: editors and `mv` replace a
+/// file instead of writing into it.
+pub async fn watch(files: Vec<(Arc<EnvSlot>, PathBuf)>, stop: CancellationToken) {
+    if files.is_empty() {
+        return;
+    }
+    // Full watched path → the environments reading that file (usually one).
+    let mut routes: HashMap<PathBuf, Vec<usize>> = HashMap::new();
+    for (index, (_, path)) in files.iter().enumerate() {
+        routes.entry(watched_path(path)).or_default().push(index);
+    }
+    let directories: BTreeSet<PathBuf> = routes
+        .keys()
+        .filter_map(|p| p.parent().map(Path::to_path_buf))
+        .collect();
+    let routes = Arc::new(routes);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
+    let table = routes.clone();
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let Ok(event) = event else { return };
+        // Reading the files ourselves raises access events (open, close): reacting to those
+        // would reload forever. Only a change of content or of which file a name means counts.
+        let changes = matches!(
+            event.kind,
+            notify::EventKind::Create(_)
+                | notify::EventKind::Modify(_)
+                | notify::EventKind::Remove(_)
+                | notify::EventKind::Any
+        );
+        if !changes {
+            return;
+        }
+        for path in &event.paths {
+            for &index in table.get(path).into_iter().flatten() {
+                let _ = tx.send(index);
+            }
+        }
+    });
+    let mut watcher = match watcher {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(error = %e, files = files.len(), "cannot watch the document files; changes need a restart");
+            return;
+        }
+    };
+    for dir in &directories {
+        if let Err(e) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+            tracing::warn!(directory = %dir.display(), error = %e, "cannot watch the documents' directory; changes to its files need a restart");
+        }
+    }
+    tracing::debug!(
+        files = files.len(),
+        directories = directories.len(),
+        "watching document files"
+    );
+    loop {
+        let first = tokio::select! {
+            first = rx.recv() => first,
+            _ = stop.cancelled() => return,
+        };
+        let Some(first) = first else { return };
+        // Let a burst of writes settle, then read each changed file once.
+        tokio::select! {
+            _ = tokio::time::sleep(SETTLE) => {}
+            _ = stop.cancelled() => return,
+        }
+        let mut changed = BTreeSet::from([first]);
+        while let Ok(index) = rx.try_recv() {
+            changed.insert(index);
+        }
+        let reloads = changed.into_iter().map(|index| {
+            let (slot, path) = &files[index];
+            async move {
+                if !slot.stop.is_cancelled() {
+                    local_file::load(slot, path).await;
+                }
+            }
+        });
+        crate::sources::startup::bounded(reloads).await;
+    }
+}
