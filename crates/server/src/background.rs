@@ -6,6 +6,28 @@
 /// The nice value of background threads (0 is normal; higher yields more).
 const BACKGROUND_NICE: i32 = 10;
 
+/// Work that only makes serving cheaper and may wait (compressing a large document after its
+/// snapshot is swapped in) takes turns: one at a time, so a burst of updates cannot start a
+/// compressor per environment at once, and none while start-up holds the turn (see
+/// [`hold_deferred`]).
+static DEFERRED_TURN: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// Waits for deferred work's turn (held while the returned permit lives).
+pub async fn deferred_turn() -> tokio::sync::SemaphorePermit<'static> {
+    DEFERRED_TURN
+        .acquire()
+        .await
+        .expect("the deferred-work semaphore is never closed")
+}
+
+/// Holds deferred work back while the permit lives. Start-up holds it while it loads the
+/// configured documents: on two cores, compressing a hundred 1 MB documents (gzip, Brotli and
+/// zstd each) costs several times what building their snapshots does, and readiness should wait
+/// only for what serving needs; until then a document is served uncompressed, as after any update.
+pub async fn hold_deferred() -> tokio::sync::SemaphorePermit<'static> {
+    deferred_turn().await
+}
+
 /// Runs `work` on the blocking pool at background priority.
 pub async fn run<T, F>(work: F) -> Result<T, tokio::task::JoinError>
 where

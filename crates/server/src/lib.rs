@@ -113,7 +113,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         None => None,
     };
     // Documents are loaded in parallel, bounded by the cores (readiness counts them as they
-    // arrive); then one watcher follows every file.
+    // arrive); then one watcher follows every file. Large documents' compression waits until
+    // they are all loaded (served uncompressed until then).
+    let deferred = background::hold_deferred().await;
     let mut files = Vec::new();
     let mut loads = Vec::new();
     for (slot, source) in plan {
@@ -152,6 +154,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         }
     }))
     .await;
+    drop(deferred);
     shutdown.spawn(sources::file_watcher::watch(
         files,
         shutdown.requested.clone(),

@@ -179,13 +179,21 @@ impl EnvSlot {
         // until then), free a merged tree (if pages were merged) and the old snapshot (once its
         // last reader lets go) and hand the memory back.
         let took = started.elapsed();
-        tokio::spawn(crate::background::run(move || {
-            drop(document);
-            drop(previous);
-            snapshot.finish_compression();
-            drop(snapshot);
-            crate::memory::release_free_memory();
-        }));
+        tokio::spawn(async move {
+            let _ = crate::background::run(move || {
+                drop(document);
+                drop(previous);
+            })
+            .await;
+            // Compression waits its turn (one at a time; not while start-up loads documents).
+            let _turn = crate::background::deferred_turn().await;
+            let _ = crate::background::run(move || {
+                snapshot.finish_compression();
+                drop(snapshot);
+                crate::memory::release_free_memory();
+            })
+            .await;
+        });
         Ok(Published::NewRevision { revision, took })
     }
 
