@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,33 @@ def reference_cases(env: Env, contexts: list, providers: dict[str, bool], zero: 
                     value, variant = zero[resolver], ""
                 expected.append({"value": value, "variant": variant, "reason": reason})
     return cases, expected
+
+
+def document_change_case(flagd_srv, tmp_path: Path, provider: dict, revision: int, run) -> None:
+    """A provider driver (`run(request, during)`) reads LIVE's `text`, then waits for the change
+    event while the test rewrites LIVE's document at `revision`, and reads `text` again: the
+    event names the flag and the new value is served. LIVE's document is put back afterwards."""
+    ready = tmp_path / "ready"
+    path = flagd_srv.paths[1]
+    case = {"provider": "live", "type": "string", "flag": "text", "default": "x"}
+    request = {
+        "port": flagd_srv.grpc_port,
+        "providers": {"live": {**provider, "cache": "lru"}},
+        "cases": [case],
+        "change": {"provider": "live", "ready": str(ready), "timeoutMs": 20000, "cases": [case]},
+    }
+
+    def change() -> None:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert time.monotonic() < deadline, "the driver never got ready"
+            time.sleep(0.05)
+        path.write_text(json.dumps(fx.make_document(LIVE.client_key, env_id=5002, revision=revision)))
+
+    try:
+        out = run(request, during=change)
+    finally:
+        path.write_text(json.dumps(LIVE.document))
+    assert out["results"][0]["value"] == "Hello", out
+    assert "text" in out["changed"], out
+    assert out["after"][0]["value"] == f"Hello r{revision}", out

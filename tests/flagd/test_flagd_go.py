@@ -9,13 +9,12 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 import fixtures as fx
-from flagd_support import LIVE, MAIN, reference_cases
+from flagd_support import LIVE, MAIN, document_change_case, reference_cases
 
 HERE = Path(__file__).resolve().parent
 # The Go provider (0.3.2) returns the wire value of a DISABLED answer without a variant rather
@@ -88,27 +87,5 @@ def test_go_provider_equals_the_reference(flagd_srv, go_driver, tmp_path):
 
 
 def test_go_provider_sees_a_document_change(flagd_srv, go_driver, tmp_path):
-    ready = tmp_path / "ready"
-    path = flagd_srv.paths[1]
-    request = {
-        "port": flagd_srv.grpc_port,
-        "providers": {"live": {"host": host(LIVE.server_key), "cache": "lru"}},
-        "cases": [{"provider": "live", "type": "string", "flag": "text", "default": "x"}],
-        "change": {"provider": "live", "ready": str(ready), "timeoutMs": 20000,
-                   "cases": [{"provider": "live", "type": "string", "flag": "text", "default": "x"}]},
-    }
-
-    def change():
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert time.monotonic() < deadline, "the driver never got ready"
-            time.sleep(0.05)
-        path.write_text(json.dumps(fx.make_document(LIVE.client_key, env_id=5002, revision=3)))
-
-    try:
-        out = run_driver(go_driver, tmp_path, request, during=change)
-    finally:
-        path.write_text(json.dumps(LIVE.document))
-    assert out["results"][0]["value"] == "Hello", out
-    assert "text" in out["changed"], out
-    assert out["after"][0]["value"] == "Hello r3", out
+    document_change_case(flagd_srv, tmp_path, {"host": host(LIVE.server_key)}, 3,
+                         lambda request, during: run_driver(go_driver, tmp_path, request, during=during))

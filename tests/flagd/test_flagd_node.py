@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 
 import fixtures as fx
-from flagd_support import LIVE, MAIN, reference_cases
+from flagd_support import LIVE, MAIN, document_change_case, reference_cases
 
 # JS has one number type: integers and floats are both read with getNumberDetails.
 JS_TYPE = {"boolean": "boolean", "string": "string", "integer": "number", "float": "number",
@@ -78,27 +77,5 @@ def test_js_provider_equals_the_reference(flagd_srv, node_flagd_dir, tmp_path):
 
 
 def test_js_provider_sees_a_document_change(flagd_srv, node_flagd_dir, tmp_path):
-    ready = tmp_path / "ready"
-    path = flagd_srv.paths[1]
-    request = {
-        "port": flagd_srv.grpc_port,
-        "providers": {"live": {"selector": LIVE.server_key, "cache": "lru"}},
-        "cases": [{"provider": "live", "type": "string", "flag": "text", "default": "x"}],
-        "change": {"provider": "live", "ready": str(ready), "timeoutMs": 20000,
-                   "cases": [{"provider": "live", "type": "string", "flag": "text", "default": "x"}]},
-    }
-
-    def change():
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert time.monotonic() < deadline, "the driver never got ready"
-            time.sleep(0.05)
-        path.write_text(json.dumps(fx.make_document(LIVE.client_key, env_id=5002, revision=2)))
-
-    try:
-        out = run_driver(node_flagd_dir, tmp_path, request, during=change)
-    finally:
-        path.write_text(json.dumps(LIVE.document))
-    assert out["results"][0]["value"] == "Hello", out
-    assert "text" in out["changed"], out
-    assert out["after"][0]["value"] == "Hello r2", out
+    document_change_case(flagd_srv, tmp_path, {"selector": LIVE.server_key}, 2,
+                         lambda request, during: run_driver(node_flagd_dir, tmp_path, request, during=during))
