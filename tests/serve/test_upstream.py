@@ -1,7 +1,7 @@
-"""Upstream sync and process life cycle of `flagpole serve` (README: `flagpole serve`;
-`deploy/README.md`: readiness and shutdown): a real upstream HTTP server that misbehaves on
-demand, readiness and staleness, pagination, warm start from a snapshot, local document reload,
-tiering, signals, configuration sources.
+"""Upstream sync of `flagpole serve` (README: `flagpole serve`; `deploy/README.md`: readiness): a
+real upstream HTTP server that misbehaves on demand, readiness and staleness, pagination, warm
+start from a snapshot. The process life cycle (local document reload, tiering, signals,
+configuration sources) is in test_lifecycle.py.
 
 Timings: flagpole polls every POLL_SECONDS (1 s) with a TIMEOUT_SECONDS (1 s) fetch timeout and a
 GRACE_SECONDS (2 s) staleness grace, so one environment is stale 3 s after its last success.
@@ -16,10 +16,7 @@ against flagpole's own `last_successful_update` and the wall clock around each r
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
 import time
 from datetime import datetime, timezone
 
@@ -30,115 +27,37 @@ from documents import (
     OVERRIDDEN_USER,
     imf_fixdate,
     make_document,
-    mixed_identities,
     override_features,
     paginate,
     updated_at_for,
 )
-from metrics_support import scrape
 from serve_harness import (
     DOC_PATH,
     MOVED_PREFIX,
-    GRACE_SECONDS,
     HOST,
     IMF_FIXDATE,
     POLL_SECONDS,
-    REPO,
     Env,
     Upstream,
-    local_config,
-    standard_envs,
     upstream_config,
     wait_until,
-    write_atomic,
-    write_documents,
 )
-
-CLIENT = "up_client_key"
-SERVER = "ser.up_server_key"
-ENV = Env(CLIENT, SERVER)
-STALE_AFTER_1_ENV = POLL_SECONDS + GRACE_SECONDS * 1
-WAIT = 60  # seconds: the deadline of every wait for an event (a hang, not a slow machine)
-
-
-def doc(rev: int, **kw) -> dict:
-    return make_document(CLIENT, revision=rev, name="Upstream Env", **kw)
-
-
-def rev_of(fp, key: str = SERVER) -> str:
-    """Which revision flagpole serves: plain_string is 'hello-r<rev>'."""
-    r = fp.get("/api/v1/flags/?feature=plain_string", key)
-    assert r.status == 200, r
-    return r.json()["feature_state_value"]
-
-
-def wait_rev(fp, rev: int, timeout: float = WAIT) -> None:
-    wait_until(lambda: rev_of(fp) == f"hello-r{rev}", timeout, f"flagpole never served revision {rev}")
-
-
-def lsu(fp) -> datetime | None:
-    """last_successful_update from readiness, parsed."""
-    body = fp.readiness().json()
-    v = body.get("last_successful_update")
-    if v is None:
-        return None
-    return datetime.fromisoformat(v.replace("Z", "+00:00"))
-
-
-def readiness(fp) -> tuple[int, dict]:
-    r = fp.readiness()
-    return r.status, r.json()
-
-
-def assert_staleness_rule(fp, limit: float) -> tuple[int, float]:
-    """One readiness request, judged by the staleness rule (stale once more than `limit` seconds
-    have passed since the last success) with the wall clock read before sending and after the
-    answer: a 200 must have been decided no later than `limit` after the last success, a 503 no
-    earlier. `last_successful_update` is in whole seconds, truncated: the last success was up to
-    1 s after it. Returns the status and the reported age when the request was sent."""
-    sent = time.time()
-    status, body = readiness(fp)
-    received = time.time()
-    last = body.get("last_successful_update")
-    assert last is not None, body
-    age = sent - datetime.fromisoformat(last.replace("Z", "+00:00")).timestamp()
-    clocks = 0.05  # two clock reads, and the server's own
-    if status == 200:
-        assert age <= limit + 1 + clocks, f"ready {age:.2f}s after the last success: {body}"
-    else:
-        assert status == 503 and body["reason"] == "environment document(s) stale.", (status, body)
-        assert age + (received - sent) > limit - clocks, f"stale {age:.2f}s after the last success"
-    return status, age
-
-
-def failed_fetches(fp) -> float:
-    """Fetches flagpole counted as failed (every result but 200 and 304), all environments."""
-    samples = scrape(fp).series("flagpole_upstream_fetches_total")
-    return sum(s.value for s in samples if s.labels.get("result") not in ("200", "304"))
-
-
-def start_with(flagpole, upstream, document: dict | None = None, envs=None, wait_ready=True, **cfg):
-    if document is not None:
-        upstream.set_document(SERVER, document)
-    fp = flagpole(upstream_config(upstream, envs or [ENV], **cfg))
-    if wait_ready:
-        fp.wait_ready(WAIT)
-    return fp
-
-
-def assert_serves(fp, document: dict, identities=("user-1", OVERRIDDEN_USER)) -> None:
-    for key, client in ((SERVER, False), (CLIENT, True)):
-        got = fp.flags(key)
-        assert ex.typed(got) == ex.typed(ex.env_flags(document, client)), (key, got)
-        for identifier in identities:
-            got = fp.identity(key, identifier, {"plan": "pro"})["flags"]
-            want = ex.identity_flags(document, identifier, {"plan": "pro"}, client)
-            assert ex.typed(got) == ex.typed(want), (key, identifier)
-
-
-# ----------------------------------------------------------------------------------------
-# Initial load, request headers, polling cadence
-# ----------------------------------------------------------------------------------------
+from upstream_support import (
+    CLIENT,
+    SERVER,
+    ENV,
+    STALE_AFTER_1_ENV,
+    WAIT,
+    doc,
+    rev_of,
+    wait_rev,
+    lsu,
+    readiness,
+    assert_staleness_rule,
+    failed_fetches,
+    start_with,
+    assert_serves,
+)
 
 
 def test_initial_load_and_poll_request_headers(flagpole, upstream):
@@ -526,271 +445,6 @@ def test_warm_start_ignores_corrupt_snapshot(flagpole, upstream, tmp_path):
     fp2 = flagpole(config)  # must start (not crash) and load from upstream
     fp2.wait_ready(WAIT)
     assert rev_of(fp2) == "hello-r5"
-
-
-def test_document_file_reload(flagpole, tmp_path):
-    path = tmp_path / "env.json"
-    path.write_text(json.dumps(doc(0)))
-    fp = flagpole(documents=[path], env={
-        "ENVIRONMENT_KEY_PAIRS": json.dumps([ENV.pair]),
-        "API_URL": "http://127.0.0.1:9/api/v1",
-    })
-    fp.wait_ready(WAIT)
-    assert_serves(fp, doc(0))
-    assert fp.get("/api/v1/environment-document/", SERVER).status == 200
-
-    # 1. An atomic replace is picked up within a few seconds.
-    write_atomic(path, json.dumps(doc(1)))
-    wait_rev(fp, 1)
-    assert_serves(fp, doc(1))
-
-    def holds(rev: int, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            assert rev_of(fp) == f"hello-r{rev}"
-            assert rev_of(fp, CLIENT) == f"hello-r{rev}"
-            time.sleep(0.1)
-
-    # 2. A half-written file (in place, not atomic) never replaces the good document...
-    data = json.dumps(doc(2)).encode()
-    with open(path, "r+b") as f:
-        f.truncate(0)
-        f.write(data[: len(data) // 2])
-        f.flush()
-        os.fsync(f.fileno())
-        holds(1, 2.5)
-        # ...and once completed, it is loaded.
-        f.write(data[len(data) // 2:])
-        f.flush()
-    wait_rev(fp, 2)
-
-    # 3. Valid JSON that is not a valid document, garbage, an empty file: all ignored.
-    bad = doc(3)
-    bad["feature_states"] = "oops"
-    for content in [json.dumps(bad), "\x00\xff garbage", "", "[]"]:
-        write_atomic(path, content)
-        holds(2, 1.5)
-    assert fp.running()
-
-    # 4. A good document again.
-    write_atomic(path, json.dumps(doc(4)))
-    wait_rev(fp, 4)
-    assert_serves(fp, doc(4))
-
-    # 5. Once loaded, the proxy goes idle: reading the file must not count as a change (a
-    # reload loop would burn a core for as long as the process lives). The padding makes each
-    # (re)load cost tens of milliseconds, so a loop shows in the CPU time.
-    padded = doc(5)
-    padded["padding"] = [{"n": i} for i in range(300_000)]
-    write_atomic(path, json.dumps(padded))
-    wait_rev(fp, 5)
-    time.sleep(1.0)
-    before = cpu_seconds(fp.proc.pid)
-    time.sleep(2.0)
-    assert cpu_seconds(fp.proc.pid) - before < 0.2, "the proxy keeps working after the reload"
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, from /proc."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def test_tiering_second_flagpole_behind_the_first(flagpole, tmp_path):
-    envs = standard_envs()
-    paths = write_documents(tmp_path / "docs", envs)
-    front = flagpole(local_config(paths, envs))
-    front.wait_ready(WAIT)
-    edge = flagpole({
-        "environment_key_pairs": [e.pair for e in envs],
-        "api_url": f"{front.base_url}/api/v1",
-        "api_poll_frequency_seconds": 1,
-        "api_poll_timeout_seconds": 2,
-    })
-    edge.wait_ready(WAIT)
-    for e in envs:
-        for key in (e.client_key, e.server_key):
-            assert edge.flags(key) == front.flags(key), key
-            for path in ("/api/v1/flags/?feature=mv_feature", "/api/v1/flags/?feature=server_only_secret"):
-                a, b = edge.get(path, key), front.get(path, key)
-                assert (a.status, a.json()) == (b.status, b.json()), (path, key)
-            for identifier, traits in mixed_identities(10):
-                assert edge.identity(key, identifier, traits) == front.identity(key, identifier, traits)
-        a = edge.get("/api/v1/environment-document/", e.server_key)
-        b = front.get("/api/v1/environment-document/", e.server_key)
-        assert a.status == b.status == 200
-        pairs = lambda body: json.loads(body, object_pairs_hook=lambda p: p)  # noqa: E731
-        assert pairs(a.body) == pairs(b.body)
-        assert edge.get("/api/v1/environment-document/", e.client_key).status == 401
-    # The edge keeps polling the front (with conditional requests) and stays ready.
-    time.sleep(2.5)
-    assert readiness(edge)[0] == 200
-
-
-# ----------------------------------------------------------------------------------------
-# Signals
-# ----------------------------------------------------------------------------------------
-
-
-# Far longer than any shutdown here may take, so waiting for it would show.
-SHUTDOWN_TIMEOUT = 60
-
-
-def _local_flagpole(flagpole, tmp_path):
-    envs = standard_envs()[:1]
-    paths = write_documents(tmp_path / "docs", envs)
-    fp = flagpole(local_config(paths, envs, flagpole={"shutdown_timeout_seconds": SHUTDOWN_TIMEOUT}))
-    fp.wait_ready(WAIT)
-    return fp, envs[0]
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_signal_exits_0_promptly_despite_idle_keepalive(flagpole, tmp_path, sig):
-    import http.client
-
-    fp, env = _local_flagpole(flagpole, tmp_path)
-    conn = http.client.HTTPConnection(HOST, fp.port, timeout=10)
-    try:
-        conn.request("GET", "/api/v1/flags/", headers={"X-Environment-Key": env.client_key})
-        resp = conn.getresponse()
-        resp.read()
-        assert resp.status == 200
-        t0 = time.monotonic()
-        fp.send_signal(sig)
-        code = fp.proc.wait(timeout=SHUTDOWN_TIMEOUT + 30)
-        elapsed = time.monotonic() - t0
-    finally:
-        conn.close()
-    assert code == 0, f"exit code {code}"
-    # Waiting on the idle connection would take the whole shutdown timeout.
-    assert elapsed < SHUTDOWN_TIMEOUT / 2, f"idle keep-alive connection delayed shutdown by {elapsed:.1f}s"
-
-
-def test_sigterm_lets_in_flight_request_finish(flagpole, tmp_path):
-    fp, env = _local_flagpole(flagpole, tmp_path)
-    body = json.dumps({"identifier": "late-user", "traits": [{"trait_key": "plan", "trait_value": "pro"}]}).encode()
-    s = socket.create_connection((HOST, fp.port), timeout=10)
-    try:
-        s.sendall((f"POST /api/v1/identities/ HTTP/1.1\r\nHost: {HOST}\r\nX-Environment-Key: {env.client_key}\r\n"
-                   f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
-                  + body[:10])
-        # No event says the head was read; a second is long for that, even on a busy machine.
-        time.sleep(1.0)
-        fp.send_signal(signal.SIGTERM)
-        time.sleep(0.5)
-        assert fp.running(), "exited while a request was in flight"
-        # New connections are no longer accepted (or at least not served as ready).
-        try:
-            r = fp.get("/proxy/health/readiness", timeout=1.5)
-            assert r.status == 503, f"readiness after SIGTERM: {r}"
-        except OSError:
-            pass
-        s.sendall(body[10:])
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        assert data.startswith(b"HTTP/1.1 200"), data[:200]
-    finally:
-        s.close()
-    assert fp.proc.wait(timeout=SHUTDOWN_TIMEOUT + 30) == 0
-
-
-# ----------------------------------------------------------------------------------------
-# Configuration sources and the bundled example
-# ----------------------------------------------------------------------------------------
-
-
-def test_env_vars_override_config_file(flagpole, upstream):
-    upstream.set_document(SERVER, doc(0))
-    config = {
-        "environment_key_pairs": [{"server_side_key": "ser.wrong", "client_side_key": "wrong"}],
-        "api_url": "http://127.0.0.1:9/api/v1",
-        "api_poll_frequency_seconds": 60,
-        "api_poll_timeout_seconds": 1,
-    }
-    fp = flagpole(config, env={
-        "API_URL": upstream.api_url,
-        "environment_key_pairs": json.dumps([ENV.pair]),
-        "Api_Poll_Frequency_Seconds": "1",
-    })
-    fp.wait_ready(WAIT)
-    assert rev_of(fp) == "hello-r0"
-    upstream.set_document(SERVER, doc(1))
-    wait_rev(fp, 1)  # polled every second, not every minute
-    assert fp.get("/api/v1/flags/", "wrong").status == 401
-
-
-def test_config_path_env_and_cwd_config(flagpole, tmp_path):
-    envs = standard_envs()[:1]
-    paths = write_documents(tmp_path / "docs", envs)
-    cfg = local_config(paths, envs)
-    # CONFIG_PATH
-    other = tmp_path / "elsewhere" / "my-config.json"
-    other.parent.mkdir()
-    other.write_text(json.dumps(cfg))
-    fp = flagpole(env={"CONFIG_PATH": str(other)}, workdir=tmp_path / "cwd1")
-    fp.wait_ready(WAIT)
-    assert fp.get("/api/v1/flags/", envs[0].client_key).status == 200
-    # ./config.json in the working directory
-    cwd = tmp_path / "cwd2"
-    cwd.mkdir()
-    (cwd / "config.json").write_text(json.dumps(cfg))
-    fp2 = flagpole(workdir=cwd)
-    fp2.wait_ready(WAIT)
-    assert fp2.get("/api/v1/flags/", envs[0].server_key).status == 200
-
-
-def test_unknown_config_keys_are_not_fatal(flagpole, tmp_path):
-    envs = standard_envs()[:1]
-    paths = write_documents(tmp_path / "docs", envs)
-    cfg = local_config(paths, envs)
-    cfg.update({
-        "some_future_key": {"x": 1},
-        "endpoint_caches": {"flags": {"use_cache": True}},
-        "logging": {"log_level": "DEBUG", "log_format": "json", "colours": False, "override": {}},
-        "server": {"proxy_headers": False, "reload": False, "timeout_keep_alive": 5},
-    })
-    fp = flagpole(cfg)
-    fp.wait_ready(WAIT)
-    assert fp.get("/api/v1/flags/", envs[0].client_key).status == 200
-
-
-@pytest.mark.parametrize("bad", [
-    {"api_poll_frequency_seconds": "often"},
-    {"environment_key_pairs": [{"server_side_key": "not-ser-prefixed", "client_side_key": "a"}]},
-    {"environment_key_pairs": [{"server_side_key": "ser.x", "client_side_key": "  "}]},
-    {"api_url": 42},
-])
-def test_invalid_config_values_stop_startup(flagpole, tmp_path, bad):
-    cfg = {"api_url": "http://127.0.0.1:9/api/v1"}
-    cfg.update(bad)
-    fp = flagpole(cfg, start=False)
-    fp.expect_clean_exit = False
-    fp.start(wait=False)
-    try:
-        code = fp.proc.wait(timeout=10)
-    except Exception:
-        pytest.fail(f"flagpole started with invalid config {bad}")
-    assert code != 0
-    key = next(iter(bad))
-    assert key in fp.stderr_text(), f"error message does not name {key!r}:\n{fp.stderr_tail()}"
-
-
-def test_bundled_example_environment(flagpole, tmp_path):
-    example = json.loads((REPO / "examples" / "environment.json").read_text())
-    fp = flagpole(workdir=tmp_path / "empty")
-    fp.wait_ready(WAIT)
-    assert ex.typed(fp.flags("example_client_key")) == ex.typed(ex.env_flags(example, client=True))
-    assert ex.typed(fp.flags("ser.example_server_key")) == ex.typed(ex.env_flags(example, client=False))
-    traits = {"email": "alice@example.com", "plan": "enterprise", "seats": 120, "app_version": "2.3.1"}
-    got = fp.identity("example_client_key", "alice", traits)["flags"]
-    assert ex.typed(got) == ex.typed(ex.identity_flags(example, "alice", traits, client=True))
-    r = fp.get("/api/v1/environment-document/", "ser.example_server_key")
-    assert r.status == 200 and r.json() == example
-    assert fp.get("/api/v1/environment-document/", "example_client_key").status == 401
 
 
 def test_updated_at_is_reported_as_rfc3339_utc(flagpole, upstream):
