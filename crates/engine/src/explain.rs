@@ -83,7 +83,7 @@ pub fn explain<'a>(
         let key = segment.key.as_deref().unwrap_or("");
         let mut splits = Vec::new();
         if let Ok(rules) = segment.rules.as_ref() {
-            for rule in rules {
+            for rule in rules.iter() {
                 collect_splits(&mut ev, rule, key, &mut splits);
             }
         }

@@ -38,6 +38,7 @@ mod property;
 pub mod python;
 pub mod result;
 pub mod semver;
+mod shared;
 pub mod value;
 
 pub use compile::Diagnostic;
@@ -47,6 +48,7 @@ pub use model::Environment;
 pub use result::{
     EvaluationResult, FlagResult, Reason, SegmentResult, SourcedValue, ValueSource, VariantChoice,
 };
+pub use shared::SharedRules;
 pub use value::{Scalar, TraitValue};
 
 impl Environment {
@@ -56,6 +58,15 @@ impl Environment {
         context: &serde_json::Value,
     ) -> Result<(Environment, Vec<Diagnostic>), InputError> {
         compile::compile_context(context)
+    }
+
+    /// [`Environment::from_context`], sharing compiled segment rules with the other
+    /// environments compiled with the same [`SharedRules`].
+    pub fn from_context_sharing(
+        context: &serde_json::Value,
+        shared: &SharedRules,
+    ) -> Result<(Environment, Vec<Diagnostic>), InputError> {
+        compile::compile_context_sharing(context, Some(shared))
     }
 
     /// Parses and compiles an environment document (`/api/v1/environment-document/`), mapped to

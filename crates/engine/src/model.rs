@@ -126,7 +126,8 @@ pub(crate) struct Segment {
     /// `TARGETING_MATCH; segment=<str(name)>`.
     pub reason: String,
     pub metadata: Option<Value>,
-    pub rules: Result<Vec<Rule>, EvalError>,
+    /// Possibly shared with other environments (see `shared`).
+    pub rules: Result<std::sync::Arc<[Rule]>, EvalError>,
     /// Feature-context indices of the overrides, in order.
     pub overrides: Vec<usize>,
 }

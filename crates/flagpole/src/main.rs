@@ -2,6 +2,7 @@
 //! hands the work to the engine (and, for `serve`, to the server).
 #![forbid(unsafe_code)]
 
+mod allocator;
 mod check_cmd;
 mod eval_cmd;
 mod health_cmd;

@@ -6,8 +6,7 @@
 /// The nice value of background threads (0 is normal; higher yields more).
 const BACKGROUND_NICE: i32 = 10;
 
-/// Work that only makes serving cheaper and may wait (compressing a large document after its
-/// snapshot is swapped in) takes turns: one at a time, so a burst of updates cannot start a
+/// Work that only makes serving cheaper and may wait (compressing a large body) takes turns: one at a time, so a burst of updates cannot start a
 /// compressor per environment at once, and none while start-up holds the turn (see
 /// [`hold_deferred`]).
 static DEFERRED_TURN: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
@@ -23,9 +22,28 @@ pub async fn deferred_turn() -> tokio::sync::SemaphorePermit<'static> {
 /// Holds deferred work back while the permit lives. Start-up holds it while it loads the
 /// configured documents: on two cores, compressing a hundred 1 MB documents (gzip, Brotli and
 /// zstd each) costs several times what building their snapshots does, and readiness should wait
-/// only for what serving needs; until then a document is served uncompressed, as after any update.
+/// only for what serving needs; until then a document is served uncompressed.
 pub async fn hold_deferred() -> tokio::sync::SemaphorePermit<'static> {
     deferred_turn().await
+}
+
+/// Runs `work` as deferred work: when its turn comes, on the blocking pool at background
+/// priority, then hands freed memory back. Without a runtime (a one-off command, a benchmark)
+/// it runs now, on the calling thread.
+pub fn defer(work: impl FnOnce() + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(async move {
+                let _turn = deferred_turn().await;
+                let _ = run(move || {
+                    work();
+                    crate::memory::release_free_memory();
+                })
+                .await;
+            });
+        }
+        Err(_) => work(),
+    }
 }
 
 /// Runs `work` on the blocking pool at background priority.

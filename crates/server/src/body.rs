@@ -2,23 +2,27 @@
 //! variants (gzip, Brotli, zstd) for bodies large enough to gain from it. Serving one is a
 //! reference-count increment: `Bytes` clones share the buffer.
 //!
-//! A small body's variants are made on demand, each by the first request that accepts its
-//! encoding, then kept: an idle environment holds none. Compressing a multi-megabyte document
-//! takes longer than compiling it, so such a body is compressed all at once and can be prepared
-//! *deferred*: it is served uncompressed from the moment its snapshot is swapped in, and
-//! its variants appear (once, atomically) when a background thread has made them. A new revision
-//! is never held back by its compression.
+//! Variants are made only for encodings clients ask for, then kept with the body: an idle
+//! environment holds none, and a proxy whose SDKs all send `Accept-Encoding: gzip` holds only
+//! gzip. A small body's variant is made by the first request that accepts its encoding (it
+//! costs about what sending the body once does). A large body's takes longer than compiling the
+//! document, so no request waits for it: the first request that accepts an encoding none of the
+//! variants has is served uncompressed and has the variant made in the background (deferred
+//! work, one at a time); requests after that get it. A new revision of the body is compressed
+//! after its swap in the encodings its predecessor was asked for
+//! ([`PreparedBody::compress_like`]), so a steady client keeps getting compressed answers.
 
 use std::io::Write;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
 /// Bodies smaller than this are never compressed (as the Flagsmith Edge Proxy does: compression from 1,000 bytes).
 pub const COMPRESS_MIN_BYTES: usize = 1000;
 
-/// Bodies smaller than this are compressed on demand, one encoding at a time; larger ones all at
-/// once, off the request path (a large document is compressed after its snapshot is swapped in).
+/// Bodies smaller than this are compressed by the request that first asks; larger ones in the
+/// background (see the module documentation).
 pub const ON_DEMAND_MAX_BYTES: usize = 256 * 1024;
 
 /// Bodies larger than this get no Brotli variant. At the quality an update can afford, Brotli
@@ -53,137 +57,140 @@ pub struct PreparedBody {
     pub etag: String,
     /// The same, ready to put in a response.
     pub etag_header: http::HeaderValue,
-    /// How this body gets compressed variants, if at all.
-    compression: Compression,
-    /// The variants (zstd, Brotli, gzip): a small body's each made by the first request that
-    /// accepts its encoding; a large body's all together by [`compress`](Self::compress). Boxed,
-    /// and absent for a body never compressed: most prepared bodies (one per feature and key
-    /// kind) are too small to be.
-    variants: Option<Box<[OnceLock<Bytes>; 3]>>,
+    variants: Variants,
 }
 
-/// Where each encoding's variant is kept, in order of preference.
-const ZSTD: usize = 0;
-const BROTLI: usize = 1;
-const GZIP: usize = 2;
+/// The encodings variants are kept for, in order of preference (a variant's slot).
+const PREFERENCE: [Encoding; 3] = [Encoding::Zstd, Encoding::Brotli, Encoding::Gzip];
 
-/// When a body's compressed variants are made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Compression {
+/// How a body gets its compressed variants, and where they are kept (by slot of
+/// [`PREFERENCE`]). Boxed or shared, and absent for a body never compressed: most prepared
+/// bodies (one per feature and key kind) are too small to be.
+#[derive(Debug)]
+enum Variants {
     /// Never: too small to gain from it, or not wanted.
     None,
-    /// Each on the first request for its encoding, then kept: compressing a body this small
-    /// costs about what sending it uncompressed once does, and most bodies of an idle
-    /// environment are never asked for in every encoding (or at all).
-    OnDemand,
-    /// All at once by [`PreparedBody::compress`] (now, or in the background after the swap for
-    /// a deferred body): a large body's compression is too slow for a request to wait on.
-    Together,
+    /// Each made by the first request for its encoding, then kept.
+    OnDemand(Box<[OnceLock<Bytes>; 3]>),
+    /// Made off the request path for the encodings asked for (shared with the work making them).
+    Background(Arc<BackgroundVariants>),
 }
 
-/// The compressed variants of one body.
 #[derive(Debug)]
-pub struct Compressed {
-    pub gzip: Bytes,
-    /// Absent for bodies over [`BROTLI_MAX_BYTES`].
-    pub brotli: Option<Bytes>,
-    pub zstd: Bytes,
+struct BackgroundVariants {
+    bytes: Bytes,
+    made: [OnceLock<Bytes>; 3],
+    /// Slots asked for (a bit per slot); a slot asked and not made is being made, or will be.
+    asked: AtomicU8,
+}
+
+impl BackgroundVariants {
+    /// Asks for the slots in `bits`; deferred work makes those newly asked.
+    fn ask(self: &Arc<Self>, bits: u8) {
+        let before = self.asked.fetch_or(bits, Ordering::AcqRel);
+        if bits & !before != 0 {
+            let variants = self.clone();
+            crate::background::defer(move || variants.make_asked());
+        }
+    }
+
+    /// Makes every variant asked for and not made yet.
+    fn make_asked(&self) {
+        let asked = self.asked.load(Ordering::Acquire);
+        for (slot, encoding) in PREFERENCE.into_iter().enumerate() {
+            if asked & (1 << slot) != 0 && self.made[slot].get().is_none() {
+                let _ = self.made[slot].set(Bytes::from(encode(&self.bytes, encoding)));
+            }
+        }
+    }
 }
 
 impl PreparedBody {
-    /// Prepares `bytes`; when `compress`, a large body is compressed now, a small one on demand.
+    /// Prepares `bytes`; when `compress`, variants are made as clients ask for them.
     pub fn new(bytes: impl Into<Bytes>, compress: bool) -> PreparedBody {
-        let body = Self::deferred(bytes, compress);
-        body.compress();
-        body
-    }
-
-    /// Prepares `bytes` without compressing yet: [`compress`](Self::compress) makes a large
-    /// body's variants later, and until then it is served uncompressed. A small body is
-    /// compressed on demand either way.
-    pub fn deferred(bytes: impl Into<Bytes>, compress: bool) -> PreparedBody {
         let bytes: Bytes = bytes.into();
         let etag = etag_of(&bytes);
-        let compression = if !compress || bytes.len() < COMPRESS_MIN_BYTES {
-            Compression::None
+        let variants = if !compress || bytes.len() < COMPRESS_MIN_BYTES {
+            Variants::None
         } else if bytes.len() < ON_DEMAND_MAX_BYTES {
-            Compression::OnDemand
+            Variants::OnDemand(Default::default())
         } else {
-            Compression::Together
+            Variants::Background(Arc::new(BackgroundVariants {
+                bytes: bytes.clone(),
+                made: Default::default(),
+                asked: AtomicU8::new(0),
+            }))
         };
         PreparedBody {
             etag_header: http::HeaderValue::from_str(&etag)
                 .expect("a hex ETag is a valid header value"),
             etag,
-            compression,
-            variants: (compression != Compression::None).then(Default::default),
+            variants,
             bytes,
         }
     }
 
-    /// Makes a large body's compressed variants if they are not there yet (a small body's are
-    /// made on demand; nothing to do).
-    pub fn compress(&self) {
-        let Some(variants) = self.variants.as_deref() else {
-            return;
-        };
-        if self.compression != Compression::Together || variants[ZSTD].get().is_some() {
-            return;
+    /// Asks for the variants `previous` (the same body's last revision) was asked for, so they
+    /// are made now, in the background, rather than after the next request that wants one.
+    pub fn compress_like(&self, previous: &PreparedBody) {
+        if let (Variants::Background(this), Variants::Background(before)) =
+            (&self.variants, &previous.variants)
+        {
+            let asked = before.asked.load(Ordering::Acquire);
+            if asked != 0 {
+                this.ask(asked);
+            }
         }
-        let bytes = &self.bytes[..];
-        // The three encoders run in parallel: a large document is compressed on every update.
-        let (g, b, z) = std::thread::scope(|s| {
-            let g = s.spawn(|| gzip(bytes, 6));
-            let b = s.spawn(|| (bytes.len() <= BROTLI_MAX_BYTES).then(|| brotli(bytes)));
-            let z = zstd::encode_all(bytes, 3).expect("in-memory zstd");
-            (
-                g.join().expect("gzip thread"),
-                b.join().expect("brotli thread"),
-                z,
-            )
-        });
-        // zstd last: it marks the set as made.
-        let _ = variants[GZIP].set(Bytes::from(g));
-        if let Some(b) = b {
-            let _ = variants[BROTLI].set(Bytes::from(b));
-        }
-        let _ = variants[ZSTD].set(Bytes::from(z));
     }
 
-    /// The compressed variants, once made (all of them, for a large body).
-    pub fn compressed(&self) -> Option<Compressed> {
-        let variants = self.variants.as_deref()?;
-        Some(Compressed {
-            gzip: variants[GZIP].get()?.clone(),
-            brotli: variants[BROTLI].get().cloned(),
-            zstd: variants[ZSTD].get()?.clone(),
-        })
+    /// The variant made for `encoding`, if any.
+    pub fn variant(&self, encoding: Encoding) -> Option<Bytes> {
+        let slot = PREFERENCE.iter().position(|e| *e == encoding)?;
+        match &self.variants {
+            Variants::None => None,
+            Variants::OnDemand(made) => made[slot].get().cloned(),
+            Variants::Background(variants) => variants.made[slot].get().cloned(),
+        }
     }
 
     /// The variant for an `Accept-Encoding` header, and its encoding.
     pub fn negotiate(&self, accept_encoding: Option<&str>) -> (Bytes, Encoding) {
-        let Some(variants) = self.variants.as_deref() else {
-            return (self.bytes.clone(), Encoding::Identity);
-        };
-        let accepted = accepted_encodings(accept_encoding);
-        for (slot, encoding) in [Encoding::Zstd, Encoding::Brotli, Encoding::Gzip]
-            .into_iter()
-            .enumerate()
-        {
-            if !accepted.contains(encoding) {
-                continue;
-            }
-            let variant = match self.compression {
-                Compression::OnDemand => {
-                    Some(variants[slot].get_or_init(|| Bytes::from(encode(&self.bytes, encoding))))
+        match &self.variants {
+            Variants::None => (self.bytes.clone(), Encoding::Identity),
+            Variants::OnDemand(made) => {
+                let accepted = accepted_encodings(accept_encoding);
+                for (slot, encoding) in PREFERENCE.into_iter().enumerate() {
+                    if accepted.contains(encoding) {
+                        let variant =
+                            made[slot].get_or_init(|| Bytes::from(encode(&self.bytes, encoding)));
+                        return (variant.clone(), encoding);
+                    }
                 }
-                _ => variants[slot].get(),
-            };
-            if let Some(bytes) = variant {
-                return (bytes.clone(), encoding);
+                (self.bytes.clone(), Encoding::Identity)
+            }
+            Variants::Background(variants) => {
+                let accepted = accepted_encodings(accept_encoding);
+                let mut wanted = None;
+                for (slot, encoding) in PREFERENCE.into_iter().enumerate() {
+                    if !accepted.contains(encoding)
+                        || (encoding == Encoding::Brotli && self.bytes.len() > BROTLI_MAX_BYTES)
+                    {
+                        continue;
+                    }
+                    if let Some(variant) = variants.made[slot].get() {
+                        return (variant.clone(), encoding);
+                    }
+                    wanted = wanted.or(Some(slot));
+                }
+                // None of the accepted variants is there: have the client's preferred one made
+                // (only that one: each variant of a large body costs memory for as long as the
+                // body is served).
+                if let Some(slot) = wanted {
+                    variants.ask(1 << slot);
+                }
+                (self.bytes.clone(), Encoding::Identity)
             }
         }
-        (self.bytes.clone(), Encoding::Identity)
     }
 }
 
@@ -299,12 +306,27 @@ mod tests {
     }
 
     #[test]
-    fn a_deferred_body_is_served_uncompressed_until_compressed() {
-        let body = PreparedBody::deferred(vec![b'a'; ON_DEMAND_MAX_BYTES], true);
+    fn a_large_body_is_served_uncompressed_until_its_asked_variant_is_made() {
+        // No runtime here: the deferred work runs during the request that asks.
+        let body = PreparedBody::new(vec![b'a'; ON_DEMAND_MAX_BYTES], true);
+        assert!(
+            body.variant(Encoding::Gzip).is_none(),
+            "nothing made before a request asks"
+        );
         assert_eq!(body.negotiate(Some("gzip")).1, Encoding::Identity);
-        body.compress();
-        assert_eq!(body.negotiate(Some("gzip")).1, Encoding::Gzip);
-        assert!(body.compressed().unwrap().gzip.len() < 5000);
+        assert!(body.variant(Encoding::Gzip).unwrap().len() < 5000);
+        assert!(
+            body.variant(Encoding::Zstd).is_none(),
+            "only the asked encoding is made"
+        );
+        assert_eq!(body.negotiate(Some("gzip, zstd")).1, Encoding::Gzip);
+        assert_eq!(body.negotiate(Some("zstd")).1, Encoding::Identity);
+        assert_eq!(body.negotiate(Some("zstd, gzip")).1, Encoding::Zstd);
+        // The next revision is compressed as this one was asked.
+        let next = PreparedBody::new(vec![b'b'; ON_DEMAND_MAX_BYTES], true);
+        next.compress_like(&body);
+        assert!(next.variant(Encoding::Gzip).is_some() && next.variant(Encoding::Zstd).is_some());
+        assert!(next.variant(Encoding::Brotli).is_none());
     }
 
     #[test]
@@ -312,14 +334,13 @@ mod tests {
         let text: Vec<u8> = (0..400)
             .flat_map(|i| format!("flag{i},").into_bytes())
             .collect();
-        let body = PreparedBody::deferred(text.clone(), true);
-        let variants = body.variants.as_deref().unwrap();
-        assert!(variants.iter().all(|v| v.get().is_none()));
+        let body = PreparedBody::new(text.clone(), true);
+        let encodings = [Encoding::Gzip, Encoding::Brotli, Encoding::Zstd];
+        assert!(encodings.iter().all(|e| body.variant(*e).is_none()));
         let (gzipped, encoding) = body.negotiate(Some("gzip"));
         assert_eq!(encoding, Encoding::Gzip);
         assert!(gzipped.len() < text.len());
-        let variants = body.variants.as_deref().unwrap();
-        assert!(variants[ZSTD].get().is_none() && variants[BROTLI].get().is_none());
+        assert!(body.variant(Encoding::Zstd).is_none() && body.variant(Encoding::Brotli).is_none());
         let (br, encoding) = body.negotiate(Some("br"));
         assert_eq!(encoding, Encoding::Brotli);
         let mut plain = Vec::new();
@@ -332,9 +353,11 @@ mod tests {
     #[test]
     fn large_bodies_fall_back_from_brotli_to_gzip() {
         let body = PreparedBody::new(vec![b'a'; BROTLI_MAX_BYTES + 1], true);
-        assert!(body.compressed().unwrap().brotli.is_none());
+        assert_eq!(body.negotiate(Some("br, gzip")).1, Encoding::Identity);
+        assert!(body.variant(Encoding::Brotli).is_none());
         assert_eq!(body.negotiate(Some("br, gzip")).1, Encoding::Gzip);
         assert_eq!(body.negotiate(Some("br")).1, Encoding::Identity);
+        assert!(body.variant(Encoding::Brotli).is_none());
     }
 
     #[test]

@@ -113,8 +113,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         None => None,
     };
     // Documents are loaded in parallel, bounded by the cores (readiness counts them as they
-    // arrive); then one watcher follows every file. Large documents' compression waits until
-    // they are all loaded (served uncompressed until then).
+    // arrive); then one watcher follows every file. Compressing a large body a request asked
+    // for waits until they are all loaded (served uncompressed until then).
     let deferred = background::hold_deferred().await;
     let mut files = Vec::new();
     let mut loads = Vec::new();

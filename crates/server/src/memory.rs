@@ -2,6 +2,10 @@
 //! document churns tens of megabytes; glibc's allocator keeps freed memory in per-thread arenas
 //! (one per thread that ever allocated, up to 8 per CPU), so without care resident memory grows
 //! with every update and never comes back.
+//!
+//! This is for a process on glibc's allocator (an embedder, a benchmark). The `flagpole` binary
+//! runs on jemalloc, which returns freed pages by itself; there these calls only touch glibc's
+//! own heap (what C libraries allocate), which is small, so they cost next to nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

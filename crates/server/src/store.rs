@@ -175,21 +175,17 @@ impl EnvSlot {
             *latest = Some(Arc::new(announced));
             true
         });
-        // After the swap, off the request path: compress the new document (served uncompressed
-        // until then), free a merged tree (if pages were merged) and the old snapshot (once its
-        // last reader lets go) and hand the memory back.
+        // After the swap, off the request path: free a merged tree (if pages were merged) and
+        // the old snapshot (once its last reader lets go) and hand the memory back; have the new
+        // large bodies compressed as the old ones were asked for (served uncompressed until then).
         let took = started.elapsed();
+        if let Some(previous) = &previous {
+            snapshot.compress_like(previous);
+        }
         tokio::spawn(async move {
             let _ = crate::background::run(move || {
                 drop(document);
                 drop(previous);
-            })
-            .await;
-            // Compression waits its turn (one at a time; not while start-up loads documents).
-            let _turn = crate::background::deferred_turn().await;
-            let _ = crate::background::run(move || {
-                snapshot.finish_compression();
-                drop(snapshot);
                 crate::memory::release_free_memory();
             })
             .await;

@@ -90,7 +90,6 @@ fn main() {
         let received = Received::from_bytes(&documents[i], None).expect("the document compiles");
         let snapshot =
             Snapshot::from_received(received, documents[i].clone(), 1, true).expect("builds");
-        snapshot.finish_compression();
         snapshot
     });
     // Parts of it, measured alone: the document body with whatever variants it makes before

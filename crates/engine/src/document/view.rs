@@ -29,8 +29,9 @@ use serde_json::Value;
 
 use super::overrides::{override_context, push_key_entry, push_raw_eq_key, Groups};
 use super::{Mapped, Members};
-use crate::compile::{compile_context, Diagnostic};
+use crate::compile::{compile_context_sharing, Diagnostic};
 use crate::model::Environment;
+use crate::shared::SharedRules;
 
 /// An environment document: the members the mapping reads as JSON, and its identity overrides
 /// already grouped into virtual segments.
@@ -63,7 +64,13 @@ impl DocumentView {
     /// `compile_context` do with the tree; `None` if the document has an error (the tree path
     /// reports it).
     pub fn compile(self) -> Option<(Environment, Vec<Diagnostic>)> {
-        compile_context(&self.context()?).ok()
+        compile_context_sharing(&self.context()?, None).ok()
+    }
+
+    /// [`DocumentView::compile`], sharing compiled segment rules with the other environments
+    /// compiled with the same [`SharedRules`].
+    pub fn compile_sharing(self, shared: &SharedRules) -> Option<(Environment, Vec<Diagnostic>)> {
+        compile_context_sharing(&self.context()?, Some(shared)).ok()
     }
 
     /// The context `document_to_context` maps the document to, or `None` on an error.

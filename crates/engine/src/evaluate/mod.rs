@@ -401,7 +401,7 @@ impl<'a> Evaluation<'a> {
         if rules.is_empty() {
             return Ok(false);
         }
-        for rule in rules {
+        for rule in rules.iter() {
             let key = segment.key.as_ref().map_err(Clone::clone)?;
             if !self.matches_rule(rule, key)? {
                 return Ok(false);

@@ -15,7 +15,7 @@ use foldhash::HashMap;
 use flagpole_engine::{Environment, EvaluationResult, InputError};
 use serde_json::Value;
 
-use crate::body::PreparedBody;
+use crate::body::{PreparedBody, COMPRESS_MIN_BYTES};
 pub use crate::keys::KeyKind;
 use crate::received::{Received, Rejected};
 
@@ -30,6 +30,25 @@ pub struct FeatureMeta {
     pub server_only: bool,
 }
 
+/// Where `/flags?feature=` finds one feature's object. Most are a few hundred bytes, and a proxy
+/// may hold thousands of environments: they are ranges of the `/flags` body rather than bodies
+/// of their own (with an ETag each), unless large enough to be compressed.
+#[derive(Debug)]
+enum FeatureBody {
+    /// Not shown to this kind of key.
+    Hidden,
+    /// `/flags[start..end]`.
+    Slice(u32, u32),
+    Own(Box<PreparedBody>),
+}
+
+/// One feature's `/flags?feature=` body (see [`Snapshot::feature_flag`]).
+pub enum FeatureFlag<'a> {
+    Prepared(&'a PreparedBody),
+    /// Too small to compress: its ETag is computed per request (a hash of ~200 bytes).
+    Small(bytes::Bytes),
+}
+
 #[derive(Debug)]
 pub struct Snapshot {
     /// Increments when the document's content changes; an equal document keeps it.
@@ -40,9 +59,10 @@ pub struct Snapshot {
     pub last_modified: Option<String>,
     /// The document as received (pages merged), for server keys.
     pub document: PreparedBody,
-    /// `/flags` per key kind, and `/flags?feature=` per key kind and feature name.
+    /// `/flags` per key kind, and `/flags?feature=` per key kind and feature (by index in
+    /// `features`).
     flags: [PreparedBody; 2],
-    feature_flags: [HashMap<String, PreparedBody>; 2],
+    feature_flags: [Vec<FeatureBody>; 2],
     /// The compiled environment, for identities (and its own flags, for callers without one).
     pub env: Environment,
     /// OFREP's revision: the first 16 bytes of SHA-256 over the document's canonical JSON, as
@@ -67,15 +87,12 @@ impl Snapshot {
     /// Builds a snapshot from a parsed document. Errors if the engine cannot compile it.
     pub fn build(doc: &Value, revision: u64) -> Result<Snapshot, InputError> {
         let document_bytes = crate::json::to_vec(doc);
-        let snapshot = Self::build_with_bytes(doc, document_bytes, revision, true)?;
-        snapshot.finish_compression();
-        Ok(snapshot)
+        Self::build_with_bytes(doc, document_bytes, revision, true)
     }
 
     /// Builds from a parsed document and its serialised bytes; `compress` prepares compressed
-    /// variants of the bodies (a server wants them, a one-off command does not). The document's
-    /// own variants are deferred: call [`finish_compression`](Self::finish_compression) once the
-    /// snapshot is being served.
+    /// variants of the bodies as clients ask for them (a server wants them, a one-off command
+    /// does not).
     pub fn build_with_bytes(
         doc: &Value,
         document_bytes: impl Into<bytes::Bytes>,
@@ -153,14 +170,13 @@ impl Snapshot {
             revision,
             updated_at,
             last_modified: None,
-            // A large document is compressed after the swap (`finish_compression`); a small one
-            // on demand, by the first request for each encoding.
-            document: PreparedBody::deferred(document_bytes, compress),
+            // Compressed in the encodings clients ask for (see `body`).
+            document: PreparedBody::new(document_bytes, compress),
             flags: [
                 PreparedBody::new(Vec::new(), false),
                 PreparedBody::new(Vec::new(), false),
             ],
-            feature_flags: [HashMap::default(), HashMap::default()],
+            feature_flags: [Vec::new(), Vec::new()],
             env,
             content_revision,
             updated_at_ms: 0,
@@ -179,39 +195,59 @@ impl Snapshot {
         snapshot.prepared = prepared;
         for kind in [KeyKind::Server, KeyKind::Client] {
             let mut list = vec![b'['];
-            let mut per_feature = HashMap::default();
+            let mut per_feature: Vec<FeatureBody> = Vec::new();
+            per_feature.resize_with(snapshot.features.len(), || FeatureBody::Hidden);
             for (key, enabled, value) in &own_flags {
-                let mut one = Vec::new();
-                if snapshot.write_flag(&mut one, kind, key, enabled, value) {
-                    if list.len() > 1 {
-                        list.push(b',');
-                    }
-                    list.extend_from_slice(&one);
-                    // Kept for the whole revision: no growth slack.
-                    one.shrink_to_fit();
-                    per_feature.insert(key.clone(), PreparedBody::new(one, compress));
+                if list.len() > 1 {
+                    list.push(b',');
                 }
+                let start = list.len();
+                if !snapshot.write_flag(&mut list, kind, key, enabled, value) {
+                    list.truncate(start - usize::from(start > 1));
+                    continue;
+                }
+                // Shown, so the feature is in the index (a repeated name: the last one wins).
+                let index = snapshot.feature_index[key.as_str()];
+                per_feature[index] = if list.len() - start >= COMPRESS_MIN_BYTES {
+                    FeatureBody::Own(Box::new(PreparedBody::new(
+                        list[start..].to_vec(),
+                        compress,
+                    )))
+                } else {
+                    FeatureBody::Slice(offset_u32(start), offset_u32(list.len()))
+                };
             }
             list.push(b']');
             list.shrink_to_fit();
-            per_feature.shrink_to_fit();
             snapshot.flags[kind.index()] = PreparedBody::new(list, compress);
             snapshot.feature_flags[kind.index()] = per_feature;
         }
         Ok(snapshot)
     }
 
-    /// Compresses what [`build_with_bytes`](Self::build_with_bytes) deferred (the document).
-    pub fn finish_compression(&self) {
-        self.document.compress();
+    /// Has the large bodies compressed (in the background) in the encodings clients asked
+    /// `previous`'s for: called after the swap, so steady clients keep compressed answers.
+    pub fn compress_like(&self, previous: &Snapshot) {
+        self.document.compress_like(&previous.document);
+        for kind in [KeyKind::Server, KeyKind::Client] {
+            self.flags(kind).compress_like(previous.flags(kind));
+        }
     }
 
     pub fn flags(&self, kind: KeyKind) -> &PreparedBody {
         &self.flags[kind.index()]
     }
 
-    pub fn feature_flag(&self, kind: KeyKind, name: &str) -> Option<&PreparedBody> {
-        self.feature_flags[kind.index()].get(name)
+    /// `/flags?feature=name` for a kind of key, or `None` when that key does not see it.
+    pub fn feature_flag(&self, kind: KeyKind, name: &str) -> Option<FeatureFlag<'_>> {
+        let index = *self.feature_index.get(name)?;
+        match &self.feature_flags[kind.index()][index] {
+            FeatureBody::Hidden => None,
+            FeatureBody::Slice(start, end) => Some(FeatureFlag::Small(
+                self.flags(kind).bytes.slice(*start as usize..*end as usize),
+            )),
+            FeatureBody::Own(body) => Some(FeatureFlag::Prepared(body)),
+        }
     }
 
     /// Whether a caller with this kind of key may see a flag: client keys never see server-only
@@ -277,6 +313,11 @@ impl Snapshot {
         }
         out.push(b']');
     }
+}
+
+/// A position in a prepared body (bodies are far below 4 GiB: documents are limited in size).
+fn offset_u32(offset: usize) -> u32 {
+    u32::try_from(offset).expect("a prepared body is under 4 GiB")
 }
 
 /// RFC 3339 (`2023-07-14T16:12:00.000000Z`; no offset means UTC), as a time.

@@ -5,6 +5,8 @@ use http::request::Parts;
 use super::{authorise, tally};
 use crate::api::error::ApiError;
 use crate::api::{respond, AppState, Response};
+use crate::body::PreparedBody;
+use crate::snapshot::FeatureFlag;
 use crate::usage::Resource;
 
 pub fn flags(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
@@ -19,7 +21,12 @@ pub fn flags(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
     let answer = match feature {
         None => Ok(respond::prepared(headers, snapshot.flags(kind), None)),
         Some(name) => match snapshot.feature_flag(kind, &name) {
-            Some(body) => Ok(respond::prepared(headers, body, None)),
+            Some(FeatureFlag::Prepared(body)) => Ok(respond::prepared(headers, body, None)),
+            Some(FeatureFlag::Small(bytes)) => Ok(respond::prepared(
+                headers,
+                &PreparedBody::new(bytes, false),
+                None,
+            )),
             None => Err(ApiError::not_found(format!("feature '{name}' not found"))),
         },
     };
