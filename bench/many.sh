@@ -25,15 +25,28 @@ OUT=bench/out/many
 mkdir -p "$OUT"
 target/release/gen-docs --out bench/out/docs >/dev/null
 
-# N copies of a document, keys many_00000…, and a config listing them.
-make_set() { # name source count
-  python3 - "$OUT/$1" "$2" "$3" <<'PY'
+# N copies of a document, keys many_00000…, and a config listing them. With "distinct", every
+# copy's segment rules differ (a REGEX condition's pattern names the copy), as the environments
+# of different projects would: no rule set is shared between them.
+make_set() { # name source count [distinct]
+  python3 - "$OUT/$1" "$2" "$3" "${4:-}" <<'PY'
 import json, os, sys
-out, source, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out, source, n, distinct = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "distinct"
 os.makedirs(out, exist_ok=True)
 doc = json.load(open(source))
 paths = []
+def conditions(rules):
+    for rule in rules:
+        yield from rule.get("conditions") or []
+        yield from conditions(rule.get("rules") or [])
+original = json.dumps(doc)
 for i in range(n):
+    if distinct:
+        doc = json.loads(original)
+        for segment in doc["project"]["segments"]:
+            for c in conditions(segment["rules"]):
+                if c["operator"] == "REGEX":
+                    c["value"] = f"{c['value']}|copy{i}"
     doc["api_key"] = f"many_{i:05d}"
     path = os.path.abspath(f"{out}/env_{i:05d}.json")
     with open(path, "w") as f:
@@ -70,12 +83,14 @@ run_set() { # name count document_bytes
 make_set example-1 examples/environment.json 1
 make_set example-100 examples/environment.json 100
 make_set example-1000 examples/environment.json 1000
+make_set distinct-1000 examples/environment.json 1000 distinct
 make_set generated-100 bench/out/docs/small.json 100
 ex=$(wc -c <"$OUT/example-1/env_00000.json"); big=$(wc -c <"$OUT/generated-100/env_00000.json")
 rows=()
 rows+=("$(run_set example-1 1 "$ex")")
 rows+=("$(run_set example-100 100 "$ex")")
 rows+=("$(run_set example-1000 1000 "$ex")")
+rows+=("$(run_set distinct-1000 1000 "$(wc -c <"$OUT/distinct-1000/env_00000.json")")")
 rows+=("$(run_set generated-100 100 "$big")")
 base=$(echo "${rows[0]}" | awk '{print $4}')
 

@@ -136,6 +136,7 @@ impl Snapshot {
             prefix.extend_from_slice(br#","type":"#);
             crate::json::write(&mut prefix, &info.kind);
             prefix.extend_from_slice(br#"},"enabled":"#);
+            prefix.shrink_to_fit();
             let meta = FeatureMeta {
                 server_only: server_only_ids.contains(&info.id.to_string()),
                 name: info.name,
@@ -166,6 +167,9 @@ impl Snapshot {
             .map(|f| (f.key.to_owned(), f.enabled.clone(), f.value.clone()))
             .collect();
 
+        // Kept for the whole revision (and a proxy may hold thousands): no growth slack.
+        features.shrink_to_fit();
+        feature_index.shrink_to_fit();
         let mut snapshot = Snapshot {
             revision,
             updated_at,

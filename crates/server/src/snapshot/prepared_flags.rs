@@ -74,6 +74,9 @@ impl PreparedFlags {
                 visible,
             }));
         }
+        // Kept for the whole revision (and a proxy may hold thousands): no growth slack.
+        prepared.flags.shrink_to_fit();
+        prepared.text.shrink_to_fit();
         prepared
     }
 
