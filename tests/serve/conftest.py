@@ -7,6 +7,8 @@
   runtime between good and bad behaviours (serve_harness.Upstream).
 - `flagpole`: a factory starting `flagpole serve` processes (config written to a tmp dir, a free
   port each); all of them are stopped at teardown.
+- `srv` (module): one flagpole serving the two standard local documents
+  (`serve_harness.standard_envs`); a module that needs another set-up defines its own `srv`.
 - `node_sdk_dir` (session): tests/serve/node with `npm ci` done once per session.
 """
 
@@ -20,7 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from serve_harness import FlagpoleProcess, Upstream, binary_path
+from serve_harness import (
+    FlagpoleProcess,
+    Upstream,
+    binary_path,
+    local_config,
+    standard_envs,
+    write_documents,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -83,6 +92,22 @@ def flagpole(tmp_path):
                 problems.append(f"flagpole on port {fp.port} died on its own during the test (exit code "
                                 f"{code}); stderr:\n{fp.stderr_tail()}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    """One flagpole per module serving the two standard documents (env A shows disabled flags to
+    client keys, env B hides them), from local files: no upstream."""
+    work = tmp_path_factory.mktemp("standard")
+    envs = standard_envs()
+    paths = write_documents(work / "docs", envs)
+    fp = FlagpoleProcess(work, config=local_config(paths, envs)).start()
+    try:
+        fp.wait_ready(60)
+        yield fp
+    finally:
+        code = fp.stop()
+        assert code == 0, f"flagpole exit code {code} after SIGTERM"
 
 
 @pytest.fixture(scope="session")

@@ -357,3 +357,9 @@ def mixed_identities(n: int = 60) -> list[tuple[str, dict]]:
             traits["email"] = f"user{i}@other.org"
         out.append((f"user-{i:03d}-{'abcdefghij'[i % 10]}", traits))
     return out
+
+
+def post_identity_body(identifier, traits: dict) -> dict:
+    """`POST /api/v1/identities/` body as the SDKs send it."""
+    return {"identifier": identifier,
+            "traits": [{"trait_key": k, "trait_value": v} for k, v in traits.items()]}

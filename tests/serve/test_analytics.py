@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from flagsmith import Flagsmith
 
-from serve_harness import HOST, http_request, local_config, standard_envs, upstream_config, wait_until, write_documents
+from serve_harness import HOST, local_config, standard_envs, upstream_config, wait_until, write_documents
 
 ENVS = standard_envs()
 ENV = ENVS[0]

@@ -23,8 +23,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-
 from documents import OVERRIDDEN_USER, make_document
 from serve_harness import (
     CONFIG_ENV_KEYS,

@@ -1,29 +1,26 @@
 """The SDK-facing HTTP API of `flagpole serve` (the Edge Proxy's endpoints, as the README's
 `flagpole serve` section lists them): every endpoint × key kind × trailing slash, filtering for
-client keys, ETags, CORS, compression, and every bad input with its JSON error body.
+client keys, ETags, CORS, and every bad input with its JSON error body (compression:
+test_compression.py).
 
-One flagpole process per module serves two local documents (env A: disabled flags visible to
-client keys; env B: `project.hide_disabled_flags`), so no upstream is involved here.
+One flagpole process per module (conftest's `srv`) serves two local documents (env A: disabled
+flags visible to client keys; env B: `project.hide_disabled_flags`), so no upstream is involved here.
 """
 
 from __future__ import annotations
 
 import collections
-import gzip
 import json
 import re
 import socket
 from urllib.parse import quote
 
-import brotli
 import pytest
-import zstandard
 
 import serve_expect as ex
-from documents import OVERRIDDEN_USER, VIP_USER, mixed_identities
+from documents import OVERRIDDEN_USER, VIP_USER, mixed_identities, post_identity_body
 from serve_harness import (
     HOST,
-    FlagpoleProcess,
     http_request,
     local_config,
     standard_envs,
@@ -43,19 +40,6 @@ KEYS = [
 SLASH = [pytest.param("/", id="slash"), pytest.param("", id="no-slash")]
 
 SNAKE = re.compile(r"^[a-z]+(_[a-z0-9]+)*$")
-
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory):
-    work = tmp_path_factory.mktemp("endpoints")
-    paths = write_documents(work / "docs", ENVS)
-    fp = FlagpoleProcess(work, config=local_config(paths, ENVS)).start()
-    try:
-        fp.wait_ready(60)
-        yield fp
-    finally:
-        code = fp.stop()
-        assert code == 0, f"flagpole exit code {code} after SIGTERM"
 
 
 def assert_error(resp, status: int, *, message_contains: str | None = None, status_name: str | None = None):
@@ -80,11 +64,6 @@ def assert_flags(got, expected):
     assert ex.typed(got) == ex.typed(expected), (
         f"\n got: {json.dumps(got)}\nwant: {json.dumps(expected)}"
     )
-
-
-def post_identity_body(identifier, traits: dict) -> dict:
-    return {"identifier": identifier,
-            "traits": [{"trait_key": k, "trait_value": v} for k, v in traits.items()]}
 
 
 # ----------------------------------------------------------------------------------------
@@ -402,68 +381,6 @@ def test_cors_preflight(srv, path, method):
     vary = r.header_all("vary")
     assert len(vary) == 1, f"expected one merged Vary header, got {vary}"
     assert "origin" in vary[0].lower(), vary
-
-
-# ----------------------------------------------------------------------------------------
-# Compression
-# ----------------------------------------------------------------------------------------
-
-
-def decode(encoding: str, data: bytes) -> bytes:
-    if encoding == "gzip":
-        return gzip.decompress(data)
-    if encoding == "br":
-        return brotli.decompress(data)
-    if encoding == "zstd":
-        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
-    raise AssertionError(encoding)
-
-
-@pytest.mark.parametrize("encoding", ["gzip", "br", "zstd"])
-@pytest.mark.parametrize("method,path,key", [
-    ("GET", "/api/v1/flags/", ENV_A.server_key),
-    ("GET", "/api/v1/flags/", ENV_B.client_key),
-    ("GET", f"/api/v1/identities/?identifier={OVERRIDDEN_USER}", ENV_A.server_key),
-    ("POST", "/api/v1/identities/", ENV_A.client_key),
-    ("GET", "/api/v1/environment-document/", ENV_A.server_key),
-])
-def test_compression(srv, encoding, method, path, key):
-    """gzip at least, for every body ≥ 1,000 bytes; br and zstd too. They are required here for
-    the bodies stored per revision (flags, environment document), which flagpole stores
-    pre-compressed, and optional for per-request bodies (identities)."""
-    body = post_identity_body("zip-user", {"plan": "pro"}) if method == "POST" else None
-    plain = srv.request(method, path, key, {"Accept-Encoding": "identity"}, body)
-    assert plain.status == 200 and plain.header("content-encoding") in (None, "identity"), plain
-    assert len(plain.body) >= 1000, "test precondition: the body must be large enough to compress"
-    r = srv.request(method, path, key, {"Accept-Encoding": encoding}, body)
-    assert r.status == 200, r
-    stored = "/identities" not in path
-    if encoding != "gzip" and not stored and r.header("content-encoding") in (None, "identity"):
-        assert r.body == plain.body
-        return
-    assert r.header("content-encoding") == encoding, r.headers
-    assert "accept-encoding" in ",".join(r.header_all("vary")).lower(), r.headers
-    assert decode(encoding, r.body) == plain.body
-    assert len(r.body) < len(plain.body)
-
-
-def test_compression_negotiation(srv):
-    key = ENV_A.server_key
-    plain = srv.get("/api/v1/flags/", key, {"Accept-Encoding": "identity"}).body
-    r = srv.get("/api/v1/flags/", key, {"Accept-Encoding": "gzip;q=0, br;q=0.5, deflate"})
-    enc = r.header("content-encoding")
-    assert enc != "gzip", "gzip was refused with q=0"
-    if enc:
-        assert decode(enc, r.body) == plain
-    r = srv.get("/api/v1/flags/", key, {"Accept-Encoding": "compress, x-unknown"})
-    assert r.header("content-encoding") in (None, "identity") and r.body == plain
-
-
-def test_small_bodies_are_not_compressed(srv):
-    r = srv.get("/api/v1/flags/?feature=integer_feature", ENV_A.client_key, {"Accept-Encoding": "gzip, br, zstd"})
-    assert r.status == 200 and len(r.body) < 1000, r
-    assert r.header("content-encoding") in (None, "identity"), r.headers
-    json.loads(r.body)
 
 
 # ----------------------------------------------------------------------------------------

@@ -17,8 +17,6 @@ import json
 import re
 import time
 
-import pytest
-
 from documents import make_document
 from metrics_support import (
     FINGERPRINT,

@@ -18,23 +18,11 @@ from flagsmith import Flagsmith
 
 import serve_expect as ex
 from documents import mixed_identities
-from serve_harness import FlagpoleProcess, local_config, standard_envs, write_documents
+from serve_harness import standard_envs
 
 ENVS = standard_envs()
 IDENTITIES = mixed_identities(60)  # 63 identities: overrides, near-misses and 60 with mixed traits
 assert len(IDENTITIES) >= 50
-
-
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory):
-    work = tmp_path_factory.mktemp("interop")
-    paths = write_documents(work / "docs", ENVS)
-    fp = FlagpoleProcess(work, config=local_config(paths, ENVS)).start()
-    try:
-        fp.wait_ready(60)
-        yield fp
-    finally:
-        assert fp.stop() == 0
 
 
 def sdk_api_url(fp) -> str:

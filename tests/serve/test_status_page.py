@@ -13,15 +13,12 @@ from __future__ import annotations
 import json
 import re
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pytest
-
 from documents import make_document
 from metrics_support import FINGERPRINT, OpenStream, printed_fingerprints, scrape, status_json
-from serve_harness import Env, local_config, upstream_config, wait_until, write_documents
+from serve_harness import Env, local_config, wait_until, write_documents
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # browser_support

@@ -100,7 +100,7 @@ fn shareable_rules(rules: &Value) -> bool {
         };
         let rules_ok = match rule.get("rules") {
             None | Some(Value::Null) => true,
-            nested @ Some(Value::Array(_)) => shareable_rules(nested.expect("matched")),
+            Some(nested @ Value::Array(_)) => shareable_rules(nested),
             Some(_) => false,
         };
         conditions_ok && rules_ok
