@@ -158,6 +158,54 @@ class RecordedRequest:
     server_port: int = 0
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """Base of the request handlers of scripted Flagsmith APIs: HTTP/1.1, quiet, JSON answers."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, body: bytes, *, close: bool = False) -> None:
+        """Answers `body` (JSON, typed only when not empty); `close` ends the connection after."""
+        self.send_response(status)
+        if body:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class ScriptedApi:
+    """A Flagsmith API a test scripts: a subclass keeps its state (under `lock`), writes a
+    `JsonHandler` subclass and hands it to `serve`; it listens on a free port of 127.0.0.1."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer((HOST, 0), handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{HOST}:{self.server.server_address[1]}/api/v1"
+
+    def set(self, **values: Any) -> None:
+        """Changes the script (attributes of this object) between requests."""
+        with self.lock:
+            for k, v in values.items():
+                setattr(self, k, v)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 class Upstream:
     """A real HTTP server standing in for the Flagsmith API (`{api_url}/environment-document/`).
 

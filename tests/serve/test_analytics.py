@@ -12,46 +12,31 @@ import json
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from flagsmith import Flagsmith
 
-from serve_harness import HOST, local_config, standard_envs, upstream_config, wait_until, write_documents
+from serve_harness import JsonHandler, ScriptedApi, local_config, standard_envs, upstream_config, wait_until, write_documents
 
 ENVS = standard_envs()
 ENV = ENVS[0]
 ANALYTICS_PATH = "/api/v1/analytics/flags/"
 
 
-class FlagsmithApi:
+class FlagsmithApi(ScriptedApi):
     """The Flagsmith API as far as these tests need it: environment documents by server key, and
     `POST /api/v1/analytics/flags/` recorded and answered with `analytics_status`."""
 
     def __init__(self, envs) -> None:
-        self.lock = threading.Lock()
+        super().__init__()
         self.docs = {e.server_key: json.dumps(e.document).encode() for e in envs}
         self.analytics_status = 200
         self.posts: list[dict] = []  # {"path", "headers", "body", "status"}
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                if body:
-                    self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:  # noqa: N802
                 doc = api.docs.get(self.headers.get("X-Environment-Key", ""))
                 if self.path.split("?")[0] != "/api/v1/environment-document/" or doc is None:
@@ -66,13 +51,7 @@ class FlagsmithApi:
                                       "headers": {k.lower(): v for k, v in self.headers.items()}})
                 self._send(status, b"" if status == 200 else b'{"detail":"upstream says no"}')
 
-        self.server = ThreadingHTTPServer((HOST, 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    @property
-    def api_url(self) -> str:
-        return f"http://{HOST}:{self.server.server_address[1]}/api/v1"
+        self.serve(Handler)
 
     def set_status(self, status: int) -> None:
         with self.lock:
@@ -89,10 +68,6 @@ class FlagsmithApi:
             if post["status"] == 200:
                 total.update(post["body"])
         return total
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -9,23 +9,21 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from documents import make_document
-from serve_harness import HOST, wait_until
+from serve_harness import HOST, JsonHandler, ScriptedApi, wait_until
 
 PROXY_KEY = "proxy-secret-key"
 POLL = 0.3
 
 
-class ProxyApi:
+class ProxyApi(ScriptedApi):
     """The Flagsmith API's proxy endpoints, scripted by the test."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        super().__init__()
         self.listing: list = []
         self.listing_mode = "ok"  # ok | 500 | garbage
         self.usage_mode = "ok"  # ok | 500 | 400
@@ -36,21 +34,9 @@ class ProxyApi:
         self.close_connections = False  # answer with `Connection: close` (no pooled connection)
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                if api.close_connections:
-                    self.send_header("Connection", "close")
-                    self.close_connection = True
-                self.end_headers()
-                self.wfile.write(body)
+        class Handler(JsonHandler):
+            def _send(self, status: int, body: bytes, *, close: bool = False) -> None:
+                super()._send(status, body, close=close or api.close_connections)
 
             def do_GET(self) -> None:  # noqa: N802
                 with api.lock:
@@ -84,23 +70,7 @@ class ProxyApi:
                         api.delivered.append(rows)
                 self._send({"ok": 202, "500": 500, "400": 400}[mode], b"{}")
 
-        self.server = ThreadingHTTPServer((HOST, 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    @property
-    def api_url(self) -> str:
-        return f"http://{HOST}:{self.server.server_address[1]}/api/v1"
-
-    def set(self, **values) -> None:
-        with self.lock:
-            for k, v in values.items():
-                setattr(self, k, v)
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
 
 def listed(client_key: str, *keys: tuple[str, bool, str | None]) -> dict:
@@ -172,7 +142,7 @@ def test_environments_follow_the_listing(flagpole, api):
     assert fp.get("/api/v1/environment-document/", key="ser.a2").status == 401
     assert fp.get("/api/v1/flags/", key="disc_b").status == 200
     stream.settimeout(5)
-    while chunk := stream.recv(65536):
+    while stream.recv(65536):
         pass  # the rest of the stream, up to its end
     stream.close()
 

@@ -12,25 +12,23 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from flagsmith import Flagsmith
 
 from documents import make_document, mixed_identities
-from serve_harness import HOST, standard_envs, wait_until
+from serve_harness import JsonHandler, ScriptedApi, standard_envs, wait_until
 
 ENVS = standard_envs()
 ENV = ENVS[0]
 IDENTITIES = mixed_identities(12)
 
 
-class FlagsmithApi:
+class FlagsmithApi(ScriptedApi):
     """Documents by server key; identities answered by the Python SDK's local evaluation."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        super().__init__()
         self.document = ENV.document
         self.evaluated_document = ENV.document
         self.disagree_on: str | None = None
@@ -42,19 +40,7 @@ class FlagsmithApi:
         self.sdk = None
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:  # noqa: N802
                 if self.path.split("?")[0] != "/api/v1/environment-document/":
                     return self._send(404, b'{"detail":"Not found."}')
@@ -83,16 +69,10 @@ class FlagsmithApi:
                     return self._send(status, b'{"detail":"upstream says no"}')
                 self._send(200, json.dumps(api.answer(body, client=key == ENV.client_key)).encode())
 
-        self.server = ThreadingHTTPServer((HOST, 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.serve(Handler)
         # The reference: the SDK in local evaluation on the document this API serves.
         self.sdk = Flagsmith(environment_key=ENV.server_key, api_url=f"{self.api_url}/",
                              enable_local_evaluation=True, environment_refresh_interval_seconds=3600)
-
-    @property
-    def api_url(self) -> str:
-        return f"http://{HOST}:{self.server.server_address[1]}/api/v1"
 
     def answer(self, body: dict, client: bool) -> dict:
         assert body.get("transient") is True, "shadow requests must not make Flagsmith store identities"
@@ -109,15 +89,9 @@ class FlagsmithApi:
                         "enabled": enabled, "feature_state_value": f.value})
         return {"identifier": body["identifier"], "traits": body.get("traits", []), "flags": out}
 
-    def set(self, **values) -> None:
-        with self.lock:
-            for k, v in values.items():
-                setattr(self, k, v)
-
     def stop(self) -> None:
         self.sdk.environment_data_polling_manager_thread.stop()
-        self.server.shutdown()
-        self.server.server_close()
+        super().stop()
 
 
 @pytest.fixture
