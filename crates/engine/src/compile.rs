@@ -17,7 +17,7 @@ use crate::jsonpath::JsonPathQuery;
 use crate::model::*;
 use crate::priority::{stable_sort_by_priority, PriorityKey};
 use crate::property::{Property, Query};
-use crate::shared::SharedRules;
+use crate::shared::Shared;
 use crate::value::{classify_number, json_truthy, JsonNumber};
 
 /// A non-fatal finding about the input (an operator the engine does not know).
@@ -26,7 +26,7 @@ pub type Diagnostic = InputError;
 struct Compiler<'r> {
     root: &'r Map<String, Value>,
     /// Rule sets already compiled for other environments, when the caller shares them.
-    shared: Option<&'r SharedRules>,
+    shared: Option<&'r Shared>,
     /// The root without `features` and `segments`: what a static JSONPath answer would be if a
     /// trimmed context lacked the member it reads.
     bare_root: Map<String, Value>,
@@ -48,7 +48,7 @@ pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>)
 /// `shared` (and leaving its own there for the next).
 pub fn compile_context_sharing(
     context: &Value,
-    shared: Option<&SharedRules>,
+    shared: Option<&Shared>,
 ) -> Result<(Environment, Vec<Diagnostic>), InputError> {
     let root = context
         .as_object()
@@ -307,7 +307,17 @@ impl Compiler<'_> {
                 .ok_or_else(|| EvalError::key("'key'")),
             variants,
             priority: PriorityKey::from_json(fc.get("priority")),
-            metadata: fc.get("metadata").filter(|m| json_truthy(m)).map(compact),
+            metadata: self.metadata(fc.get("metadata")),
+        })
+    }
+
+    /// A feature state's or segment's `metadata`, kept only when truthy (it is echoed only
+    /// then), shared with the other environments when the caller shares.
+    fn metadata(&self, metadata: Option<&Value>) -> Option<Arc<Value>> {
+        let metadata = metadata.filter(|m| json_truthy(m))?;
+        Some(match self.shared {
+            Some(shared) => shared.metadata(metadata, || compact(metadata)),
+            None => Arc::new(compact(metadata)),
         })
     }
 
@@ -339,7 +349,7 @@ impl Compiler<'_> {
                 .ok_or_else(|| EvalError::key("'key'")),
             name,
             reason,
-            metadata: sc.get("metadata").filter(|m| json_truthy(m)).map(compact),
+            metadata: self.metadata(sc.get("metadata")),
             rules,
             overrides,
         })
@@ -348,7 +358,7 @@ impl Compiler<'_> {
     /// A segment's rules: shared with other environments when the caller shares them and
     /// their text alone decides what they compile to.
     fn rules(&mut self, r: &Value, path: &str) -> Result<Arc<[Rule]>, InputError> {
-        let key = self.shared.and_then(|_| SharedRules::key(r));
+        let key = self.shared.and_then(|_| Shared::key(r));
         if let (Some(shared), Some(key)) = (self.shared, &key) {
             if let Some(rules) = shared.get(key) {
                 return Ok(rules);

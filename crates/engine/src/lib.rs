@@ -48,7 +48,7 @@ pub use model::Environment;
 pub use result::{
     EvaluationResult, FlagResult, Reason, SegmentResult, SourcedValue, ValueSource, VariantChoice,
 };
-pub use shared::SharedRules;
+pub use shared::Shared;
 pub use value::{Scalar, TraitValue};
 
 impl Environment {
@@ -61,10 +61,10 @@ impl Environment {
     }
 
     /// [`Environment::from_context`], sharing compiled segment rules with the other
-    /// environments compiled with the same [`SharedRules`].
+    /// environments compiled with the same [`Shared`].
     pub fn from_context_sharing(
         context: &serde_json::Value,
-        shared: &SharedRules,
+        shared: &Shared,
     ) -> Result<(Environment, Vec<Diagnostic>), InputError> {
         compile::compile_context_sharing(context, Some(shared))
     }

@@ -90,8 +90,8 @@ pub(crate) struct FeatureCtx {
     /// `None` when there are no variants (absent or empty); sorted by priority otherwise.
     pub variants: Option<Result<Vec<Variant>, EvalError>>,
     pub priority: PriorityKey,
-    /// Echoed into the result only when truthy.
-    pub metadata: Option<Value>,
+    /// Echoed into the result only when truthy (possibly shared with other environments).
+    pub metadata: Option<std::sync::Arc<Value>>,
 }
 
 impl FeatureCtx {
@@ -125,7 +125,8 @@ pub(crate) struct Segment {
     pub name: Result<Value, EvalError>,
     /// `TARGETING_MATCH; segment=<str(name)>`.
     pub reason: String,
-    pub metadata: Option<Value>,
+    /// Possibly shared with other environments (see `shared`).
+    pub metadata: Option<std::sync::Arc<Value>>,
     /// Possibly shared with other environments (see `shared`).
     pub rules: Result<std::sync::Arc<[Rule]>, EvalError>,
     /// Feature-context indices of the overrides, in order.

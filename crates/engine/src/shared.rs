@@ -1,11 +1,13 @@
-//! Compiled segment rules shared between environments.
+//! Compiled segment rules and metadata objects shared between environments.
 //!
-//! In Flagsmith, segments belong to the project: every environment of a project carries the
-//! same segment rules, and an organisation-wide proxy serves many environments of each project.
-//! Compiling a rule set is the dearest part of a small environment (a compiled regex alone is
-//! ~19 KB and ~100 µs), so a caller that compiles many environments can pass one
-//! [`SharedRules`] to all of them: rules whose JSON text is equal are compiled once and held
-//! by every environment that has them, for as long as one does.
+//! In Flagsmith, segments and features belong to the project: every environment of a project
+//! carries the same segment rules and the same feature and segment metadata (`{"id": …}`), and
+//! an organisation-wide proxy serves many environments of each project. Compiling a rule set is
+//! the dearest part of a small environment (a compiled regex alone is ~19 KB and ~100 µs), and
+//! the metadata objects are its most numerous small blocks (one map per feature state and
+//! segment), so a caller that compiles many environments can pass one [`Shared`] to all of
+//! them: rules and metadata whose JSON text is equal are built once and held by every
+//! environment that has them, for as long as one does.
 //!
 //! Only rule sets whose compiled form depends on nothing but their own text are shared: no
 //! property is a JSONPath (`$.…` may be answered from the rest of the context at compile time),
@@ -21,22 +23,24 @@ use serde_json::Value;
 use crate::condition::parse_operator;
 use crate::model::Rule;
 
-/// Rule sets compiled for some environment, by their JSON text (see the module documentation).
+/// Rule sets and metadata built for some environment, by their JSON text (see the module
+/// documentation).
 #[derive(Debug, Default)]
-pub struct SharedRules {
+pub struct Shared {
     inner: Mutex<Entries>,
 }
 
 #[derive(Debug, Default)]
 struct Entries {
     by_text: HashMap<String, Weak<[Rule]>>,
+    metadata: HashMap<String, Weak<Value>>,
     /// Entries after the last sweep of dead ones: the next sweep is at twice as many.
     swept_at: usize,
 }
 
-impl SharedRules {
-    pub fn new() -> SharedRules {
-        SharedRules::default()
+impl Shared {
+    pub fn new() -> Shared {
+        Shared::default()
     }
 
     /// Rule sets currently held by some environment (dead entries are swept as it grows).
@@ -69,16 +73,38 @@ impl SharedRules {
             return existing;
         }
         entries.by_text.insert(key, Arc::downgrade(&rules));
-        if entries.by_text.len() >= 2 * entries.swept_at.max(64) {
-            entries.by_text.retain(|_, w| w.strong_count() > 0);
-            entries.swept_at = entries.by_text.len();
-        }
+        entries.sweep();
         rules
+    }
+
+    /// The metadata object held under `value`'s text, or the one `build` makes (then kept for
+    /// the next environment with the same text).
+    pub(crate) fn metadata(&self, value: &Value, build: impl FnOnce() -> Value) -> Arc<Value> {
+        let key = value.to_string();
+        let mut entries = self.lock();
+        if let Some(existing) = entries.metadata.get(&key).and_then(Weak::upgrade) {
+            return existing;
+        }
+        let built = Arc::new(build());
+        entries.metadata.insert(key, Arc::downgrade(&built));
+        entries.sweep();
+        built
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         // A panic while holding the lock leaves the map consistent (every step is one call).
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Entries {
+    /// Drops dead entries once the maps have doubled since the last sweep.
+    fn sweep(&mut self) {
+        if self.by_text.len() + self.metadata.len() >= 2 * self.swept_at.max(64) {
+            self.by_text.retain(|_, w| w.strong_count() > 0);
+            self.metadata.retain(|_, w| w.strong_count() > 0);
+            self.swept_at = self.by_text.len() + self.metadata.len();
+        }
     }
 }
 
@@ -129,7 +155,7 @@ mod tests {
 
     use serde_json::{json, Value};
 
-    use super::SharedRules;
+    use super::Shared;
     use crate::compile::compile_context_sharing;
     use crate::model::Environment;
 
@@ -147,7 +173,7 @@ mod tests {
         })
     }
 
-    fn compile(context: &Value, shared: &SharedRules) -> Environment {
+    fn compile(context: &Value, shared: &Shared) -> Environment {
         compile_context_sharing(context, Some(shared)).unwrap().0
     }
 
@@ -160,7 +186,7 @@ mod tests {
 
     #[test]
     fn equal_trait_rules_are_compiled_once_and_live_while_held() {
-        let shared = SharedRules::new();
+        let shared = Shared::new();
         let ctx = context("email", "REGEX");
         let (a, b) = (compile(&ctx, &shared), compile(&ctx, &shared));
         assert!(same_rules(&a, &b));
@@ -176,7 +202,7 @@ mod tests {
 
     #[test]
     fn paths_and_unknown_operators_are_compiled_per_environment() {
-        let shared = SharedRules::new();
+        let shared = Shared::new();
         for ctx in [
             context("$.environment.name", "REGEX"),
             context("email", "NEW_OP"),
@@ -198,7 +224,7 @@ mod tests {
 
     #[test]
     fn shared_rules_evaluate_as_unshared_ones() {
-        let shared = SharedRules::new();
+        let shared = Shared::new();
         let ctx = context("email", "REGEX");
         let alone = compile_context_sharing(&ctx, None).unwrap().0;
         let (_first, second) = (compile(&ctx, &shared), compile(&ctx, &shared));

@@ -54,7 +54,10 @@ where
 {
     tokio::task::spawn_blocking(move || {
         lower_this_thread();
-        work()
+        let out = work();
+        // The work churned memory and the thread may now idle: hand back what it caches.
+        crate::memory::flush_thread_cache();
+        out
     })
     .await
 }

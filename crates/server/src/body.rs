@@ -5,12 +5,18 @@
 //! Variants are made only for encodings clients ask for, then kept with the body: an idle
 //! environment holds none, and a proxy whose SDKs all send `Accept-Encoding: gzip` holds only
 //! gzip. A small body's variant is made by the first request that accepts its encoding (it
-//! costs about what sending the body once does). A large body's takes longer than compiling the
+//! costs about what sending the body once does); a variant already made that the client
+//! accepts is served before another is made. A large body's takes longer than compiling the
 //! document, so no request waits for it: the first request that accepts an encoding none of the
 //! variants has is served uncompressed and has the variant made in the background (deferred
 //! work, one at a time); requests after that get it. A new revision of the body is compressed
 //! after its swap in the encodings its predecessor was asked for
 //! ([`PreparedBody::compress_like`]), so a steady client keeps getting compressed answers.
+//!
+//! A *packed* body ([`PreparedBody::packed`], the environment document below
+//! [`ON_DEMAND_MAX_BYTES`]) is kept gzipped only: the clients that fetch documents (server-side
+//! SDKs, peers) all accept gzip, and an idle proxy of a thousand environments then holds a fifth
+//! of their bytes. Its uncompressed form is made when first needed and kept from then on.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -52,7 +58,11 @@ impl Encoding {
 
 #[derive(Debug)]
 pub struct PreparedBody {
-    pub bytes: Bytes,
+    /// The body uncompressed: set from the start, except for a packed body (made from its gzip
+    /// variant when first needed).
+    plain: OnceLock<Bytes>,
+    /// The uncompressed length.
+    len: usize,
     /// Quoted strong ETag: a hash of the bytes, so equal across replicas and restarts.
     pub etag: String,
     /// The same, ready to put in a response.
@@ -62,6 +72,7 @@ pub struct PreparedBody {
 
 /// The encodings variants are kept for, in order of preference (a variant's slot).
 const PREFERENCE: [Encoding; 3] = [Encoding::Zstd, Encoding::Brotli, Encoding::Gzip];
+const GZIP_SLOT: usize = 2;
 
 /// How a body gets its compressed variants, and where they are kept (by slot of
 /// [`PREFERENCE`]). Boxed or shared, and absent for a body never compressed: most prepared
@@ -110,7 +121,41 @@ impl PreparedBody {
     pub fn new(bytes: impl Into<Bytes>, compress: bool) -> PreparedBody {
         let bytes: Bytes = bytes.into();
         let etag = etag_of(&bytes);
-        let variants = if !compress || bytes.len() < COMPRESS_MIN_BYTES {
+        let variants = Self::variants_for(&bytes, compress);
+        PreparedBody {
+            etag_header: http::HeaderValue::from_str(&etag)
+                .expect("a hex ETag is a valid header value"),
+            etag,
+            variants,
+            len: bytes.len(),
+            plain: OnceLock::from(bytes),
+        }
+    }
+
+    /// Prepares `bytes` to be kept gzipped only (see the module documentation), when they are
+    /// large enough to compress, small enough to compress now, and gain from it; otherwise as
+    /// [`new`](Self::new) with compression.
+    pub fn packed(bytes: impl Into<Bytes>) -> PreparedBody {
+        let bytes: Bytes = bytes.into();
+        if !(COMPRESS_MIN_BYTES..ON_DEMAND_MAX_BYTES).contains(&bytes.len()) {
+            return Self::new(bytes, true);
+        }
+        let gzipped = encode(&bytes, Encoding::Gzip);
+        if gzipped.len() >= bytes.len() {
+            return Self::new(bytes, true);
+        }
+        let body = PreparedBody {
+            plain: OnceLock::new(),
+            ..Self::new(bytes, true)
+        };
+        if let Variants::OnDemand(made) = &body.variants {
+            let _ = made[GZIP_SLOT].set(Bytes::from(gzipped));
+        }
+        body
+    }
+
+    fn variants_for(bytes: &Bytes, compress: bool) -> Variants {
+        if !compress || bytes.len() < COMPRESS_MIN_BYTES {
             Variants::None
         } else if bytes.len() < ON_DEMAND_MAX_BYTES {
             Variants::OnDemand(Default::default())
@@ -120,14 +165,47 @@ impl PreparedBody {
                 made: Default::default(),
                 asked: AtomicU8::new(0),
             }))
-        };
-        PreparedBody {
-            etag_header: http::HeaderValue::from_str(&etag)
-                .expect("a hex ETag is a valid header value"),
-            etag,
-            variants,
-            bytes,
         }
+    }
+
+    /// The body uncompressed (for a packed body, made once and kept).
+    pub fn bytes(&self) -> Bytes {
+        self.plain.get_or_init(|| self.unpack()).clone()
+    }
+
+    /// The body uncompressed, without keeping it when it has to be made (for a one-off copy,
+    /// such as a warm-start file).
+    pub fn bytes_once(&self) -> Bytes {
+        self.plain.get().cloned().unwrap_or_else(|| self.unpack())
+    }
+
+    /// The uncompressed length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the body is `bytes`: compared directly when held, else by length and hash (the
+    /// ETag's 128-bit hash).
+    pub fn is(&self, bytes: &[u8]) -> bool {
+        match self.plain.get() {
+            Some(plain) => plain.as_ref() == bytes,
+            None => self.len == bytes.len() && self.etag == etag_of(bytes),
+        }
+    }
+
+    /// A packed body's uncompressed form, from its gzip variant.
+    fn unpack(&self) -> Bytes {
+        let gzipped = self
+            .variant(Encoding::Gzip)
+            .expect("a body without its uncompressed form is kept gzipped");
+        let mut plain = Vec::with_capacity(self.len);
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gzipped[..]), &mut plain)
+            .expect("the body's own gzip variant decodes");
+        Bytes::from(plain)
     }
 
     /// Asks for the variants `previous` (the same body's last revision) was asked for, so they
@@ -156,24 +234,29 @@ impl PreparedBody {
     /// The variant for an `Accept-Encoding` header, and its encoding.
     pub fn negotiate(&self, accept_encoding: Option<&str>) -> (Bytes, Encoding) {
         match &self.variants {
-            Variants::None => (self.bytes.clone(), Encoding::Identity),
+            Variants::None => (self.bytes(), Encoding::Identity),
             Variants::OnDemand(made) => {
                 let accepted = accepted_encodings(accept_encoding);
-                for (slot, encoding) in PREFERENCE.into_iter().enumerate() {
-                    if accepted.contains(encoding) {
-                        let variant =
-                            made[slot].get_or_init(|| Bytes::from(encode(&self.bytes, encoding)));
+                let wanted = |(_, encoding): &(usize, Encoding)| accepted.contains(*encoding);
+                // One already made first: each variant is kept as long as the body is served.
+                for (slot, encoding) in PREFERENCE.into_iter().enumerate().filter(wanted) {
+                    if let Some(variant) = made[slot].get() {
                         return (variant.clone(), encoding);
                     }
                 }
-                (self.bytes.clone(), Encoding::Identity)
+                if let Some((slot, encoding)) = PREFERENCE.into_iter().enumerate().find(wanted) {
+                    let variant = made[slot]
+                        .get_or_init(|| Bytes::from(encode(&self.bytes_once(), encoding)));
+                    return (variant.clone(), encoding);
+                }
+                (self.bytes(), Encoding::Identity)
             }
             Variants::Background(variants) => {
                 let accepted = accepted_encodings(accept_encoding);
                 let mut wanted = None;
                 for (slot, encoding) in PREFERENCE.into_iter().enumerate() {
                     if !accepted.contains(encoding)
-                        || (encoding == Encoding::Brotli && self.bytes.len() > BROTLI_MAX_BYTES)
+                        || (encoding == Encoding::Brotli && self.len > BROTLI_MAX_BYTES)
                     {
                         continue;
                     }
@@ -188,7 +271,7 @@ impl PreparedBody {
                 if let Some(slot) = wanted {
                     variants.ask(1 << slot);
                 }
-                (self.bytes.clone(), Encoding::Identity)
+                (self.bytes(), Encoding::Identity)
             }
         }
     }

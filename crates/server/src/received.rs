@@ -8,7 +8,7 @@
 //! that tree. A document the fast reading does not take (an unusual one, or a broken one) is
 //! parsed as a tree, so the outcome, and every error message, is the tree's.
 //!
-//! Every document the process reads compiles its segment rules through one [`SharedRules`]:
+//! Every document the process reads compiles its segment rules through one [`Shared`]:
 //! the environments of one project carry the same segments, and a proxy serving many of them
 //! holds each distinct rule set once (the engine decides what may be shared).
 
@@ -18,12 +18,12 @@ use bytes::Bytes;
 use flagpole_engine::document::{
     document_to_context, feature_catalog_of, DocumentView, FeatureInfo,
 };
-use flagpole_engine::{Diagnostic, Environment, InputError, SharedRules};
+use flagpole_engine::{Diagnostic, Environment, InputError, Shared};
 use serde_json::Value;
 
 /// The rule sets compiled for the environments this process serves (weakly held: a rule set
 /// lives as long as an environment that has it).
-static SHARED_RULES: std::sync::LazyLock<SharedRules> = std::sync::LazyLock::new(SharedRules::new);
+static SHARED: std::sync::LazyLock<Shared> = std::sync::LazyLock::new(Shared::new);
 
 /// A document as a source hands it over.
 #[derive(Debug)]
@@ -107,7 +107,7 @@ impl Received {
         let features = feature_catalog_of(view.feature_states.as_ref());
         let (server_only_ids, hide_disabled) = project_settings(view.project.as_ref());
         let updated_at = updated_at(view.updated_at.as_ref());
-        let (env, diagnostics) = view.compile_sharing(&SHARED_RULES)?;
+        let (env, diagnostics) = view.compile_sharing(&SHARED)?;
         let digest = crate::canonical_text::sha256(text)?;
         Some(Ok(Received {
             env,
@@ -128,7 +128,7 @@ impl Received {
         check_key(doc.get("api_key"), client_key)?;
         let context = document_to_context(doc).map_err(Rejected::Engine)?;
         let (env, diagnostics) =
-            Environment::from_context_sharing(&context, &SHARED_RULES).map_err(Rejected::Engine)?;
+            Environment::from_context_sharing(&context, &SHARED).map_err(Rejected::Engine)?;
         let (server_only_ids, hide_disabled) = project_settings(doc.get("project"));
         Ok(Received {
             env,

@@ -143,7 +143,7 @@ impl EnvSlot {
                 Incoming::Tree(doc) => Bytes::from(crate::json::to_vec(doc)),
             };
             if let Some(current) = &current {
-                if current.document.bytes == bytes {
+                if current.document.is(&bytes) {
                     return (Ok(None), document);
                 }
             }

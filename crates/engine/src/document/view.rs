@@ -31,7 +31,7 @@ use super::overrides::{override_context, push_key_entry, push_raw_eq_key, Groups
 use super::{Mapped, Members};
 use crate::compile::{compile_context_sharing, Diagnostic};
 use crate::model::Environment;
-use crate::shared::SharedRules;
+use crate::shared::Shared;
 
 /// An environment document: the members the mapping reads as JSON, and its identity overrides
 /// already grouped into virtual segments.
@@ -68,8 +68,8 @@ impl DocumentView {
     }
 
     /// [`DocumentView::compile`], sharing compiled segment rules with the other environments
-    /// compiled with the same [`SharedRules`].
-    pub fn compile_sharing(self, shared: &SharedRules) -> Option<(Environment, Vec<Diagnostic>)> {
+    /// compiled with the same [`Shared`].
+    pub fn compile_sharing(self, shared: &Shared) -> Option<(Environment, Vec<Diagnostic>)> {
         compile_context_sharing(&self.context()?, Some(shared)).ok()
     }
 

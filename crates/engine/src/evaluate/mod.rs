@@ -173,7 +173,7 @@ impl<'a> Evaluation<'a> {
             let name = segment.name.as_ref().map_err(Clone::clone)?;
             results.push(SegmentResult {
                 name,
-                metadata: segment.metadata.as_ref(),
+                metadata: segment.metadata.as_deref(),
                 index: i,
             });
             for &o in &segment.overrides {
@@ -368,7 +368,7 @@ impl<'a> Evaluation<'a> {
             value: ctx.value.as_ref().map_err(Clone::clone)?,
             reason,
             variant: VariantChoice::None,
-            metadata: ctx.metadata.as_ref(),
+            metadata: ctx.metadata.as_deref(),
             decided_by: ctx_index,
             segment,
             variant_index: None,

@@ -175,7 +175,11 @@ impl Snapshot {
             updated_at,
             last_modified: None,
             // Compressed in the encodings clients ask for (see `body`).
-            document: PreparedBody::new(document_bytes, compress),
+            document: if compress {
+                PreparedBody::packed(document_bytes)
+            } else {
+                PreparedBody::new(document_bytes, false)
+            },
             flags: [
                 PreparedBody::new(Vec::new(), false),
                 PreparedBody::new(Vec::new(), false),
@@ -222,7 +226,14 @@ impl Snapshot {
                 };
             }
             list.push(b']');
-            list.shrink_to_fit();
+            // Both kinds of key usually see the same flags: then they share one buffer.
+            let server = snapshot.flags(KeyKind::Server).bytes();
+            let list = if kind == KeyKind::Client && server == list {
+                server
+            } else {
+                list.shrink_to_fit();
+                bytes::Bytes::from(list)
+            };
             snapshot.flags[kind.index()] = PreparedBody::new(list, compress);
             snapshot.feature_flags[kind.index()] = per_feature;
         }
@@ -248,7 +259,9 @@ impl Snapshot {
         match &self.feature_flags[kind.index()][index] {
             FeatureBody::Hidden => None,
             FeatureBody::Slice(start, end) => Some(FeatureFlag::Small(
-                self.flags(kind).bytes.slice(*start as usize..*end as usize),
+                self.flags(kind)
+                    .bytes()
+                    .slice(*start as usize..*end as usize),
             )),
             FeatureBody::Own(body) => Some(FeatureFlag::Prepared(body)),
         }
@@ -291,7 +304,7 @@ impl Snapshot {
     /// About how many bytes an identity's flags take: the environment's own flags (the same
     /// features; overrides and variants change values, rarely the size much) plus a quarter.
     pub fn flags_capacity_hint(&self) -> usize {
-        let own = self.flags[KeyKind::Server.index()].bytes.len();
+        let own = self.flags[KeyKind::Server.index()].len();
         own + own / 4 + 16
     }
 
@@ -355,8 +368,8 @@ mod tests {
     fn client_keys_never_see_server_only_features() {
         let doc: Value = serde_json::from_str(EXAMPLE).unwrap();
         let s = Snapshot::build(&doc, 1).unwrap();
-        let server = String::from_utf8(s.flags(KeyKind::Server).bytes.to_vec()).unwrap();
-        let client = String::from_utf8(s.flags(KeyKind::Client).bytes.to_vec()).unwrap();
+        let server = String::from_utf8(s.flags(KeyKind::Server).bytes().to_vec()).unwrap();
+        let client = String::from_utf8(s.flags(KeyKind::Client).bytes().to_vec()).unwrap();
         assert!(server.contains("internal_debug_panel"));
         assert!(!client.contains("internal_debug_panel"));
         assert!(s

@@ -34,7 +34,7 @@ impl WarmStart {
     /// Saves the snapshot's document and when it was last confirmed by upstream.
     pub async fn save(&self, slot: &EnvSlot, snapshot: &Arc<Snapshot>, at: SystemTime) {
         let stem = self.stem(&slot.client_key);
-        let document = snapshot.document.bytes.clone();
+        let document = snapshot.document.bytes_once();
         let meta = json!({
             "saved_at_ms": at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64,
             "upstream_etag": slot.upstream_etag.lock().clone(),

@@ -34,7 +34,7 @@ impl EnvFacts {
             (
                 s.revision,
                 s.content_revision.clone(),
-                s.document.bytes.len(),
+                s.document.len(),
                 s.updated_at_ms,
             )
         });
