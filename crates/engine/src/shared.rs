@@ -223,6 +223,28 @@ mod tests {
     }
 
     #[test]
+    fn equal_metadata_is_held_once() {
+        let with_metadata = |id: u32| {
+            let mut c = context("age", "EQUAL");
+            c["features"]["f"]["metadata"] = json!({"id": id});
+            c["segments"]["1"]["metadata"] = json!({"source": "api", "id": 1});
+            c
+        };
+        let shared = Shared::new();
+        let (a, b) = (
+            compile(&with_metadata(7), &shared),
+            compile(&with_metadata(7), &shared),
+        );
+        let other = compile(&with_metadata(8), &shared);
+        let feature = |e: &Environment| e.feature_ctxs[0].metadata.clone().unwrap();
+        assert!(Arc::ptr_eq(&feature(&a), &feature(&b)));
+        assert!(!Arc::ptr_eq(&feature(&a), &feature(&other)));
+        assert_eq!(*feature(&other), json!({"id": 8}));
+        let segment = |e: &Environment| e.segments[0].metadata.clone().unwrap();
+        assert!(Arc::ptr_eq(&segment(&a), &segment(&other)));
+    }
+
+    #[test]
     fn shared_rules_evaluate_as_unshared_ones() {
         let shared = Shared::new();
         let ctx = context("email", "REGEX");

@@ -434,6 +434,48 @@ mod tests {
     }
 
     #[test]
+    fn a_packed_body_is_kept_gzipped_and_unpacked_only_when_asked_uncompressed() {
+        let text: Vec<u8> = (0..400)
+            .flat_map(|i| format!("flag{i},").into_bytes())
+            .collect();
+        let body = PreparedBody::packed(text.clone());
+        assert!(body.plain.get().is_none(), "no uncompressed copy at first");
+        assert_eq!(
+            (body.len(), body.etag.clone()),
+            (text.len(), etag_of(&text))
+        );
+        assert!(body.is(&text) && !body.is(b"other"));
+        let (gzipped, encoding) = body.negotiate(Some("gzip, br"));
+        assert_eq!(
+            encoding,
+            Encoding::Gzip,
+            "the variant it has, not a new one"
+        );
+        assert!(body.variant(Encoding::Brotli).is_none());
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gzipped[..]), &mut plain)
+            .unwrap();
+        assert_eq!(plain, text);
+        // A one-off copy leaves nothing behind; a client without gzip gets it kept.
+        assert_eq!(body.bytes_once(), text);
+        assert!(body.plain.get().is_none());
+        assert_eq!(body.negotiate(Some("zstd")).1, Encoding::Zstd);
+        assert!(
+            body.plain.get().is_none(),
+            "other variants are made from a one-off copy"
+        );
+        assert_eq!(
+            body.negotiate(None),
+            (Bytes::from(text.clone()), Encoding::Identity)
+        );
+        assert!(body.plain.get().is_some());
+        // Too small or too large to pack: held as given.
+        assert!(PreparedBody::packed(b"[]".to_vec()).plain.get().is_some());
+        let large = PreparedBody::packed(vec![b'a'; ON_DEMAND_MAX_BYTES]);
+        assert!(large.plain.get().is_some() && large.variant(Encoding::Gzip).is_none());
+    }
+
+    #[test]
     fn large_bodies_fall_back_from_brotli_to_gzip() {
         let body = PreparedBody::new(vec![b'a'; BROTLI_MAX_BYTES + 1], true);
         assert_eq!(body.negotiate(Some("br, gzip")).1, Encoding::Identity);
