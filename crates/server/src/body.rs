@@ -63,9 +63,8 @@ pub struct PreparedBody {
     plain: OnceLock<Bytes>,
     /// The uncompressed length.
     len: usize,
-    /// Quoted strong ETag: a hash of the bytes, so equal across replicas and restarts.
-    pub etag: String,
-    /// The same, ready to put in a response.
+    /// Quoted strong ETag (a hash of the bytes, so equal across replicas and restarts), ready
+    /// to put in a response; [`etag`](Self::etag) as text.
     pub etag_header: http::HeaderValue,
     variants: Variants,
 }
@@ -125,7 +124,6 @@ impl PreparedBody {
         PreparedBody {
             etag_header: http::HeaderValue::from_str(&etag)
                 .expect("a hex ETag is a valid header value"),
-            etag,
             variants,
             len: bytes.len(),
             plain: OnceLock::from(bytes),
@@ -179,6 +177,13 @@ impl PreparedBody {
         self.plain.get().cloned().unwrap_or_else(|| self.unpack())
     }
 
+    /// The quoted ETag.
+    pub fn etag(&self) -> &str {
+        self.etag_header
+            .to_str()
+            .expect("made from a hex string, so visible ASCII")
+    }
+
     /// The uncompressed length.
     pub fn len(&self) -> usize {
         self.len
@@ -193,7 +198,7 @@ impl PreparedBody {
     pub fn is(&self, bytes: &[u8]) -> bool {
         match self.plain.get() {
             Some(plain) => plain.as_ref() == bytes,
-            None => self.len == bytes.len() && self.etag == etag_of(bytes),
+            None => self.len == bytes.len() && self.etag() == etag_of(bytes),
         }
     }
 
@@ -277,8 +282,15 @@ impl PreparedBody {
     }
 }
 
-/// One encoding of `bytes`, at the levels the prepared variants use.
+/// One encoding of `bytes`, at the levels the prepared variants use, sized exactly (a variant
+/// is kept as long as its body; the encoders' buffers grow by doubling).
 fn encode(bytes: &[u8], encoding: Encoding) -> Vec<u8> {
+    let mut encoded = encode_with_slack(bytes, encoding);
+    encoded.shrink_to_fit();
+    encoded
+}
+
+fn encode_with_slack(bytes: &[u8], encoding: Encoding) -> Vec<u8> {
     match encoding {
         Encoding::Gzip => gzip(bytes, 6),
         Encoding::Brotli => brotli(bytes),
@@ -441,7 +453,7 @@ mod tests {
         let body = PreparedBody::packed(text.clone());
         assert!(body.plain.get().is_none(), "no uncompressed copy at first");
         assert_eq!(
-            (body.len(), body.etag.clone()),
+            (body.len(), body.etag().to_owned()),
             (text.len(), etag_of(&text))
         );
         assert!(body.is(&text) && !body.is(b"other"));

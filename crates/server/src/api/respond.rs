@@ -30,7 +30,7 @@ pub fn prepared(
     body: &PreparedBody,
     last_modified: Option<&HeaderValue>,
 ) -> Response {
-    let not_modified = not_modified(headers, &body.etag);
+    let not_modified = not_modified(headers, body.etag());
     let mut response = if not_modified {
         empty(StatusCode::NOT_MODIFIED)
     } else {

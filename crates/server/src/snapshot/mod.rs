@@ -22,10 +22,9 @@ use crate::received::{Received, Rejected};
 /// What the REST API shows about one feature, pre-serialised.
 #[derive(Debug)]
 pub struct FeatureMeta {
-    pub name: String,
     /// `{"feature":{"id":…,"name":…,"type":…},"enabled":`: the part of a flag object that only
-    /// depends on the document.
-    pub prefix: Vec<u8>,
+    /// depends on the document (its name is the key in `feature_index`).
+    pub prefix: Box<[u8]>,
     /// In `project.server_key_only_feature_ids`: never shown to client keys.
     pub server_only: bool,
 }
@@ -136,16 +135,14 @@ impl Snapshot {
             prefix.extend_from_slice(br#","type":"#);
             crate::json::write(&mut prefix, &info.kind);
             prefix.extend_from_slice(br#"},"enabled":"#);
-            prefix.shrink_to_fit();
             let meta = FeatureMeta {
                 server_only: server_only_ids.contains(&info.id.to_string()),
-                name: info.name,
-                prefix,
+                prefix: prefix.into_boxed_slice(),
             };
-            match feature_index.get(&meta.name) {
+            match feature_index.get(&info.name) {
                 Some(&i) => features[i] = meta,
                 None => {
-                    feature_index.insert(meta.name.clone(), features.len());
+                    feature_index.insert(info.name, features.len());
                     features.push(meta);
                 }
             }

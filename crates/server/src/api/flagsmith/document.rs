@@ -37,14 +37,9 @@ fn answer(request: &Parts, kind: KeyKind, snapshot: &Snapshot) -> Result<Respons
         if let (Some(since), Some(modified)) = (since, modified) {
             if modified <= since {
                 let mut response = empty(StatusCode::NOT_MODIFIED);
-                response.headers_mut().insert(
-                    header::ETAG,
-                    snapshot
-                        .document
-                        .etag
-                        .parse()
-                        .expect("etag is a header value"),
-                );
+                response
+                    .headers_mut()
+                    .insert(header::ETAG, snapshot.document.etag_header.clone());
                 return Ok(response);
             }
         }
