@@ -1,5 +1,7 @@
 //! One environment at one document revision: the compiled engine plus every response that does
-//! not depend on the caller, serialised (and compressed) once, when the document changes.
+//! not depend on the caller, serialised (and compressed) once: when the document changes, or,
+//! for what an idle environment need not hold (`/flags` per kind of key, compressed variants),
+//! on the first request that needs it.
 //! A snapshot is immutable; a new document builds a new snapshot off to the side, and the store
 //! swaps it in whole.
 
@@ -8,11 +10,13 @@ pub mod identity_cache;
 pub mod identity_response;
 pub mod prepared_flags;
 
+use std::sync::OnceLock;
+
 // A fast hasher for the per-request lookups (feature names, keys): the tables are built from
 // the document and the config, never from what callers send, so flooding is not a concern.
 use foldhash::HashMap;
 
-use flagpole_engine::{Environment, EvaluationResult, InputError};
+use flagpole_engine::{Environment, EvaluationResult, FlagResult, InputError};
 use serde_json::Value;
 
 use crate::body::{PreparedBody, COMPRESS_MIN_BYTES};
@@ -41,6 +45,14 @@ enum FeatureBody {
     Own(Box<PreparedBody>),
 }
 
+/// `/flags` for one kind of key, and where `/flags?feature=` finds each feature in it (by index
+/// in `features`).
+#[derive(Debug)]
+struct FlagsBody {
+    body: PreparedBody,
+    per_feature: Box<[FeatureBody]>,
+}
+
 /// One feature's `/flags?feature=` body (see [`Snapshot::feature_flag`]).
 pub enum FeatureFlag<'a> {
     Prepared(&'a PreparedBody),
@@ -58,10 +70,15 @@ pub struct Snapshot {
     pub last_modified: Option<String>,
     /// The document as received (pages merged), for server keys.
     pub document: PreparedBody,
-    /// `/flags` per key kind, and `/flags?feature=` per key kind and feature (by index in
-    /// `features`).
-    flags: [PreparedBody; 2],
-    feature_flags: [Vec<FeatureBody>; 2],
+    /// `/flags` and `/flags?feature=` per key kind, written by the first request with that kind
+    /// of key: an idle environment holds neither, and most are asked with one kind only.
+    flags: [OnceLock<FlagsBody>; 2],
+    /// Whether bodies get compressed variants as clients ask (a server wants them, a one-off
+    /// command does not).
+    compress: bool,
+    /// How long the environment's own flags are for a server key: the size an identity's
+    /// answer is reserved at.
+    own_flags_len: usize,
     /// The compiled environment, for identities (and its own flags, for callers without one).
     pub env: Environment,
     /// OFREP's revision: the first 16 bytes of SHA-256 over the document's canonical JSON, as
@@ -148,22 +165,6 @@ impl Snapshot {
             }
         }
 
-        // (name, enabled, value) of each of the environment's own flags (no segments, no
-        // identity: what `/flags` serves), owned: the evaluation borrows `env`, which moves into
-        // the snapshot.
-        let own_flags: Vec<(String, Value, Value)> = env
-            .own_flags()
-            .map_err(|e| {
-                InputError::new(
-                    "$",
-                    format!("the environment's flags cannot be evaluated: {e}"),
-                )
-            })?
-            .flags
-            .iter()
-            .map(|f| (f.key.to_owned(), f.enabled.clone(), f.value.clone()))
-            .collect();
-
         // Kept for the whole revision (and a proxy may hold thousands): no growth slack.
         features.shrink_to_fit();
         feature_index.shrink_to_fit();
@@ -171,17 +172,15 @@ impl Snapshot {
             revision,
             updated_at,
             last_modified: None,
-            // Compressed in the encodings clients ask for (see `body`).
+            // Kept gzipped, compressed in other encodings as clients ask (see `body`).
             document: if compress {
                 PreparedBody::packed(document_bytes)
             } else {
                 PreparedBody::new(document_bytes, false)
             },
-            flags: [
-                PreparedBody::new(Vec::new(), false),
-                PreparedBody::new(Vec::new(), false),
-            ],
-            feature_flags: [Vec::new(), Vec::new()],
+            flags: Default::default(),
+            compress,
+            own_flags_len: 0,
             env,
             content_revision,
             updated_at_ms: 0,
@@ -198,43 +197,83 @@ impl Snapshot {
             snapshot.write_flag(out, kind, n, e, v)
         });
         snapshot.prepared = prepared;
-        for kind in [KeyKind::Server, KeyKind::Client] {
-            let mut list = vec![b'['];
-            let mut per_feature: Vec<FeatureBody> = Vec::new();
-            per_feature.resize_with(snapshot.features.len(), || FeatureBody::Hidden);
-            for (key, enabled, value) in &own_flags {
-                if list.len() > 1 {
-                    list.push(b',');
-                }
-                let start = list.len();
-                if !snapshot.write_flag(&mut list, kind, key, enabled, value) {
-                    list.truncate(start - usize::from(start > 1));
-                    continue;
-                }
-                // Shown, so the feature is in the index (a repeated name: the last one wins).
-                let index = snapshot.feature_index[key.as_str()];
-                per_feature[index] = if list.len() - start >= COMPRESS_MIN_BYTES {
-                    FeatureBody::Own(Box::new(PreparedBody::new(
-                        list[start..].to_vec(),
-                        compress,
-                    )))
-                } else {
-                    FeatureBody::Slice(offset_u32(start), offset_u32(list.len()))
-                };
-            }
-            list.push(b']');
-            // Both kinds of key usually see the same flags: then they share one buffer.
-            let server = snapshot.flags(KeyKind::Server).bytes();
-            let list = if kind == KeyKind::Client && server == list {
-                server
-            } else {
-                list.shrink_to_fit();
-                bytes::Bytes::from(list)
-            };
-            snapshot.flags[kind.index()] = PreparedBody::new(list, compress);
-            snapshot.feature_flags[kind.index()] = per_feature;
-        }
+        // The environment's own flags must evaluate (a document whose flags cannot is refused
+        // here, not at its first request); their length sizes identity answers.
+        let own_flags = snapshot.env.own_flags().map_err(|e| {
+            InputError::new(
+                "$",
+                format!("the environment's flags cannot be evaluated: {e}"),
+            )
+        })?;
+        let (list, _) = snapshot.write_own_flags(KeyKind::Server, &own_flags.flags);
+        snapshot.own_flags_len = list.len();
         Ok(snapshot)
+    }
+
+    /// `/flags` for a kind of key, written on first use.
+    fn flags_body(&self, kind: KeyKind) -> &FlagsBody {
+        self.flags[kind.index()].get_or_init(|| {
+            let (list, per_feature) = match self.env.own_flags() {
+                Ok(own) => self.write_own_flags(kind, &own.flags),
+                // Checked when the snapshot was built; the evaluation is deterministic.
+                Err(_) => (b"[]".to_vec(), Vec::new()),
+            };
+            let list = self.share_with_other_kind(kind, list);
+            FlagsBody {
+                body: PreparedBody::new(list, self.compress),
+                per_feature: per_feature.into_boxed_slice(),
+            }
+        })
+    }
+
+    /// Both kinds of key usually see the same flags: then, if the other kind's body is written,
+    /// they share one buffer.
+    fn share_with_other_kind(&self, kind: KeyKind, list: Vec<u8>) -> bytes::Bytes {
+        let other = match kind {
+            KeyKind::Server => KeyKind::Client,
+            KeyKind::Client => KeyKind::Server,
+        };
+        match self.flags[other.index()].get() {
+            Some(written) if written.body.len() == list.len() && written.body.is(&list) => {
+                written.body.bytes()
+            }
+            _ => bytes::Bytes::from(list),
+        }
+    }
+
+    /// The `/flags` list of `flags` for a kind of key (sized exactly), and where each shown
+    /// feature's object is in it (by index in `features`).
+    fn write_own_flags(
+        &self,
+        kind: KeyKind,
+        flags: &[FlagResult<'_>],
+    ) -> (Vec<u8>, Vec<FeatureBody>) {
+        let mut list = vec![b'['];
+        let mut per_feature: Vec<FeatureBody> = Vec::new();
+        per_feature.resize_with(self.features.len(), || FeatureBody::Hidden);
+        for flag in flags {
+            if list.len() > 1 {
+                list.push(b',');
+            }
+            let start = list.len();
+            if !self.write_flag(&mut list, kind, flag.key, flag.enabled, flag.value) {
+                list.truncate(start - usize::from(start > 1));
+                continue;
+            }
+            // Shown, so the feature is in the index (a repeated name: the last one wins).
+            let index = self.feature_index[flag.key];
+            per_feature[index] = if list.len() - start >= COMPRESS_MIN_BYTES {
+                FeatureBody::Own(Box::new(PreparedBody::new(
+                    list[start..].to_vec(),
+                    self.compress,
+                )))
+            } else {
+                FeatureBody::Slice(offset_u32(start), offset_u32(list.len()))
+            };
+        }
+        list.push(b']');
+        list.shrink_to_fit();
+        (list, per_feature)
     }
 
     /// Has the large bodies compressed (in the background) in the encodings clients asked
@@ -242,18 +281,22 @@ impl Snapshot {
     pub fn compress_like(&self, previous: &Snapshot) {
         self.document.compress_like(&previous.document);
         for kind in [KeyKind::Server, KeyKind::Client] {
-            self.flags(kind).compress_like(previous.flags(kind));
+            // Written for the last revision, so asked for: written now for this one too.
+            if let Some(before) = previous.flags[kind.index()].get() {
+                self.flags(kind).compress_like(&before.body);
+            }
         }
     }
 
+    /// `/flags` for a kind of key (written by the first call).
     pub fn flags(&self, kind: KeyKind) -> &PreparedBody {
-        &self.flags[kind.index()]
+        &self.flags_body(kind).body
     }
 
     /// `/flags?feature=name` for a kind of key, or `None` when that key does not see it.
     pub fn feature_flag(&self, kind: KeyKind, name: &str) -> Option<FeatureFlag<'_>> {
         let index = *self.feature_index.get(name)?;
-        match &self.feature_flags[kind.index()][index] {
+        match &self.flags_body(kind).per_feature[index] {
             FeatureBody::Hidden => None,
             FeatureBody::Slice(start, end) => Some(FeatureFlag::Small(
                 self.flags(kind)
@@ -301,7 +344,7 @@ impl Snapshot {
     /// About how many bytes an identity's flags take: the environment's own flags (the same
     /// features; overrides and variants change values, rarely the size much) plus a quarter.
     pub fn flags_capacity_hint(&self) -> usize {
-        let own = self.flags[KeyKind::Server.index()].len();
+        let own = self.own_flags_len;
         own + own / 4 + 16
     }
 
