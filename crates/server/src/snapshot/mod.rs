@@ -421,6 +421,29 @@ mod tests {
     }
 
     #[test]
+    fn flags_are_written_for_a_kind_of_key_when_first_asked_and_shared_when_equal() {
+        let doc: Value = serde_json::from_str(EXAMPLE).unwrap();
+        let s = Snapshot::build(&doc, 1).unwrap();
+        assert!(
+            s.flags.iter().all(|f| f.get().is_none()),
+            "nothing before a request"
+        );
+        assert!(
+            s.flags_capacity_hint() > 900,
+            "sized from the own flags all the same"
+        );
+        assert!(s.feature_flag(KeyKind::Client, "welcome_message").is_some());
+        assert!(s.flags[KeyKind::Server.index()].get().is_none());
+        // No server-only feature: both kinds see the same list, held once.
+        let mut doc = doc;
+        doc["project"]["server_key_only_feature_ids"] = serde_json::json!([]);
+        let s = Snapshot::build(&doc, 1).unwrap();
+        let (server, client) = (s.flags(KeyKind::Server), s.flags(KeyKind::Client));
+        assert_eq!(server.bytes().as_ptr(), client.bytes().as_ptr());
+        assert_eq!(server.etag(), client.etag());
+    }
+
+    #[test]
     fn http_dates() {
         assert_eq!(
             http_date("2024-06-01T12:00:00.000000Z").as_deref(),
