@@ -148,7 +148,14 @@ impl EnvSlot {
                 }
             }
             let revision = current.as_ref().map_or(1, |c| c.revision + 1);
-            let built = build_snapshot(&document, bytes, &client_key, revision).map(Some);
+            let built = build_snapshot(&document, bytes, &client_key, revision).map(|snapshot| {
+                // What clients asked of the current revision is written for the new one here,
+                // off the request path.
+                if let Some(current) = &current {
+                    snapshot.write_like(current);
+                }
+                Some(snapshot)
+            });
             (built, document)
         })
         .await

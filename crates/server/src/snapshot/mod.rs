@@ -276,12 +276,22 @@ impl Snapshot {
         (list, per_feature)
     }
 
+    /// Writes the `/flags` lists `previous` (this environment's last revision) had written:
+    /// its clients will ask again. Called while building, off the request path.
+    pub fn write_like(&self, previous: &Snapshot) {
+        for kind in [KeyKind::Server, KeyKind::Client] {
+            if previous.flags[kind.index()].get().is_some() {
+                self.flags_body(kind);
+            }
+        }
+    }
+
     /// Has the large bodies compressed (in the background) in the encodings clients asked
     /// `previous`'s for: called after the swap, so steady clients keep compressed answers.
     pub fn compress_like(&self, previous: &Snapshot) {
         self.document.compress_like(&previous.document);
         for kind in [KeyKind::Server, KeyKind::Client] {
-            // Written for the last revision, so asked for: written now for this one too.
+            // Written for the last revision, so written for this one too (`write_like`).
             if let Some(before) = previous.flags[kind.index()].get() {
                 self.flags(kind).compress_like(&before.body);
             }
@@ -441,6 +451,13 @@ mod tests {
         let (server, client) = (s.flags(KeyKind::Server), s.flags(KeyKind::Client));
         assert_eq!(server.bytes().as_ptr(), client.bytes().as_ptr());
         assert_eq!(server.etag(), client.etag());
+        // The next revision writes what this one was asked for, and only that.
+        let next = Snapshot::build(&doc, 2).unwrap();
+        let only_client = Snapshot::build(&doc, 3).unwrap();
+        only_client.flags(KeyKind::Client);
+        next.write_like(&only_client);
+        assert!(next.flags[KeyKind::Client.index()].get().is_some());
+        assert!(next.flags[KeyKind::Server.index()].get().is_none());
     }
 
     #[test]
