@@ -234,9 +234,7 @@ impl Snapshot {
             KeyKind::Client => KeyKind::Server,
         };
         match self.flags[other.index()].get() {
-            Some(written) if written.body.len() == list.len() && written.body.is(&list) => {
-                written.body.bytes()
-            }
+            Some(written) if written.body.is(&list) => written.body.bytes(),
             _ => bytes::Bytes::from(list),
         }
     }
