@@ -2,12 +2,17 @@
 # The whole test suite: formatting and lints, Rust unit/integration tests, then the Python suites
 # (differential tests against the reference engine and the Flagsmith SDK) in a venv this script
 # creates and owns (.venv). Safe to run repeatedly; the venv is reused when requirements match.
+#
+# CI=true (as .ci/run sets it) makes every test that cannot run a failure: the tools only some
+# suites need are then required too, and pytest turns any skip into a failure (tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Prerequisites first, so a missing tool stops the run at once with one line saying what to
-# install, not minutes later in the middle of a build. Chromium is optional (see below).
+# install, not minutes later in the middle of a build.
 PYTHON="${PYTHON:-python3}"
+# in_ci: CI is set to true/1/yes (the test as tests/conftest.py makes it).
+in_ci() { local v="${CI:-}"; case "${v,,}" in 1|true|yes) return 0 ;; esac; return 1; }
 # at_least FOUND WANTED: true when dotted version FOUND >= WANTED.
 at_least() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 check_prerequisites() {
@@ -38,6 +43,47 @@ check_prerequisites() {
   fi
 }
 check_prerequisites
+
+# The browser tests (tests/ofrep/test_ofrep_browser.py, the status page's) drive the system
+# Chromium through playwright-core (installed by `npm ci` with the other Node test dependencies; it
+# never downloads a browser). Install the Debian package when it is missing and we can.
+have_chromium() {
+  [ -n "${FLAGPOLE_CHROMIUM:-}" ] && return 0
+  for name in chromium chromium-browser google-chrome-stable google-chrome; do
+    command -v "$name" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+if ! have_chromium && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "== chromium (apt-get install chromium, for the browser tests)"
+  log=$(mktemp)
+  if DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 &&
+     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >>"$log" 2>&1; then
+    echo "installed: $(chromium --version 2>/dev/null || echo '?')"
+  else
+    echo "could not install chromium:"
+    tail -n 5 "$log"
+  fi
+  rm -f "$log"
+fi
+
+# Tools for some suites: without one, its tests skip when run by hand (pytest's summary lists
+# them) and the run is an error under CI=true, before anything is built.
+optional_missing=()
+command -v go >/dev/null 2>&1 || optional_missing+=("Go >= 1.24 (the Go flagd provider test; https://go.dev/dl)")
+{ command -v java && command -v javac && command -v mvn; } >/dev/null 2>&1 ||
+  optional_missing+=("a JDK >= 17 and Maven (the Java flagd provider and README tests; apt-get install default-jdk-headless maven)")
+command -v curl >/dev/null 2>&1 || optional_missing+=("curl (the TLS test and README snippets; apt-get install curl)")
+have_chromium || optional_missing+=("Chromium (the browser tests; apt-get install chromium, or set FLAGPOLE_CHROMIUM)")
+if [ ${#optional_missing[@]} -gt 0 ]; then
+  if in_ci; then
+    printf 'missing for CI (CI=true: every test must run):\n' >&2
+    printf '  %s\n' "${optional_missing[@]}" >&2
+    exit 1
+  fi
+  printf 'WARNING: the tests needing these will be SKIPPED:\n' >&2
+  printf '  %s\n' "${optional_missing[@]}" >&2
+fi
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -80,33 +126,7 @@ rm -f "$wheels"/*.whl
 .venv/bin/python -m pip uninstall --quiet --yes flagpole >/dev/null 2>&1 || true
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole_python-*.whl
 
-# The OFREP browser test (tests/ofrep/test_ofrep_browser.py) drives the system Chromium through
-# playwright-core (installed by `npm ci` with the other Node test dependencies; it never downloads a
-# browser). Install the Debian package when it is missing and we can; without it the test skips.
-echo "== chromium (browser test)"
-have_chromium() {
-  [ -n "${FLAGPOLE_CHROMIUM:-}" ] && return 0
-  for name in chromium chromium-browser google-chrome-stable google-chrome; do
-    command -v "$name" >/dev/null 2>&1 && return 0
-  done
-  return 1
-}
-if have_chromium; then
-  echo "found"
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  log=$(mktemp)
-  if DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 &&
-     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >>"$log" 2>&1; then
-    echo "installed: $(chromium --version 2>/dev/null || echo '?')"
-  else
-    echo "could not install chromium; the browser test will be skipped:"
-    tail -n 5 "$log"
-  fi
-  rm -f "$log"
-else
-  echo "no chromium, and no apt-get as root to install it; the browser test will be skipped"
-fi
-
 echo "== pytest"
 export FLAGPOLE_BIN="$PWD/target/release/flagpole"
-.venv/bin/python -m pytest tests -q "$@"
+# -rs: every skip's reason in the summary (there should be none; under CI=true they fail).
+.venv/bin/python -m pytest tests -q -rs "$@"

@@ -189,7 +189,6 @@ def test_stream_headers_preamble_and_heartbeats(sse, open_stream):
     uri = advertised(sse.fp, SSE_A.client_key)
     assert uri == events_path(token, since)
 
-    t0 = time.monotonic()
     s = open_stream(sse.fp.port, uri, {"Accept-Encoding": "gzip, deflate, br, zstd"})
     assert s.status == 200, s
     assert media_type(s.header("content-type")) == "text/event-stream", s
@@ -203,9 +202,7 @@ def test_stream_headers_preamble_and_heartbeats(sse, open_stream):
 
     # Heartbeats every heartbeat_sec (1 s here), nothing else: `since` is the current id.
     assert s.wait_pings(2, 60), f"fewer than 2 heartbeats: {s}"
-    elapsed = time.monotonic() - t0
     assert s.blocks[1:] == [PING] * (len(s.blocks) - 1), f"only heartbeats expected: {s.blocks}"
-    assert s.pings <= elapsed / SSE_HEARTBEAT + 2, f"{s.pings} heartbeats in {elapsed:.1f}s"
     assert s.text.endswith(f"{PING}\n\n"), s
 
     # A non-browser client may authenticate with a key header instead of `t`.
@@ -217,16 +214,14 @@ def test_stream_headers_preamble_and_heartbeats(sse, open_stream):
 
 
 def test_flushed_at_once(srv, open_stream):
-    # The main server keeps the default heartbeat (15 s): what arrives at once was flushed at once.
-    # Without `since`, the current event follows the preamble.
-    t0 = time.monotonic()
+    # The main server keeps the default heartbeat (15 s). Without `since`, the current event
+    # follows the preamble. Held back in a buffer, they would come out with the first heartbeat,
+    # which would then be read with them; flushed at once, they come before any heartbeat.
     s = open_stream(srv.port, events_path(sse_token(MAIN.client_key, MAIN.server_key)))
     assert s.status == 200, s
-    # Held back, they would come with the first heartbeat, after 15 s; flushed, at once. Two thirds
-    # of that tells the two apart on a busy machine.
-    s.wait_events(1, 10)
-    assert len(s.blocks) >= 2 and s.events, f"preamble and event not flushed within 10s: {s}"
-    assert time.monotonic() - t0 < 10
+    s.wait_events(1, 60)
+    assert len(s.blocks) >= 2 and s.events, f"preamble and event never came: {s}"
+    assert s.pings == 0, f"the preamble and event came only with a heartbeat: {s.blocks}"
     assert PREAMBLE.match(s.blocks[0] + "\n"), s
     assert_event(s.events[0], MAIN.document, "no Last-Event-ID, no since")
     assert s.blocks[1] == s.events[0].block
@@ -331,6 +326,12 @@ def test_one_event_per_revision(sse, open_stream):
         assert all(b == PING or b in [e.block for e in s.events] for b in s.blocks[1:]), s.blocks
 
 
+def last_successes(fp) -> dict:
+    """Each environment's last successful load, as the status page shows it (milliseconds)."""
+    return {e["environment"]: e["last_success"]
+            for e in fp.get("/proxy/status?format=json").json()["environments"]}
+
+
 def test_same_revision_no_event(sse, open_stream, start_flagpole, tmp_path):
     """A reload that yields the same `rev` is no new revision: no event."""
     # A local file rewritten with other bytes (indentation, member order), same content.
@@ -338,11 +339,14 @@ def test_same_revision_no_event(sse, open_stream, start_flagpole, tmp_path):
     uri = advertised(sse.fp, env.client_key)
     s = open_stream(sse.fp.port, uri)
     assert s.status == 200 and PREAMBLE.match(s.wait_preamble(60) + "\n"), s
+    before = last_successes(sse.fp)
     write_atomic(sse.paths[env.client_key], json.dumps(env.document, indent=3, sort_keys=True))
+    # Reloaded (a success recorded, with no new revision) before the real change is written, so
+    # that the two are two reloads, not one.
+    wait_until(lambda: last_successes(sse.fp) != before, 60, "the rewritten file was never reloaded")
     # A real change afterwards proves the reload path is live: its event must be the only one.
-    time.sleep(0.6)
     doc1 = edit(sse, env, 1)
-    s.wait_for(lambda x: any(e.id == event_id_of(doc1) for e in x.events), 10)
+    s.wait_for(lambda x: any(e.id == event_id_of(doc1) for e in x.events), 60)
     problems = []
     if [e.id for e in s.events] != [event_id_of(doc1)]:
         problems.append(f"local file: want only the event of the one new revision {event_id_of(doc1)} "

@@ -1,8 +1,8 @@
 """Fixtures of the `flagpole serve` integration suite (see README.md in this directory).
 
 - `serve_binary` (session, autouse): the flagpole binary ($FLAGPOLE_BIN, default
-  target/release/flagpole). Missing binary → every test fails with how to build it; a binary
-  without the `serve` command → the suite is skipped (the command is still being written).
+  target/release/flagpole). A missing binary, or one whose `serve --help` does not exit 0, fails
+  every test, saying how to build it: the suite never skips itself.
 - `upstream`: a real HTTP server on 127.0.0.1 standing in for the Flagsmith API, switchable at
   runtime between good and bad behaviours (serve_harness.Upstream).
 - `flagpole`: a factory starting `flagpole serve` processes (config written to a tmp dir, a free
@@ -47,9 +47,14 @@ def serve_binary() -> str:
             "`cargo build --release -p flagpole` from the repository root, or point FLAGPOLE_BIN at it.",
             pytrace=False,
         )
-    probe = subprocess.run([str(path), "serve", "--help"], capture_output=True, timeout=30)
+    try:
+        probe = subprocess.run([str(path), "serve", "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        pytest.fail(f"`{path} serve --help` did not run: {error}", pytrace=False)
     if probe.returncode != 0:
-        pytest.skip(f"{path} has no `serve` command yet (`serve --help` exited {probe.returncode})")
+        pytest.fail(f"`{path} serve --help` exited {probe.returncode}, so no serve test can run; "
+                    f"rebuild with `cargo build --release -p flagpole`. Its output:\n"
+                    f"{probe.stdout[-2000:]}{probe.stderr[-2000:]}", pytrace=False)
     return str(path)
 
 

@@ -12,7 +12,6 @@ import json
 import shutil
 import signal
 import subprocess
-import time
 from collections import Counter
 
 import pytest
@@ -96,6 +95,17 @@ def received(fp) -> int:
     return entry["received"] if entry else 0
 
 
+def deliver_marker(fp, api, name: str, delivered: Counter) -> None:
+    """Posts one evaluation of `name` and waits for a flush to carry it upstream; then upstream
+    must have received exactly `delivered` plus it. Updates `delivered`. (How "nothing else was
+    sent" is checked without waiting for a while: a flush sends everything held, so anything
+    sent twice or late would have come with, or before, the marker.)"""
+    assert fp.post(ANALYTICS_PATH, {name: 1}, key=ENV.client_key).status == 200
+    wait_until(lambda: api.delivered()[name] >= 1, 60, f"{name} never reached upstream")
+    delivered[name] += 1
+    assert api.delivered() == delivered
+
+
 def python_sdk_evaluations(fp, key: str, rounds: int) -> Counter:
     """The Python SDK, analytics on: reads every flag it gets, `rounds` times, then flushes as an
     application would (the SDK itself posts only at an evaluation 10 s after the last post)."""
@@ -144,8 +154,13 @@ def test_sdk_counts_reach_upstream_once_across_upstream_failures(flagpole, api, 
     # Upstream recovers: everything arrives, once.
     api.set_status(200)
     wait_until(lambda: api.delivered() == made, 120, f"upstream never got {dict(made)}; got {api.delivered()}")
-    time.sleep(2)  # several more intervals: nothing is sent twice
-    assert api.delivered() == made
+    # Nothing is sent twice: two more flushes go by, each marked by a count of its own.
+    deliver_marker(fp, api, "marker_1", made)
+    deliver_marker(fp, api, "marker_2", made)
+    total += 2
+    # Counted as forwarded once upstream's answer is back, a moment after upstream recorded it.
+    wait_until(lambda: (status(fp)["forwarded"], status(fp)["pending"]) == (total, 0), 30,
+               f"forwarded/pending should be {total}/0: {status(fp)}")
     entry = status(fp)
     assert (entry["forwarded"], entry["pending"], entry["dropped"]) == (total, 0, 0)
     assert entry["last_flush"]["outcome"] == "delivered"
@@ -209,8 +224,8 @@ def test_requests_are_validated_and_answered_as_flagsmith_does(flagpole, api):
     wait_until(lambda: status(fp)["dropped"] == 5, 30, "refused counts not dropped")
     assert status(fp)["last_flush"]["outcome"] == "refused"
     api.set_status(200)
-    time.sleep(1)
-    assert api.delivered() == Counter({"feature_a": 4})
+    # The dropped counts never come back: a later flush carries only what arrived since.
+    deliver_marker(fp, api, "marker", Counter({"feature_a": 4}))
     assert "flag analytics refused upstream" in fp.stderr_text()
     assert 'reason="refused"} 5' in fp.get("/metrics").body.decode()
 

@@ -7,7 +7,11 @@
   (so a client's conditional request may land on either replica).
 - SIGTERM under load, as a rolling update sends it (`deploy/README.md`): requests already received
   finish with complete answers, idle keep-alive connections are closed at once, new connections
-  are refused, the process exits 0 within the shutdown timeout.
+  are refused, the process exits 0 without running into the shutdown timeout.
+
+Nothing here is timed: "at once" is shown by order (an idle connection is closed while a request
+is still being answered, so before the drain could have ended), "without waiting for the
+timeout" by the absence of the line the process logs when it reaches it.
 """
 
 from __future__ import annotations
@@ -47,14 +51,17 @@ WAIT = 60  # seconds: the deadline of every wait for an event (a hang, not a slo
 PROBE_TIMEOUT = 30
 
 
-def health(*args: str, env: dict | None = None, cwd: Path | None = None) -> tuple[int, str, float]:
-    """Runs `flagpole health ARGS`; returns (exit code, stdout + stderr, seconds taken)."""
+def health_env(env: dict | None = None) -> dict:
     child_env = {k: v for k, v in os.environ.items() if k.lower() not in CONFIG_ENV_KEYS}
     child_env.update(env or {})
-    t0 = time.monotonic()
+    return child_env
+
+
+def health(*args: str, env: dict | None = None, cwd: Path | None = None) -> tuple[int, str]:
+    """Runs `flagpole health ARGS`; returns (exit code, stdout + stderr)."""
     p = subprocess.run([str(binary_path()), "health", *args], capture_output=True, text=True,
-                       env=child_env, cwd=cwd, timeout=PROBE_TIMEOUT * 2)
-    return p.returncode, (p.stdout + p.stderr).strip(), time.monotonic() - t0
+                       env=health_env(env), cwd=cwd, timeout=PROBE_TIMEOUT * 2)
+    return p.returncode, (p.stdout + p.stderr).strip()
 
 
 def _local_flagpole(start, tmp_path, **config_extra):
@@ -69,18 +76,18 @@ def test_health_ready_exits_0(flagpole, tmp_path):
     fp, _, _ = _local_flagpole(flagpole, tmp_path)
     for url in (fp.base_url, fp.base_url + "/", f"{HOST}:{fp.port}",
                 fp.base_url + "/proxy/health/readiness", fp.base_url + "/proxy/health/liveness"):
-        code, out, _ = health("--url", url)
+        code, out = health("--url", url)
         assert code == 0, (url, out)
         assert out.startswith("ready: 200") and len(out.splitlines()) == 1, out
     # Without --url: the port `serve` would use, from $SERVER, $CONFIG_PATH or ./config.json.
-    code, out, _ = health(env={"SERVER": json.dumps({"port": fp.port})}, cwd=tmp_path)
+    code, out = health(env={"SERVER": json.dumps({"port": fp.port})}, cwd=tmp_path)
     assert code == 0 and f":{fp.port}/proxy/health/readiness" in out, out
     conf = tmp_path / "probe"
     conf.mkdir()
     (conf / "config.json").write_text(json.dumps({"server": {"host": "0.0.0.0", "port": fp.port}}))
-    code, out, _ = health(cwd=conf)
+    code, out = health(cwd=conf)
     assert code == 0 and f"127.0.0.1:{fp.port}" in out, out
-    code, out, _ = health(env={"CONFIG_PATH": str(conf / "config.json")}, cwd=tmp_path)
+    code, out = health(env={"CONFIG_PATH": str(conf / "config.json")}, cwd=tmp_path)
     assert code == 0, out
 
 
@@ -91,31 +98,59 @@ def test_health_not_ready_exits_1(flagpole, tmp_path):
                    "api_url": f"http://{HOST}:{free_port()}/api/v1",
                    "api_poll_frequency_seconds": 1, "api_poll_timeout_seconds": 1})
     assert fp.readiness().status == 503
-    # Answered at once, not after a timeout: with a timeout far longer than this may take.
-    code, out, elapsed = health("--url", fp.base_url, "--timeout", str(PROBE_TIMEOUT))
+    # The answer decides, not a timeout: what it prints is the 503 and its reason.
+    code, out = health("--url", fp.base_url, "--timeout", str(PROBE_TIMEOUT))
     assert code == 1, out
     assert out.startswith("not ready: 503") and "not updated" in out, out
-    assert elapsed < PROBE_TIMEOUT / 2, elapsed
     # A full URL is probed as given.
     assert health("--url", fp.base_url + "/proxy/health/liveness")[0] == 0
 
 
-def test_health_fails_fast_without_an_answer(tmp_path):
-    # Nothing listening: refused at once, not after the (long) timeout.
-    code, out, elapsed = health("--url", f"http://{HOST}:{free_port()}", "--timeout", str(PROBE_TIMEOUT))
-    assert code == 1 and out.startswith("unhealthy:"), out
-    assert elapsed < PROBE_TIMEOUT / 2, f"took {elapsed:.2f}s"
-    # Something accepts connections but never answers: bounded by --timeout. 5 s is longer than
-    # the default (3 s), so having waited at least that long shows `--timeout` was applied; a
-    # lower bound, which a busy machine cannot break.
+def test_health_fails_without_an_answer(tmp_path):
+    # Nothing listening: the refusal decides (it says so), not the (long) timeout.
+    code, out = health("--url", f"http://{HOST}:{free_port()}", "--timeout", str(PROBE_TIMEOUT))
+    assert code == 1 and out.startswith("unhealthy:") and "refused" in out.lower(), out
+    # Something accepts connections but never answers: bounded by the timeout.
     with socket.socket() as silent:
         silent.bind((HOST, 0))
         silent.listen(8)
-        code, out, elapsed = health("--url", f"http://{HOST}:{silent.getsockname()[1]}", "--timeout", "5")
+        code, out = health("--url", f"http://{HOST}:{silent.getsockname()[1]}", "--timeout", "1")
     assert code == 1 and "timed out" in out, out
-    assert 5 <= elapsed < PROBE_TIMEOUT, f"took {elapsed:.2f}s"
+
+
+def test_health_timeout_option_is_applied():
+    """`--timeout` replaces the default (3 s), shown by order rather than by a clock: a probe with
+    a long `--timeout` is still waiting when one with the default has given up on a server that
+    does not answer; it then gets its answer."""
+    with socket.socket() as slow, socket.socket() as silent:
+        for server in (slow, silent):
+            server.bind((HOST, 0))
+            server.listen(8)
+        patient = subprocess.Popen([str(binary_path()), "health", "--url",
+                                    f"http://{HOST}:{slow.getsockname()[1]}", "--timeout", str(PROBE_TIMEOUT * 4)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=health_env())
+        try:
+            slow.settimeout(WAIT)
+            conn, _ = slow.accept()  # the patient probe has connected (and started its clock)
+            with conn:
+                code, out = health("--url", f"http://{HOST}:{silent.getsockname()[1]}")
+                assert code == 1 and "timed out" in out, out
+                assert patient.poll() is None, f"--timeout was not applied: {patient.communicate()[0]}"
+                conn.settimeout(WAIT)
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = conn.recv(4096)
+                    assert chunk, "the probe closed its connection"
+                    head += chunk
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+                out, _ = patient.communicate(timeout=WAIT)
+        finally:
+            if patient.poll() is None:
+                patient.kill()
+                patient.wait()
+    assert patient.returncode == 0 and out.startswith("ready: 200"), out
     # Not something a local probe speaks; and no config needed for any of this.
-    code, out, _ = health("--url", "https://127.0.0.1:8443", cwd=tmp_path)
+    code, out = health("--url", "https://127.0.0.1:8443", cwd=tmp_path)
     assert code == 1 and "http://" in out, out
 
 
@@ -219,19 +254,15 @@ def test_replicas_answer_identically(flagpole, tmp_path):
 # SIGTERM under load
 # --------------------------------------------------------------------------------------------
 
-# Far longer than a shutdown here takes, so that waiting for it (instead of closing idle
-# connections at once) would show however slow the machine.
+# Far longer than a shutdown here takes; reaching it is logged ("shutdown timeout reached").
 SHUTDOWN_TIMEOUT = 30
+TIMEOUT_REACHED = "shutdown timeout reached"
 WORKERS = 16
 LOAD_BEFORE_SIGNAL = 200  # requests answered before SIGTERM (counted, not timed)
-LOAD_AFTER_SIGNAL = 1.5  # seconds the workers go on after SIGTERM
-# What graceful shutdown promises a keep-alive client: a request the server has read is answered in full; a
-# connection with no request being read is idle and is closed at once, so a request sent just
-# before the signal may still sit unread in the socket and be lost with the connection (zero
-# response bytes: RFC 9112 §9.6's race, which clients retry). A request sent this long before the
-# signal has certainly been read (answers take ~1 ms; a second covers a busy machine), so it must
-# be answered.
-RECEIVED_MARGIN = 1.0
+# What graceful shutdown promises a keep-alive client: a request the server has read is answered
+# in full; a connection with no request being read is idle and is closed at once, so a request
+# sent just before the signal may still sit unread in the socket and be lost with the connection
+# (zero response bytes: RFC 9112 §9.6's race, which clients retry): one per connection at most.
 
 
 class Closed(Exception):
@@ -296,7 +327,8 @@ def http_bytes(method: str, path: str, key: str, body: bytes | None = None) -> b
 class Outcome:
     worker: int
     n_on_conn: int  # 0 = first request on its connection
-    sent_at: float  # when the request's last byte was handed to the kernel
+    sent_at: float  # when the request's last byte was handed to the kernel (for order only)
+    connecting_at: float  # when its connection was asked for (for order only)
     status: int | None = None
     ok: bool = False  # a complete 200 with exactly the expected body
     received: int = 0  # response bytes, when the connection ended early
@@ -306,7 +338,7 @@ class Outcome:
 @dataclass
 class Load:
     outcomes: list[Outcome] = field(default_factory=list)
-    refused_after: list[float] = field(default_factory=list)  # new connections refused at
+    refused_after: list[float] = field(default_factory=list)  # new connections refused (noted after)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, o: Outcome) -> None:
@@ -319,19 +351,20 @@ class Load:
 
 
 def _worker(i: int, port: int, requests: list[tuple[bytes, bytes]], load: Load, stop: threading.Event) -> None:
-    sock, n = None, 0
+    sock, n, connecting_at = None, 0, 0.0
     k = i
     while not stop.is_set():
         if sock is None:
+            connecting_at = time.monotonic()
             try:
-                sock = socket.create_connection((HOST, port), timeout=5)
+                sock = socket.create_connection((HOST, port), timeout=WAIT)
             except ConnectionRefusedError:
                 load.refused_after.append(time.monotonic())
                 return
             n = 0
         request, expected = requests[k % len(requests)]
         k += 1
-        o = Outcome(i, n, 0.0)
+        o = Outcome(i, n, 0.0, connecting_at)
         n += 1
         try:
             sock.sendall(request)
@@ -406,20 +439,14 @@ def test_sigterm_under_load(flagpole, tmp_path):
     signalled_at = time.monotonic()
     fp.send_signal(signal.SIGTERM)
     try:
-        # Idle keep-alive connections are closed at once.
-        idle.settimeout(2)
+        # Idle keep-alive connections are closed at once: while the in-flight request below is
+        # still waiting for the rest of its body, so before the drain could end.
+        idle.settimeout(WAIT)
         try:
             closed = idle.recv(1) == b""
         except ConnectionResetError:
             closed = True
-        except TimeoutError:
-            closed = False
-        idle_closed_after = time.monotonic() - signalled_at
-        assert closed and idle_closed_after < SHUTDOWN_TIMEOUT / 2, (
-            f"idle connection closed={closed} after {idle_closed_after:.2f}s")
-
-        time.sleep(0.3)
-        assert fp.running(), "exited with requests in flight"
+        assert closed, "the idle connection got data after SIGTERM"
         # New connections: refused, or (if one slips in before the listener closes) never ready.
         try:
             r = fp.get("/proxy/health/readiness", timeout=2)
@@ -431,56 +458,49 @@ def test_sigterm_under_load(flagpole, tmp_path):
         in_flight.sendall(body[5:])
         status, headers, got, _ = read_response(in_flight)
         assert (status, got) == (200, requests[1][1]), (status, got[:200])
-        # The long answer is not cut (and, unless this kernel buffers 8 MB per socket, kept the
-        # process up until it was read).
-        time.sleep(0.2)
-        still_writing = fp.running()
+        # The long answer is not cut (and, unless this kernel buffers 8 MB per socket, keeps the
+        # process up until it is read).
         status, headers, got, _ = read_response(slow_reader)
         assert status == 200 and got == big_want, (status, len(got), len(big_want), headers)
     finally:
         for s in (in_flight, slow_reader, idle):
             s.close()
-    time.sleep(max(0.0, signalled_at + LOAD_AFTER_SIGNAL - time.monotonic()))
-    stop.set()
+    # The workers go on until the closed listener refuses them (each stops at its first refusal).
     for t in threads:
         t.join(timeout=WAIT)
+    stop.set()
+    assert not any(t.is_alive() for t in threads), "workers never refused after SIGTERM"
     code = fp.proc.wait(timeout=SHUTDOWN_TIMEOUT + 30)
-    exited_after = time.monotonic() - signalled_at
     assert code == 0, f"exit code {code}; stderr:\n{fp.stderr_tail()}"
-    assert exited_after < SHUTDOWN_TIMEOUT + 1, f"exited {exited_after:.1f}s after SIGTERM"
+    assert TIMEOUT_REACHED not in fp.stderr_text(), fp.stderr_tail()
 
     outcomes = load.outcomes
     before = [o for o in outcomes if o.sent_at < signalled_at]
     assert len(before) >= LOAD_BEFORE_SIGNAL, f"too little load to mean anything: {len(before)} requests"
     problems = []
     for o in outcomes:
-        when = f"worker {o.worker} request #{o.n_on_conn} sent {o.sent_at - signalled_at:+.3f}s from SIGTERM"
+        when = (f"worker {o.worker} request #{o.n_on_conn} sent "
+                f"{'before' if o.sent_at < signalled_at else 'after'} SIGTERM")
         if "Timeout" in o.error:
-            problems.append(f"{when}: no answer and no close within 5 s")
+            problems.append(f"{when}: no answer and no close within {WAIT} s")
         elif o.status is not None and not o.ok:
             problems.append(f"{when}: wrong answer (status {o.status})")
         elif o.status is None and o.received:
             problems.append(f"{when}: truncated answer ({o.error})")
-        elif o.status is None and o.sent_at < signalled_at - RECEIVED_MARGIN:
-            problems.append(f"{when}: no answer to a request received long before the signal ({o.error})")
     # A connection loses at most the one request the server had not read when it closed it.
     lost = [o for o in outcomes if o.status is None]
     lost_before = [o.worker for o in lost if o.sent_at < signalled_at]
     if len(lost_before) != len(set(lost_before)):
         problems.append(f"a worker lost more than one request sent before SIGTERM: {sorted(lost_before)}")
-    # After the signal the listener is gone: once one worker was refused, no new connection may
-    # be served (a connection accepted just before the close may still be; hence the margin).
+    # After the signal the listener is gone: a connection asked for after one was refused (noted
+    # after the refusal, so surely later) can never have been served.
     first_refusal = min(load.refused_after, default=float("inf"))
-    late_answers = [o for o in outcomes if o.ok and o.n_on_conn == 0 and o.sent_at > first_refusal + 0.25]
+    late_answers = [o for o in outcomes if o.ok and o.connecting_at > first_refusal]
     if late_answers:
-        problems.append(f"{len(late_answers)} new connection(s) served well after SIGTERM")
+        problems.append(f"{len(late_answers)} connection(s) opened after the listener closed were served")
     served = sum(o.ok for o in outcomes)
-    lead = max((signalled_at - o.sent_at for o in lost if o.sent_at < signalled_at), default=0) * 1000
     print(f"\n{len(outcomes)} requests, {served} answered; {len(lost)} lost unread with an idle connection "
-          f"({len(lost_before)} of them sent before SIGTERM, at most {lead:.1f} ms before); "
-          f"{len(load.refused_after)} reconnects refused; "
-          f"idle connection closed after {idle_closed_after * 1000:.0f} ms; process up for the slow reader: "
-          f"{still_writing}; exit 0 after {exited_after:.2f}s")
+          f"({len(lost_before)} of them sent before SIGTERM); {len(load.refused_after)} reconnects refused")
     assert not problems, "\n".join(problems[:20])
 
 
@@ -490,13 +510,19 @@ def test_sigterm_closes_new_idle_connections_at_once(flagpole, tmp_path):
     fp, _, _ = _local_flagpole(flagpole, tmp_path, flagpole={"shutdown_timeout_seconds": SHUTDOWN_TIMEOUT})
     silent = socket.create_connection((HOST, fp.port), timeout=10)
     try:
-        time.sleep(0.3)  # accepted by now
-        signalled_at = time.monotonic()
+        # Accepted by now: a request on a second connection is answered after the first was
+        # accepted (one listener, accepted in order).
+        assert fp.get("/proxy/health/liveness").status == 200
         fp.send_signal(signal.SIGTERM)
+        # Closed by the shutdown (not when the process exits after its timeout).
+        silent.settimeout(WAIT)
+        try:
+            assert silent.recv(1) == b""
+        except ConnectionResetError:
+            pass
         code = fp.proc.wait(timeout=SHUTDOWN_TIMEOUT + 10)
-        exited_after = time.monotonic() - signalled_at
     finally:
         silent.close()
     assert code == 0
-    # Waiting for the idle connection would take the whole shutdown timeout.
-    assert exited_after < SHUTDOWN_TIMEOUT / 2, f"an idle new connection delayed the exit by {exited_after:.1f}s"
+    # Waiting for the idle connection would have run into the shutdown timeout, which is logged.
+    assert TIMEOUT_REACHED not in fp.stderr_text(), fp.stderr_tail()

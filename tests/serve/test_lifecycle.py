@@ -17,11 +17,13 @@ import serve_expect as ex
 from documents import (
     mixed_identities,
 )
+from metrics_support import scrape, status_json
 from serve_harness import (
     HOST,
     REPO,
     local_config,
     standard_envs,
+    wait_until,
     write_atomic,
     write_documents,
 )
@@ -54,32 +56,42 @@ def test_document_file_reload(flagpole, tmp_path):
     wait_rev(fp, 1)
     assert_serves(fp, doc(1))
 
-    def holds(rev: int, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            assert rev_of(fp) == f"hello-r{rev}"
-            assert rev_of(fp, CLIENT) == f"hello-r{rev}"
-            time.sleep(0.1)
+    def last_error() -> str | None:
+        (env,) = status_json(fp)["environments"]
+        return env["last_error"]
+
+    def refused(what: str, rev: int, seen: str | None = None, needle: str = "") -> str:
+        """Waits until flagpole has read the file and refused it (its status shows a new error,
+        containing `needle`), then checks the good document is still the one served."""
+        error = wait_until(lambda: (e := last_error()) and e != seen and needle in e and e, WAIT,
+                           f"{what}: never refused (last error {last_error()!r})")
+        assert rev_of(fp) == f"hello-r{rev}", what
+        assert rev_of(fp, CLIENT) == f"hello-r{rev}", what
+        return error
 
     # 2. A half-written file (in place, not atomic) never replaces the good document...
     data = json.dumps(doc(2)).encode()
+    half = data[: len(data) // 2]
     with open(path, "r+b") as f:
         f.truncate(0)
-        f.write(data[: len(data) // 2])
+        f.write(half)
         f.flush()
         os.fsync(f.fileno())
-        holds(1, 2.5)
+        # serde_json names where the input ended: the column of the half file's last byte.
+        refused("a half-written file", 1, needle=f"column {len(half)}")
         # ...and once completed, it is loaded.
         f.write(data[len(data) // 2:])
         f.flush()
     wait_rev(fp, 2)
 
-    # 3. Valid JSON that is not a valid document, garbage, an empty file: all ignored.
+    # 3. Valid JSON that is not a valid document, garbage, an empty file: all ignored (each is
+    # refused for another reason, so each refusal shows as a new error).
     bad = doc(3)
     bad["feature_states"] = "oops"
+    error = last_error()
     for content in [json.dumps(bad), "\x00\xff garbage", "", "[]"]:
         write_atomic(path, content)
-        holds(2, 1.5)
+        error = refused(f"the file {content[:20]!r}", 2, seen=error)
     assert fp.running()
 
     # 4. A good document again.
@@ -132,8 +144,14 @@ def test_tiering_second_flagpole_behind_the_first(flagpole, tmp_path):
         pairs = lambda body: json.loads(body, object_pairs_hook=lambda p: p)  # noqa: E731
         assert pairs(a.body) == pairs(b.body)
         assert edge.get("/api/v1/environment-document/", e.client_key).status == 401
-    # The edge keeps polling the front (with conditional requests) and stays ready.
-    time.sleep(2.5)
+    # The edge keeps polling the front (with conditional requests) and stays ready: two more
+    # successful polls per environment, counted by the edge.
+    def polls() -> float:
+        return sum(s.value for s in scrape(edge).series("flagpole_upstream_fetches_total")
+                   if s.labels.get("result") in ("200", "304"))
+
+    done = polls()
+    wait_until(lambda: polls() >= done + 2 * len(envs), WAIT, "the edge stopped polling the front")
     assert readiness(edge)[0] == 200
 
 
@@ -165,15 +183,13 @@ def test_signal_exits_0_promptly_despite_idle_keepalive(flagpole, tmp_path, sig)
         resp = conn.getresponse()
         resp.read()
         assert resp.status == 200
-        t0 = time.monotonic()
         fp.send_signal(sig)
         code = fp.proc.wait(timeout=SHUTDOWN_TIMEOUT + 30)
-        elapsed = time.monotonic() - t0
     finally:
         conn.close()
     assert code == 0, f"exit code {code}"
-    # Waiting on the idle connection would take the whole shutdown timeout.
-    assert elapsed < SHUTDOWN_TIMEOUT / 2, f"idle keep-alive connection delayed shutdown by {elapsed:.1f}s"
+    # Waiting on the idle connection would have run into the shutdown timeout, which is logged.
+    assert "shutdown timeout reached" not in fp.stderr_text(), fp.stderr_tail()
 
 
 def test_sigterm_lets_in_flight_request_finish(flagpole, tmp_path):
@@ -187,9 +203,7 @@ def test_sigterm_lets_in_flight_request_finish(flagpole, tmp_path):
         # No event says the head was read; a second is long for that, even on a busy machine.
         time.sleep(1.0)
         fp.send_signal(signal.SIGTERM)
-        time.sleep(0.5)
-        assert fp.running(), "exited while a request was in flight"
-        # New connections are no longer accepted (or at least not served as ready).
+        # (Still running: the answer below could not come otherwise.) New connections are no longer accepted (or at least not served as ready).
         try:
             r = fp.get("/proxy/health/readiness", timeout=1.5)
             assert r.status == 503, f"readiness after SIGTERM: {r}"

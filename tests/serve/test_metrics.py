@@ -35,9 +35,9 @@ FETCHES = "flagpole_upstream_fetches_total"
 ENV_KEYS = [k for e in standard_envs() for k in (e.client_key, e.server_key)]
 
 
-# Seconds within which a timestamp counts as current, or a wait for an event must end: only a
-# hang, not a busy machine, takes this long.
-RECENT = WAIT = 60
+# Seconds within which a wait for an event must end: only a hang, not a busy machine, takes this
+# long.
+WAIT = 60
 
 def local_flagpole(start, tmp_path, envs=None, **extra):
     envs = envs or standard_envs()
@@ -53,6 +53,7 @@ def local_flagpole(start, tmp_path, envs=None, **extra):
 
 
 def test_exposition_parses_and_names_the_build(flagpole, tmp_path):
+    launched = time.time()
     fp = flagpole()  # the bundled example
     fp.wait_ready(WAIT)
     m = scrape(fp)
@@ -63,7 +64,8 @@ def test_exposition_parses_and_names_the_build(flagpole, tmp_path):
         assert family.type in ("counter", "gauge", "histogram"), (name, family.type)
     version = status_json(fp)["version"]
     assert m.get("flagpole_build_info", version=version) == 1
-    assert abs(m.value("flagpole_start_time_seconds") - time.time()) < RECENT * 2
+    # Between the launch and the scrape (order, not speed; whole seconds allowed for).
+    assert int(launched) <= m.value("flagpole_start_time_seconds") <= time.time() + 1
     assert m.get("flagpole_sse_connections") == 0
     assert m.families["flagpole_http_requests"].type == "counter"
     assert m.families[DURATION].type == "histogram"
@@ -166,6 +168,7 @@ def test_environment_gauges_use_fingerprints_never_keys(flagpole, upstream):
     envs = standard_envs()
     for e in envs:
         upstream.set_document(e.server_key, e.document)
+    launched = time.time()
     fp = flagpole(upstream_config(upstream, envs))
     fp.wait_ready(WAIT)
     printed = printed_fingerprints(fp)
@@ -182,9 +185,10 @@ def test_environment_gauges_use_fingerprints_never_keys(flagpole, upstream):
         assert m.get("flagpole_environment_revision", environment=fingerprint) == 1
         size = len(json.dumps(e.document).encode())  # what the upstream sent
         assert m.get("flagpole_environment_document_bytes", environment=fingerprint) == size
-        # Current (not the epoch, not the document's date); a busy machine may add seconds.
-        assert abs(m.get("flagpole_environment_last_success_timestamp_seconds", environment=fingerprint) - now) < RECENT
-        assert 0 <= m.get("flagpole_environment_document_age_seconds", environment=fingerprint) < RECENT
+        # Current (not the epoch, not the document's date): between the launch and the scrape.
+        success = m.get("flagpole_environment_last_success_timestamp_seconds", environment=fingerprint)
+        assert int(launched) <= success <= now + 1, (launched, success, now)
+        assert 0 <= m.get("flagpole_environment_document_age_seconds", environment=fingerprint) <= now - launched + 1
         assert m.get("flagpole_environment_update_failed", environment=fingerprint) == 0
         assert m.get("flagpole_environment_streams", environment=fingerprint) == 0
         (revision,) = [s.labels["content_revision"] for s in m.series("flagpole_environment_info")
@@ -313,7 +317,8 @@ def test_access_log_as_json(flagpole, tmp_path):
 def test_access_log_is_off_by_default(flagpole, tmp_path):
     fp, (env_a, _) = local_flagpole(flagpole, tmp_path)
     traffic(fp, env_a)
-    time.sleep(0.3)
+    # A request's access-log line is written before its response is sent (api/observe.rs), so
+    # with every answer in hand, any line these requests could cause is already in the log.
     assert not list(lines_with(fp.stderr_text(), ACCESS)), fp.stderr_tail()
 
 

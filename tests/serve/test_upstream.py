@@ -179,13 +179,14 @@ def test_upstream_redirect_is_followed(flagpole, upstream):
 
 def test_failures_are_logged_once_per_state_change(flagpole, upstream):
     fp = start_with(flagpole, upstream, doc(0))
+    failures = lambda: [line for line in fp.stderr_text().splitlines() if "update failed" in line]  # noqa: E731
     upstream.set_mode("500")
-    upstream.wait_for_requests(1, SERVER)
-    time.sleep(0.5)
-    before = len(fp.stderr_text().splitlines())
-    upstream.wait_for_requests(4, SERVER)
-    new_lines = fp.stderr_text().splitlines()[before:]
-    assert len(new_lines) <= 1, f"{len(new_lines)} log lines for 4 identical failures:\n" + "\n".join(new_lines)
+    wait_until(failures, WAIT, "the first failure was not logged")
+    # A fetch is counted before its failure is recorded (and logged), and the next starts after
+    # that: once 4 more are counted, at least 3 more identical failures have been through the log.
+    counted = failed_fetches(fp)
+    wait_until(lambda: failed_fetches(fp) >= counted + 4, WAIT, "fewer than 4 more failed fetches")
+    assert len(failures()) == 1, "identical failures logged again:\n" + "\n".join(failures())
 
 
 def test_conditional_upstream_304_via_etag(flagpole, upstream):
@@ -340,10 +341,12 @@ def test_pagination_merges_all_pages(flagpole, upstream):
 def test_pagination_page2_failure_keeps_old_document(flagpole, upstream):
     fp = start_with(flagpole, upstream, doc(0))
     etag = fp.get("/api/v1/environment-document/", SERVER).header("etag")
+    failed_before = failed_fetches(fp)
     upstream.failing_page = 2
     upstream.set_pages(SERVER, paginate(paginated_doc(1), 3))
     upstream.wait_for_requests(2, SERVER, page=2)
-    time.sleep(0.3)
+    # Counted as failed: flagpole has finished with both fetches (and applied nothing of them).
+    wait_until(lambda: failed_fetches(fp) >= failed_before + 2, WAIT, "the failed page 2 was not counted")
     assert rev_of(fp) == "hello-r0"  # page 1 of the new revision was not applied alone
     assert identity_target(fp, "page-user-1") == "nobody"  # page-user-1 is on the new page 1
     assert fp.get("/api/v1/environment-document/", SERVER).header("etag") == etag
@@ -359,10 +362,11 @@ def test_pagination_cross_origin_link_is_rejected(flagpole, upstream):
         fp = start_with(flagpole, upstream, doc(0))
         pages = paginate(paginated_doc(1), 3)
         other.set_pages(SERVER, pages)
+        failed_before = failed_fetches(fp)
         upstream.cross_origin_next = f"{other.base_url}{DOC_PATH}?page=2"
         upstream.set_pages(SERVER, pages)
-        upstream.wait_for_requests(2, SERVER, page=1)
-        time.sleep(0.3)
+        # Two fetches refused for their Link, counted as failed: flagpole is done with them.
+        wait_until(lambda: failed_fetches(fp) >= failed_before + 2, WAIT, "the bad Link was not refused")
         assert other.count() == 0, "flagpole followed a cross-origin Link (and sent it the server key)"
         assert rev_of(fp) == "hello-r0"
         upstream.cross_origin_next = None

@@ -15,8 +15,11 @@
 //! bytes sent (escaped); the run prints its seed.
 //!
 //! Knobs: `FLAGPOLE_FUZZ_CASES` (default 300), `FLAGPOLE_FUZZ_SEED` (replay a run),
-//! `FLAGPOLE_FUZZ_SECONDS` (time budget for the cases, default 40; cases past it are skipped),
-//! `FLAGPOLE_FUZZ_VERBOSE` (print each request line and its status).
+//! `FLAGPOLE_FUZZ_SECONDS` (time budget for the cases, default 40; cases past it are not run),
+//! `FLAGPOLE_FUZZ_MIN_CASES` (the floor: the run fails when fewer cases than this ran within the
+//! budget, default 100 or all of them if fewer; a run that tried few requests proves little and must
+//! not pass as a full one), `FLAGPOLE_FUZZ_VERBOSE` (print each request line and its status). The
+//! run prints how many cases ran.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -261,6 +264,7 @@ impl Seen {
 fn arbitrary_requests_never_break_the_server() {
     let cases = env_number("FLAGPOLE_FUZZ_CASES", 300) as u32;
     let budget = Duration::from_secs(env_number("FLAGPOLE_FUZZ_SECONDS", 40));
+    let floor = env_number("FLAGPOLE_FUZZ_MIN_CASES", 100).min(u64::from(cases)) as u32;
     let seed = std::env::var("FLAGPOLE_FUZZ_SEED")
         .ok()
         .map(|s| s.parse::<u64>().expect("FLAGPOLE_FUZZ_SEED is a number"))
@@ -283,6 +287,7 @@ fn arbitrary_requests_never_break_the_server() {
 
     let seen = Seen::default();
     let started = Instant::now();
+    // Requests sent (cases, then shrinking steps if one fails) and cases left over the budget.
     let (ran, skipped) = (Cell::new(0u32), Cell::new(0u32));
     let mut runner = TestRunner::new(Config {
         cases,
@@ -307,11 +312,11 @@ fn arbitrary_requests_never_break_the_server() {
         result.map_err(TestCaseError::fail)
     });
     eprintln!(
-        "http fuzz: {} requests (shrinking included) in {:.1} s{}",
+        "http fuzz: {} of {cases} cases ran (shrinking included) in {:.1} s{}",
         ran.get(),
         started.elapsed().as_secs_f64(),
         if skipped.get() > 0 {
-            format!(", {} skipped (over FLAGPOLE_FUZZ_SECONDS)", skipped.get())
+            format!(", {} not run (over FLAGPOLE_FUZZ_SECONDS)", skipped.get())
         } else {
             String::new()
         }
@@ -330,7 +335,14 @@ fn arbitrary_requests_never_break_the_server() {
         );
     }
 
-    if skipped.get() == 0 && cases >= 100 {
+    assert!(
+        ran.get() >= floor,
+        "only {} cases ran within FLAGPOLE_FUZZ_SECONDS={} (the floor is {floor}): this machine is too \
+         slow for the budget; raise FLAGPOLE_FUZZ_SECONDS rather than accept a shorter run",
+        ran.get(),
+        budget.as_secs()
+    );
+    if ran.get() >= 100 {
         let count = |p: fn(&str) -> bool| {
             seen.iter()
                 .filter(|(k, _)| p(k))
