@@ -2,7 +2,8 @@
 server on loopback for the pages they open.
 
 - `find_chromium()` / `chromium_or_skip()`: the system Chromium ($FLAGPOLE_CHROMIUM, else the first
-  of CHROMIUM_NAMES on PATH) that actually starts; without one a test skips, saying why.
+  of CHROMIUM_NAMES on PATH) that actually starts; without one a test skips, saying why (a
+  failure under CI=true: tests/conftest.py).
   scripts/test.sh installs the Debian `chromium` package when it is missing and it can.
 - `npm_ci(node_dir)`: a Node project's locked dependencies, installed once per lock file.
   PLAYWRIGHT_NODE_DIR is the project that pins `playwright-core` (tests/ofrep/node), whose
@@ -87,7 +88,8 @@ def chromium_or_skip() -> str:
 
 
 def npm_ci(node_dir: Path) -> Path:
-    """`npm ci` in `node_dir` when its lock file changed since the last run (skip without node)."""
+    """`npm ci` in `node_dir` when its lock file changed since the last run (skips without node;
+    a failure under CI=true)."""
     npm = shutil.which("npm")
     if not npm or not shutil.which("node"):
         pytest.skip("node/npm not installed")

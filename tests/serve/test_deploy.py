@@ -116,6 +116,9 @@ def test_health_fails_without_an_answer(tmp_path):
         silent.listen(8)
         code, out = health("--url", f"http://{HOST}:{silent.getsockname()[1]}", "--timeout", "1")
     assert code == 1 and "timed out" in out, out
+    # Not something a local probe speaks; and no config needed for any of this.
+    code, out = health("--url", "https://127.0.0.1:8443", cwd=tmp_path)
+    assert code == 1 and "http://" in out, out
 
 
 def test_health_timeout_option_is_applied():
@@ -143,15 +146,12 @@ def test_health_timeout_option_is_applied():
                     assert chunk, "the probe closed its connection"
                     head += chunk
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
-                out, _ = patient.communicate(timeout=WAIT)
+            out, _ = patient.communicate(timeout=WAIT)
         finally:
             if patient.poll() is None:
                 patient.kill()
                 patient.wait()
     assert patient.returncode == 0 and out.startswith("ready: 200"), out
-    # Not something a local probe speaks; and no config needed for any of this.
-    code, out = health("--url", "https://127.0.0.1:8443", cwd=tmp_path)
-    assert code == 1 and "http://" in out, out
 
 
 # --------------------------------------------------------------------------------------------
