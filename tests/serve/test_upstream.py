@@ -179,7 +179,10 @@ def test_upstream_redirect_is_followed(flagpole, upstream):
 
 def test_failures_are_logged_once_per_state_change(flagpole, upstream):
     fp = start_with(flagpole, upstream, doc(0))
-    failures = lambda: [line for line in fp.stderr_text().splitlines() if "update failed" in line]  # noqa: E731
+
+    def failures() -> list[str]:
+        return [line for line in fp.stderr_text().splitlines() if "update failed" in line]
+
     upstream.set_mode("500")
     wait_until(failures, WAIT, "the first failure was not logged")
     # A fetch is counted before its failure is recorded (and logged), and the next starts after
