@@ -5,8 +5,8 @@
 //! `./config.json` if present) → one environment variable per top-level key ([`env`]; a
 //! misspelt variable stops startup naming the one meant). The merged JSON is deserialized into
 //! structs that mirror the file ([`file`]), the one list of keys, from which the JSON Schema is
-//! derived ([`schema`]). An unknown key close to a known one stops startup naming that key
-//! ([`suggest`]), other unknown keys are warnings; a wrong type, a value outside the bounds the
+//! derived ([`schema`]). An unknown key close to a known one, anywhere in the file, stops
+//! startup naming that key ([`suggest`]), other unknown keys are warnings; a wrong type, a value outside the bounds the
 //! schema states ([`bounds`]) or keys that contradict each other ([`rules`]) stop it naming the
 //! key, the value and what is allowed. The result is the [`Config`] the server reads
 //! ([`settings`]); what to serve at start (configured environments, or the bundled example) is
@@ -174,16 +174,12 @@ fn parse(
 ) -> Result<Config, ConfigError> {
     resolve_aliases(&mut root, warnings);
     let root = Value::Object(root);
-    let mut unknown = Vec::new();
-    let mut record =
-        |path: serde_ignored::Path| unknown.push(suggest::KeyPath::from_ignored(&path));
-    let parsed: Result<file::File, _> =
-        serde_path_to_error::deserialize(serde_ignored::Deserializer::new(&root, &mut record));
-    let unknown = suggest::sort(&unknown);
+    let unknown = suggest::sort(&suggest::unknown(&root));
     if !unknown.typos.is_empty() {
         return Err(ConfigError(unknown.typos.join("; ")));
     }
-    let file = parsed.map_err(|e| describe(&e, variables))?;
+    let file: file::File =
+        serde_path_to_error::deserialize(&root).map_err(|e| describe(&e, variables))?;
     bounds::check(&root, variables)?;
     warnings.extend(unknown.ignored);
     let config = file.settings(warnings);

@@ -4,13 +4,17 @@
 //! and `_`/`-`) stops startup naming the key it is close to. Any other unknown key is a warning
 //! (a config written for a newer peer still starts).
 //!
-//! The known keys of each section are read from the JSON Schema derived from the serde structs
-//! (`schema.rs`), so they cannot drift from what is parsed: every section, at any depth, knows
-//! its keys.
+//! Unknown keys are found by walking the file along the JSON Schema derived from the serde
+//! structs (`schema.rs`), so the known keys cannot drift from what is parsed: every section, at
+//! any depth, knows its keys, and a typo is found wherever it is, even beside a wrong value
+//! elsewhere (the typo usually explains it). Free-form values (`logging.override`) declare no
+//! keys, so nothing inside them is unknown.
 
 use std::fmt;
 
-use super::schema::keys;
+use serde_json::Value;
+
+use super::schema::{alternatives, items, keys, property, schema};
 
 /// One step of a key path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,30 +28,6 @@ pub(super) enum Segment {
 pub(super) struct KeyPath(pub Vec<Segment>);
 
 impl KeyPath {
-    /// From the path `serde_ignored` reports (wrappers such as `Option` are not steps).
-    pub(super) fn from_ignored(path: &serde_ignored::Path) -> KeyPath {
-        let mut segments = Vec::new();
-        let mut at = path;
-        loop {
-            match at {
-                serde_ignored::Path::Root => break,
-                serde_ignored::Path::Seq { parent, index } => {
-                    segments.push(Segment::Index(*index));
-                    at = parent;
-                }
-                serde_ignored::Path::Map { parent, key } => {
-                    segments.push(Segment::Key(key.clone()));
-                    at = parent;
-                }
-                serde_ignored::Path::Some { parent }
-                | serde_ignored::Path::NewtypeStruct { parent }
-                | serde_ignored::Path::NewtypeVariant { parent } => at = parent,
-            }
-        }
-        segments.reverse();
-        KeyPath(segments)
-    }
-
     /// The section a key sits in, by name (list indices do not change the section).
     fn section(&self) -> Vec<&str> {
         let parent = &self.0[..self.0.len().saturating_sub(1)];
@@ -87,6 +67,41 @@ impl fmt::Display for KeyPath {
         }
         Ok(())
     }
+}
+
+/// Every key of `root` that its section does not declare, in the file's order.
+pub(super) fn unknown(root: &Value) -> Vec<KeyPath> {
+    fn walk(value: &Value, node: &Value, at: &mut Vec<Segment>, out: &mut Vec<KeyPath>) {
+        match value {
+            Value::Object(members) => {
+                let declares = alternatives(node)
+                    .iter()
+                    .any(|n| n.contains_key("properties"));
+                for (key, member) in members {
+                    at.push(Segment::Key(key.clone()));
+                    match property(node, key) {
+                        Some(child) => walk(member, child, at, out),
+                        None if declares => out.push(KeyPath(at.clone())),
+                        None => {}
+                    }
+                    at.pop();
+                }
+            }
+            Value::Array(elements) => {
+                if let Some(element) = items(node) {
+                    for (i, member) in elements.iter().enumerate() {
+                        at.push(Segment::Index(i));
+                        walk(member, element, at, out);
+                        at.pop();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, schema(), &mut Vec::new(), &mut out);
+    out
 }
 
 /// Unknown keys, sorted into typos (errors) and the rest (warnings).

@@ -204,6 +204,11 @@ fn typos_are_errors_naming_the_key_they_are_close_to() {
             json!({"$schem": "./flagpole.schema.json"}),
             "unknown key '$schem': did you mean '$schema'?",
         ),
+        // Even beside a wrong value elsewhere (the typo usually explains it).
+        (
+            json!({"logging": {"log_level": "DEBG"}, "flagpole": {"identity_cache": {"max_byte": 0}}}),
+            "unknown key 'flagpole.identity_cache.max_byte': did you mean 'flagpole.identity_cache.max_bytes'?",
+        ),
         // Even when the misspelt section would also fail for another reason.
         (
             json!({"environment_key_pairs": [{"server_side_key": "ser.a", "client_side_kye": "a"}]}),
