@@ -6,9 +6,9 @@
 //! misspelt variable stops startup naming the one meant). The merged JSON is deserialized into
 //! structs that mirror the file ([`file`]), the one list of keys, from which the JSON Schema is
 //! derived ([`schema`]). An unknown key close to a known one, anywhere in the file, stops
-//! startup naming that key ([`suggest`]), other unknown keys are warnings; a wrong type, a value outside the bounds the
-//! schema states ([`bounds`]) or keys that contradict each other ([`rules`]) stop it naming the
-//! key, the value and what is allowed. The result is the [`Config`] the server reads
+//! startup naming that key ([`suggest`]), other unknown keys are warnings; a wrong type, a
+//! value outside the bounds the schema states ([`bounds`]) or keys that contradict each other
+//! ([`rules`]) stop it naming the key, the value and what is allowed. The result is the [`Config`] the server reads
 //! ([`settings`]); what to serve at start (configured environments, or the bundled example) is
 //! decided by [`start`]. [`effective`] writes a `Config` back in the file's key names, and
 //! [`reference`] the table of every key (docs/configuration.md).
@@ -216,21 +216,16 @@ fn describe(
     let path = e.path().to_string();
     let top = path.split(['.', '[']).next().unwrap_or_default();
     let message = e.inner().to_string();
-    match variables.iter().rev().find(|v| v.key == top) {
-        // A structure was wanted and the variable held something that is not JSON: say so,
-        // rather than echo the value (it may hold keys).
-        Some(v) if message.starts_with("invalid type: string") && v.not_json.is_some() => {
-            ConfigError(format!(
-                "{path} (from the environment variable {}): not valid JSON: {}",
-                v.name,
-                v.not_json.as_deref().unwrap_or_default()
-            ))
-        }
-        Some(v) => ConfigError(format!(
-            "{path} (from the environment variable {}): {message}",
-            v.name
-        )),
-        None => ConfigError(format!("{path}: {message}")),
+    let from = origin(&path, variables);
+    // A structure was wanted and the variable held something that is not JSON: say so, rather
+    // than echo the value (it may hold keys).
+    let not_json = variables.iter().rev().find(|v| v.key == top).and_then(|v| {
+        let why = v.not_json.as_deref()?;
+        message.starts_with("invalid type: string").then_some(why)
+    });
+    match not_json {
+        Some(why) => ConfigError(format!("{path}{from}: not valid JSON: {why}")),
+        None => ConfigError(format!("{path}{from}: {message}")),
     }
 }
 
