@@ -660,6 +660,10 @@ def upstream_config(upstream: Upstream, envs: list[Env], **overrides) -> dict:
         "health_check": {"environment_update_grace_period_seconds": GRACE_SECONDS},
     }
     config.update(overrides)
+    if "health_check" not in overrides:
+        # A longer poll period: the grace period may not be shorter (Flagpole refuses that).
+        grace = max(GRACE_SECONDS, config["api_poll_frequency_seconds"])
+        config["health_check"] = {"environment_update_grace_period_seconds": grace}
     return config
 
 

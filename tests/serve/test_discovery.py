@@ -16,7 +16,7 @@ from documents import make_document
 from serve_harness import HOST, JsonHandler, ScriptedApi, wait_until
 
 PROXY_KEY = "proxy-secret-key"
-POLL = 0.3
+POLL = 1  # the shortest poll period Flagpole accepts
 
 
 class ProxyApi(ScriptedApi):

@@ -18,8 +18,8 @@ environment document:
    reference engine), clients switch from the old answers to the new ones once and never back,
    the failure gauge returns to 0 and the last error is cleared.
 
-Timings are short (poll every 0.3 s, 0.5 s fetch timeout, 0.6 s grace: stale 0.9 s after the
-last success). Every wait is for events (failed fetches counted, readiness saying stale, client
+Timings are short (poll every second, the shortest period Flagpole accepts; 0.5 s fetch
+timeout, 1 s grace, the shortest beside that period: stale 2 s after the last success). Every wait is for events (failed fetches counted, readiness saying stale, client
 requests made) with a generous deadline (WAIT) that only stops a hang; staleness is judged
 against the status page's own age, so a busy machine cannot make a correct proxy look wrong.
 
@@ -50,9 +50,9 @@ CLIENT = "fault_env_client_key"
 SERVER = "ser.fault_env_server_key"
 OTHER_CLIENT = "fault_other_client_key"  # an environment this proxy does not serve
 
-POLL = 0.3
+POLL = 1
 TIMEOUT = 0.5
-GRACE = 0.6
+GRACE = 1
 STALE_AFTER = POLL + GRACE  # one environment
 SLACK = 0.005  # float rounding between the status page's age and readiness' own clock
 WAIT = 60  # seconds: the deadline of every wait for an event (a hang, not a slow machine)

@@ -1,8 +1,9 @@
 //! `flagpole check [--config FILE]`: the configuration `serve` would start with, validated by
-//! the same steps (load, the start plan, reading each local document and the TLS pair) without
-//! listening or fetching anything. Warnings go to stderr; the effective configuration, keys shown
-//! as the logs show them, to stdout. Exit 0 when `serve` would start, 2 with `serve`'s message
-//! when not.
+//! the same functions (load, the start plan, and `preflight::run`: every check `serve` makes
+//! before it listens) without listening or fetching anything. Warnings go to stderr; the
+//! effective configuration to stdout, in the file's own key names with every default, keys
+//! shown as the logs show them: valid input to `serve` once the keys are put back. Exit 0 when
+//! `serve` would start, 2 with `serve`'s message when not.
 
 use std::process::ExitCode;
 
@@ -31,13 +32,8 @@ fn check(options: &ServeOptions, env: &[(String, String)]) -> Result<(), String>
         eprintln!("warning: {warning}");
     }
     let startup = config::start(loaded, options).map_err(|e| e.to_string())?;
-    for path in &startup.config.environments.documents {
-        flagpole_server::sources::local_file::read(path)?;
-    }
-    if let Some(tls) = &startup.config.server.tls {
-        flagpole_server::server::tls::Tls::new(tls)?;
-    }
-    let effective = serde_json::to_string_pretty(&startup.config.redacted())
+    flagpole_server::preflight::run(&startup.config)?;
+    let effective = serde_json::to_string_pretty(&config::effective(&startup.config))
         .map_err(|e| format!("cannot print the configuration: {e}"))?;
     println!("{effective}");
     let serves = match startup.plan.example {

@@ -5,6 +5,7 @@
 
 mod allocator;
 mod check_cmd;
+mod config_cmd;
 mod eval_cmd;
 mod health_cmd;
 
@@ -27,9 +28,13 @@ struct Cli {
 enum Command {
     /// Run the proxy: a drop-in Flagsmith Edge Proxy (the bundled example when nothing is configured).
     Serve(ServeArgs),
-    /// Load and validate the configuration as `serve` would, and print it (keys redacted):
-    /// exit 0 when it is valid, 2 when not.
+    /// Load and validate the configuration as `serve` would (every check before it listens), and
+    /// print the effective configuration in the file's key names (keys redacted): exit 0 when
+    /// `serve` would start, 2 when not.
     Check(CheckArgs),
+    /// The configuration's JSON Schema and reference.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Evaluate flags locally, exactly as the Flagsmith engine would.
     #[command(subcommand)]
     Eval(EvalCommand),
@@ -74,6 +79,16 @@ pub(crate) struct HealthArgs {
     /// Seconds to wait for the whole answer.
     #[arg(long, default_value = "3", value_parser = health_cmd::parse_timeout)]
     pub timeout: f64,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Print the JSON Schema of `config.json` (save it and point `"$schema"` at it, so an
+    /// editor checks keys, types and ranges).
+    Schema,
+    /// Print the reference table of every key in Markdown (type, default, environment
+    /// variable).
+    Reference,
 }
 
 #[derive(Subcommand)]
@@ -131,6 +146,7 @@ fn main() -> ExitCode {
         Command::Eval(cmd) => eval_cmd::run(cmd),
         Command::Serve(args) => serve(args),
         Command::Check(args) => check_cmd::run(&args),
+        Command::Config(command) => config_cmd::run(&command),
         Command::Health(args) => health_cmd::run(&args),
     }
 }

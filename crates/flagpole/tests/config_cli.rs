@@ -4,6 +4,12 @@
 //! nothing is configured or `--example` asks for it, `flagpole check` validates exactly as
 //! `serve` does and prints the configuration with keys redacted, a real Edge Proxy config is
 //! accepted as it is, and with `logging.log_format = "json"` every line on stderr is JSON.
+//! Values that cannot be meant (a misspelt variable, an unknown log level, a zero poll period
+//! or timeout, a rate out of range, a grace period shorter than the poll period, two listeners
+//! on one port, a snapshot directory that cannot be written) exit 2 from both `check` and
+//! `serve`, naming the key, the value and what is allowed, before anything listens. The
+//! printed configuration is valid input, and docs/configuration.md is what `flagpole config
+//! reference` prints.
 //!
 //! Every process runs in a directory of its own with an empty environment, so nothing from the
 //! machine (a `./config.json`, a `CONFIG_PATH`) leaks in.
@@ -356,8 +362,15 @@ fn check_prints_the_effective_configuration_with_keys_redacted() {
     }
     let effective: Value = serde_json::from_str(&out.stdout).expect("JSON on stdout");
     assert_eq!(effective["server"]["port"], 8123, "variables apply");
-    assert_eq!(effective["upstream"]["poll_frequency_seconds"], 3);
-    let pair = &effective["environments"]["key_pairs"][0];
+    // In the file's own key names (the canonical spelling), defaults included.
+    assert_eq!(effective["api_poll_frequency_seconds"], 3);
+    assert_eq!(effective["allow_origins"], json!(["*"]));
+    assert_eq!(
+        effective["flagpole"]["identity_cache"]["max_bytes"],
+        16 << 20
+    );
+    assert!(effective.get("some_future_key").is_none());
+    let pair = &effective["environment_key_pairs"][0];
     assert!(
         pair["server_side_key"]
             .as_str()
@@ -498,5 +511,240 @@ fn json_logs_are_json_on_every_line() {
         last_line(&out.stderr).contains("no environment to serve"),
         "{}",
         out.stderr
+    );
+}
+
+/// `check` and `serve` both refuse `config` (with `env`) with exit 2 and the same last line,
+/// which contains every part of `expected`; `serve` never listened.
+fn refused(name: &str, config: &Value, env: &[(&str, &str)], expected: &[&str]) {
+    let dir = workdir(name);
+    write_json(&dir, "config.json", config);
+    let check = run(&dir, &["check"], env);
+    let serve = run(&dir, &["serve"], env);
+    for (command, out) in [("check", &check), ("serve", &serve)] {
+        assert_eq!(out.code, 2, "{command} {config}:\n{}", out.stderr);
+        let line = last_line(&out.stderr);
+        for part in expected {
+            assert!(line.contains(part), "{command}: {part:?} not in {line:?}");
+        }
+    }
+    assert_eq!(last_line(&check.stderr), last_line(&serve.stderr));
+    assert!(check.stdout.is_empty(), "{}", check.stdout);
+    assert!(!serve.stderr.contains("listening"), "{}", serve.stderr);
+}
+
+/// A configuration that names an environment (upstream unreachable: nothing is fetched).
+fn with_environment(mut config: Value) -> Value {
+    config["environment_key_pairs"] = json!([pair("ser.a", "a")]);
+    config["api_url"] = json!("http://127.0.0.1:9/api/v1");
+    config
+}
+
+#[test]
+fn misspelt_keys_in_every_section_exit_2_naming_the_key_meant() {
+    for (config, meant) in [
+        (
+            json!({"flagpole": {"identity_cache": {"max_byte": 0}}}),
+            "flagpole.identity_cache.max_bytes",
+        ),
+        (
+            json!({"flagpole": {"grpc": {"prot": 8013}}}),
+            "flagpole.grpc.port",
+        ),
+        (
+            json!({"flagpole": {"metrics": {"per_enviroment": false}}}),
+            "flagpole.metrics.per_environment",
+        ),
+        (
+            json!({"ofrep": {"sse": {"heartbeat_secs": 1}}}),
+            "ofrep.sse.heartbeat_sec",
+        ),
+        (
+            json!({"server": {"tls": {"cert_pth": "c.pem"}}}),
+            "server.tls.cert_path",
+        ),
+    ] {
+        refused(
+            "typo-sections",
+            &with_environment(config),
+            &[],
+            &[&format!("did you mean '{meant}'?")],
+        );
+    }
+}
+
+#[test]
+fn a_misspelt_variable_exits_2_and_never_serves_the_example() {
+    let dir = workdir("variable-typo");
+    let pairs = json!([pair("ser.a", "a")]).to_string();
+    for (name, meant) in [
+        ("ENVIROMENT_KEY_PAIRS", "ENVIRONMENT_KEY_PAIRS"),
+        ("CONFIG_PTH", "CONFIG_PATH"),
+        ("Api_Ulr", "API_URL"),
+    ] {
+        for command in ["serve", "check"] {
+            let out = run(&dir, &[command], &[(name, &pairs)]);
+            assert_eq!(out.code, 2, "{command} {name}: {}", out.stderr);
+            assert_eq!(
+                last_line(&out.stderr),
+                format!("error: environment variable {name} is not one Flagpole reads: did you mean {meant}?")
+            );
+            assert!(!out.stderr.contains("bundled example"), "{}", out.stderr);
+            assert!(!out.stderr.contains("listening"), "{}", out.stderr);
+        }
+    }
+    // The rest of the environment does not matter.
+    let out = run(
+        &dir,
+        &["check"],
+        &[("PATH", "/usr/bin"), ("HOME", "/root"), ("RUSTC_LOG", "x")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
+fn values_that_cannot_be_meant_exit_2_naming_key_value_and_what_is_allowed() {
+    let cases = [
+        (
+            json!({"logging": {"log_level": "DEBG"}}),
+            vec!["logging.log_level: \"DEBG\" is not a log level: use one of TRACE, DEBUG, INFO, WARNING"],
+        ),
+        (
+            json!({"api_poll_frequency_seconds": 0}),
+            vec!["api_poll_frequency_seconds: 0 is out of range: must be at least 1"],
+        ),
+        (
+            json!({"api_poll_timeout_seconds": 0}),
+            vec!["api_poll_timeout_seconds: 0 is out of range: must be greater than 0"],
+        ),
+        (
+            json!({"server": {"timeout_keep_alive": -1}}),
+            vec!["server.timeout_keep_alive:", "-1", "non-negative number of seconds"],
+        ),
+        (
+            json!({"flagpole": {"shutdown_timeout_seconds": 0}}),
+            vec!["flagpole.shutdown_timeout_seconds: 0 is out of range: must be greater than 0"],
+        ),
+        (
+            json!({"flagpole": {"shadow": {"sample_rate": 1.5}}}),
+            vec!["flagpole.shadow.sample_rate:", "1.5", "a number from 0 to 1"],
+        ),
+        (
+            json!({"flagpole": {"limits": {"rate_limit_per_key_rps": 0}}}),
+            vec!["flagpole.limits.rate_limit_per_key_rps:", "0", "a positive integer"],
+        ),
+        (
+            json!({"api_poll_frequency_seconds": 60,
+                   "health_check": {"environment_update_grace_period_seconds": 10}}),
+            vec!["health_check.environment_update_grace_period_seconds: 10 is shorter than \
+                  api_poll_frequency_seconds (60)", "give at least 60, or null"],
+        ),
+        (
+            json!({"server": {"port": 8000}, "flagpole": {"grpc": {"port": 8000}}}),
+            vec!["flagpole.grpc.port: 8000 is also server.port: two listeners cannot share a \
+                  port; give flagpole.grpc.port another port"],
+        ),
+    ];
+    for (config, expected) in cases {
+        refused("values", &with_environment(config), &[], &expected);
+    }
+    // From a variable too, naming it.
+    refused(
+        "values-variable",
+        &with_environment(json!({})),
+        &[("API_POLL_FREQUENCY", "0")],
+        &["api_poll_frequency (from the environment variable API_POLL_FREQUENCY): 0 is out of range"],
+    );
+}
+
+#[test]
+fn check_runs_what_serve_runs_before_it_listens() {
+    let dir = workdir("preflight");
+    let blocker = dir.join("a-file");
+    std::fs::write(&blocker, b"not a directory").unwrap();
+    let snapshot_dir = blocker.join("snapshots");
+    refused(
+        "preflight-snapshots",
+        &with_environment(json!({"flagpole": {"snapshot_dir": snapshot_dir}})),
+        &[],
+        &["flagpole.snapshot_dir: ", "is not a writable directory"],
+    );
+    refused(
+        "preflight-tls",
+        &with_environment(
+            json!({"server": {"tls": {"cert_path": "missing.pem", "key_path": "missing.key"}}}),
+        ),
+        &[],
+        &["missing.pem"],
+    );
+    refused(
+        "preflight-document",
+        &json!({"flagpole": {"documents": ["missing.json"]}}),
+        &[],
+        &["cannot read missing.json"],
+    );
+}
+
+/// What `check` prints is a configuration: with the keys put back, `check` accepts it and
+/// prints it again unchanged, and `serve` starts with it.
+#[test]
+fn the_printed_configuration_is_valid_input() {
+    let dir = workdir("round-trip");
+    write_json(
+        &dir,
+        "config.json",
+        &json!({
+            "$schema": "./flagpole.schema.json",
+            "environment_key_pairs": [pair("ser.round_trip_key", "round_trip_client")],
+            "api_url": "http://127.0.0.1:9/api/v1",
+            "api_poll_frequency": 30,
+            "logging": {"log_level": "warning"},
+            "server": {"host": "127.0.0.1", "port": 0},
+            "flagpole": {"documents": [DOCUMENT], "identity_cache": {"max_bytes": 0}},
+            "ofrep": {"sse": {"secret": "round_trip_secret"}}
+        }),
+    );
+    let first = run(&dir, &["check"], &[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let mut printed: Value = serde_json::from_str(&first.stdout).unwrap();
+    assert_eq!(printed["api_poll_frequency_seconds"], 30);
+    assert_eq!(
+        printed["health_check"]["environment_update_grace_period_seconds"],
+        30
+    );
+    printed["environment_key_pairs"][0] = pair("ser.round_trip_key", "round_trip_client");
+    printed["ofrep"]["sse"]["secret"] = json!("round_trip_secret");
+    write_json(&dir, "printed.json", &printed);
+    let second = run(&dir, &["check", "--config", "printed.json"], &[]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(!second.stderr.contains("warning"), "{}", second.stderr);
+    assert_eq!(second.stdout, first.stdout, "printed again unchanged");
+    let serving = Serving::start(&dir, &["--config", "printed.json"], &[]);
+    serving.wait_for("/api/v1/flags/", Some("example_client_key"), 200);
+}
+
+#[test]
+fn the_schema_is_printed_and_the_reference_is_up_to_date() {
+    let dir = workdir("schema");
+    let out = run(&dir, &["config", "schema"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let schema: Value = serde_json::from_str(&out.stdout).expect("the schema is JSON");
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    let port = &schema["properties"]["flagpole"]["properties"]["grpc"]["properties"]["port"];
+    assert_eq!(
+        (&port["minimum"], &port["maximum"]),
+        (&json!(0), &json!(65535))
+    );
+    let reference = run(&dir, &["config", "reference"], &[]);
+    assert_eq!(reference.code, 0, "{}", reference.stderr);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == reference.stdout,
+        "docs/configuration.md is not what `flagpole config reference` prints; regenerate it: \
+         cargo run --release -- config reference > docs/configuration.md"
     );
 }

@@ -31,8 +31,10 @@ pub mod telemetry;
 // … the front doors, and the listener they are served on.
 pub mod api;
 pub mod server;
-// … and what `serve` prints once it listens.
+// … what `serve` (and `flagpole check`) checks before it listens, and what `serve` prints once
+// it listens.
 pub mod banner;
+pub mod preflight;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -70,14 +72,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
 
     let shutdown = Shutdown::new();
     let example = startup.plan.example != config::Example::No;
-    let (store, plan) = build_store(&config, example, &shutdown)?;
+    // What would stop the start is found before anything listens (as `flagpole check` finds it).
+    let ready = preflight::run(&config)?;
+    let (store, plan) = build_store(&config, ready.documents, example, &shutdown)?;
     let store = Arc::new(store);
-
-    // A certificate that cannot be used stops the start, before anything listens.
-    let tls = match &config.server.tls {
-        Some(tls) => Some(Arc::new(server::tls::Tls::new(tls)?)),
-        None => None,
-    };
+    let tls = ready.tls.map(Arc::new);
     // Bind at once, so orchestrators see a live process while documents load.
     let listener = bind(&config.server.host, config.server.port).await?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
@@ -289,6 +288,7 @@ type StartPlan = Vec<(Arc<EnvSlot>, Plan)>;
 /// upstream pairs not covered by a file; the bundled example when the start plan says so.
 fn build_store(
     config: &Config,
+    documents: Vec<sources::startup::DocumentFile>,
     example: bool,
     shutdown: &Shutdown,
 ) -> Result<(Store, StartPlan), String> {
@@ -308,7 +308,7 @@ fn build_store(
     let mut covered = std::collections::HashSet::new();
     let mut sources = Vec::new();
     let mut adding = Vec::new();
-    for file in sources::startup::read_all(&config.environments.documents)? {
+    for file in documents {
         let keys = server_keys
             .get(file.api_key.as_str())
             .cloned()

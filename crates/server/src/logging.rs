@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing_subscriber::EnvFilter;
 
+use crate::config::LogLevel;
+
 /// The `tracing` target of the access log (written by the front doors, let through here).
 pub const ACCESS_LOG_TARGET: &str = "flagpole::access";
 
@@ -19,10 +21,11 @@ pub const STARTUP_TARGET: &str = "flagpole::startup";
 /// Whether the installed subscriber writes JSON.
 static JSON: AtomicBool = AtomicBool::new(false);
 
-/// Installs the global subscriber (once; later calls are ignored).
-pub fn init(level: &str, json: bool, access_log: bool) {
+/// Installs the global subscriber (once; later calls are ignored). `level` is a name from the
+/// closed list `logging.log_level` takes (Python's names too), so it always yields a filter.
+pub fn init(level: &LogLevel, json: bool, access_log: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        let mut directives = level_directive(level).to_owned();
+        let mut directives = level.directive().to_owned();
         directives.push(',');
         directives.push_str(STARTUP_TARGET);
         directives.push_str("=info");
@@ -56,19 +59,5 @@ pub fn fatal(message: &str) {
         tracing::error!(target: STARTUP_TARGET, "{message}");
     } else {
         eprintln!("error: {message}");
-    }
-}
-
-/// `logging.log_level` as a filter directive: Python's level names (the Edge Proxy's configs
-/// say `WARNING`, `CRITICAL`) mapped to tracing's; anything else is passed on as given.
-fn level_directive(level: &str) -> &str {
-    match level.trim().to_ascii_lowercase().as_str() {
-        "trace" => "trace",
-        "debug" => "debug",
-        "info" => "info",
-        "warn" | "warning" => "warn",
-        "error" | "critical" | "fatal" => "error",
-        "off" | "none" => "off",
-        _ => level,
     }
 }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::values::{seconds, Object, Positive, Seconds};
@@ -37,13 +38,19 @@ impl Default for AnalyticsConfig {
 }
 
 /// The section as written; absent and `null` members mean the default.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Serialize, JsonSchema, Default)]
 #[serde(default)]
 pub(super) struct AnalyticsFile {
+    /// Accept the SDKs' analytics requests (404 when false).
     enabled: Option<bool>,
+    /// Seconds between posts of the aggregated counts upstream, one request per environment (at least 0.1: shorter would be a busy loop).
+    #[schemars(range(min = 0.1))]
     flush_interval_seconds: Option<Seconds>,
+    /// Request bodies above this get 413.
     max_body_bytes: Option<Positive>,
+    /// Feature names one request may carry (422 above it).
     max_features_per_request: Option<Positive>,
+    /// Feature names one environment may hold awaiting delivery; past it the oldest kept counts are dropped (and counted).
     max_pending_features: Option<Positive>,
 }
 
@@ -52,10 +59,9 @@ impl AnalyticsFile {
         let d = AnalyticsConfig::default();
         AnalyticsConfig {
             enabled: self.enabled.unwrap_or(d.enabled),
-            // Shorter would turn the forwarder into a busy loop.
             flush_interval: self
                 .flush_interval_seconds
-                .map_or(d.flush_interval, |s| s.0.max(Duration::from_millis(100))),
+                .map_or(d.flush_interval, |s| s.0),
             max_body_bytes: self
                 .max_body_bytes
                 .map_or(d.max_body_bytes, Positive::usize),
@@ -65,6 +71,19 @@ impl AnalyticsFile {
             max_pending_features: self
                 .max_pending_features
                 .map_or(d.max_pending_features, Positive::usize),
+        }
+    }
+}
+
+impl AnalyticsFile {
+    pub(super) fn from_settings(c: &AnalyticsConfig) -> AnalyticsFile {
+        let count = |n: usize| Some(Positive(n as u64));
+        AnalyticsFile {
+            enabled: Some(c.enabled),
+            flush_interval_seconds: Some(Seconds(c.flush_interval)),
+            max_body_bytes: count(c.max_body_bytes),
+            max_features_per_request: count(c.max_features_per_request),
+            max_pending_features: count(c.max_pending_features),
         }
     }
 }

@@ -4,11 +4,23 @@
 //! anything else a string (`API_URL=https://…`). A variable replaces the file's key whole,
 //! including the key's other spelling (`API_POLL_FREQUENCY` replaces the file's
 //! `api_poll_frequency_seconds`).
+//!
+//! Variables are read as strictly as the file: one close to a name Flagpole reads (within two
+//! edits, or equal ignoring case and `_`: `ENVIROMENT_KEY_PAIRS`, `CONFIG_PTH`) is a typo that
+//! would silently drop a setting (and with nothing else configured, serve the bundled example),
+//! so loading stops naming the variable meant. Only names close to one Flagpole reads are
+//! looked at, so the rest of the environment (`PATH`, `HOME`, …) never matters; `FLAGPOLE_*`
+//! names are the project's own tools' (test knobs), never configuration, and `RUST_LOG` (and
+//! its neighbours, `RUSTC_LOG`, `RUST_LOG_STYLE`) belong to the log filter and other tools.
 
 use serde_json::{Map, Value};
 
 use super::file::ALIASES;
-use super::suggest::top_level_keys;
+use super::suggest::{closest, top_level_keys};
+use super::ConfigError;
+
+/// The variable naming the configuration file, read beside the per-key ones.
+pub(super) const CONFIG_PATH: &str = "CONFIG_PATH";
 
 /// A variable that set a top-level key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,9 +33,43 @@ pub struct Variable {
     pub not_json: Option<String>,
 }
 
+/// The top-level keys a variable may set (`$schema` is no setting).
+fn settable() -> Vec<&'static str> {
+    let mut keys = top_level_keys();
+    keys.retain(|k| !k.starts_with('$'));
+    keys
+}
+
+/// Refuses variables that look like a misspelt one Flagpole reads, naming the one meant.
+pub(super) fn check_names(env: &[(String, String)]) -> Result<(), ConfigError> {
+    let keys = settable();
+    let mut known: Vec<String> = keys.iter().map(|k| k.to_ascii_uppercase()).collect();
+    known.push(CONFIG_PATH.to_owned());
+    let known: Vec<&str> = known.iter().map(String::as_str).collect();
+    let mut typos = Vec::new();
+    for (name, _) in env {
+        let upper = name.to_ascii_uppercase();
+        if known.contains(&upper.as_str())
+            || upper.starts_with("FLAGPOLE_")
+            || upper.starts_with("RUST")
+        {
+            continue;
+        }
+        if let Some(meant) = closest(&upper, &known) {
+            typos.push(format!(
+                "environment variable {name} is not one Flagpole reads: did you mean {meant}?"
+            ));
+        }
+    }
+    match typos.is_empty() {
+        true => Ok(()),
+        false => Err(ConfigError(typos.join("; "))),
+    }
+}
+
 /// Applies the variables that name a top-level key to `root`; returns them in the order applied.
 pub(super) fn apply(root: &mut Map<String, Value>, env: &[(String, String)]) -> Vec<Variable> {
-    let known = top_level_keys();
+    let known = settable();
     let mut applied = Vec::new();
     for (name, value) in env {
         let key = name.to_ascii_lowercase();
@@ -98,6 +144,89 @@ mod tests {
         let names: Vec<_> = applied.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["Api_Poll_Frequency", "SERVER", "API_URL"]);
         assert!(applied[2].not_json.is_some() && applied[0].not_json.is_none());
+    }
+
+    #[test]
+    fn misspelt_variables_name_the_one_meant() {
+        for (name, meant) in [
+            ("ENVIROMENT_KEY_PAIRS", "ENVIRONMENT_KEY_PAIRS"),
+            ("environmentkeypairs", "ENVIRONMENT_KEY_PAIRS"),
+            ("API_ULR", "API_URL"),
+            ("CONFIG_PTH", "CONFIG_PATH"),
+            ("API_POLL_FREQUENCY_SECOND", "API_POLL_FREQUENCY_SECONDS"),
+            ("SEVRER", "SERVER"),
+        ] {
+            let e = check_names(&env(&[(name, "x")])).unwrap_err().0;
+            assert_eq!(
+                e,
+                format!(
+                    "environment variable {name} is not one Flagpole reads: did you mean {meant}?"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn the_rest_of_the_environment_is_left_alone() {
+        let common = [
+            "PATH",
+            "HOME",
+            "USER",
+            "SHELL",
+            "TERM",
+            "LANG",
+            "PWD",
+            "OLDPWD",
+            "HOSTNAME",
+            "SHLVL",
+            "LOGNAME",
+            "MAIL",
+            "EDITOR",
+            "PAGER",
+            "TMPDIR",
+            "TZ",
+            "CI",
+            "DEBUG",
+            "NODE_ENV",
+            "PORT",
+            "HOST",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "RUST_LOG",
+            "RUSTC_LOG",
+            "RUST_LOG_STYLE",
+            "RUST_BACKTRACE",
+            "CARGO_HOME",
+            "JAVA_HOME",
+            "GOPATH",
+            "PYTHONPATH",
+            "VIRTUAL_ENV",
+            "KUBERNETES_SERVICE_HOST",
+            "KUBERNETES_PORT",
+            "DISPLAY",
+            "COLORTERM",
+            "SSL_CERT_FILE",
+            "MALLOC_ARENA_MAX",
+            "_RJEM_MALLOC_CONF",
+            "FLAGPOLE_BIN",
+            "FLAGPOLE_UPDATE_GOLDEN",
+            "FLAGPOLE_PORT",
+            "API_KEY",
+            "SERVER_NAME",
+            "PROXY_HOST",
+            "LOG_LEVEL",
+            "CONFIG",
+            "OFREP_URL",
+            // And the names Flagpole reads, in any case.
+            "CONFIG_PATH",
+            "API_URL",
+            "server",
+            "Flagpole",
+            "API_POLL_FREQUENCY",
+        ];
+        let all: Vec<(&str, &str)> = common.iter().map(|n| (*n, "1")).collect();
+        assert_eq!(check_names(&env(&all)), Ok(()));
     }
 
     #[test]

@@ -2,17 +2,25 @@
 //! Rust peer's keys are accepted), plus Flagpole's own keys under `"flagpole"` and `"ofrep"`.
 //!
 //! Sources, later wins: built-in defaults → the file (`--config`, `$CONFIG_PATH`, else
-//! `./config.json` if present) → one environment variable per top-level key ([`env`]). The
-//! merged JSON is deserialized into structs that mirror the file ([`file`]); a wrong value
-//! stops startup naming its key path, an unknown key close to a known one stops it naming that
-//! key ([`suggest`]), other unknown keys are warnings. The result is the [`Config`] the server
-//! reads ([`settings`]); what to serve at start (configured environments, or the bundled
-//! example) is decided by [`start`].
+//! `./config.json` if present) → one environment variable per top-level key ([`env`]; a
+//! misspelt variable stops startup naming the one meant). The merged JSON is deserialized into
+//! structs that mirror the file ([`file`]), the one list of keys, from which the JSON Schema is
+//! derived ([`schema`]). An unknown key close to a known one, anywhere in the file, stops
+//! startup naming that key ([`suggest`]), other unknown keys are warnings; a wrong type, a
+//! value outside the bounds the schema states ([`bounds`]) or keys that contradict each other
+//! ([`rules`]) stop it naming the key, the value and what is allowed. The result is the [`Config`] the server reads
+//! ([`settings`]); what to serve at start (configured environments, or the bundled example) is
+//! decided by [`start`]. [`effective`] writes a `Config` back in the file's key names, and
+//! [`reference`] the table of every key (docs/configuration.md).
 
 mod analytics;
+mod bounds;
 mod env;
 mod file;
 mod ofrep;
+mod reference;
+mod rules;
+mod schema;
 mod settings;
 mod shadow;
 mod start;
@@ -26,9 +34,11 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use env::Variable;
+pub use reference::reference;
+pub use schema::schema;
 pub use settings::{
-    AnalyticsConfig, Config, Environments, Health, KeyPair, Limits, Logging, OfrepConfig, Server,
-    ShadowConfig, SseConfig, Telemetry, Upstream,
+    AnalyticsConfig, Config, Environments, Health, KeyPair, Limits, LogLevel, Logging, OfrepConfig,
+    Server, ShadowConfig, SseConfig, Telemetry, Upstream,
 };
 pub use start::{start, Example, Plan, ServeOptions, Startup};
 pub use suggest::closest;
@@ -91,6 +101,7 @@ impl fmt::Display for Sources {
 
 /// Loads the configuration. `explicit` is `--config`; `env` is the process environment.
 pub fn load(explicit: Option<&Path>, env: &[(String, String)]) -> Result<Loaded, ConfigError> {
+    env::check_names(env)?;
     let file = locate(explicit, env);
     let mut root = match &file {
         Some(path) => read_file(path)?,
@@ -110,7 +121,7 @@ pub fn load(explicit: Option<&Path>, env: &[(String, String)]) -> Result<Loaded,
 fn locate(explicit: Option<&Path>, env: &[(String, String)]) -> Option<PathBuf> {
     let from_env = env
         .iter()
-        .find(|(k, _)| k == "CONFIG_PATH")
+        .find(|(k, _)| k == env::CONFIG_PATH)
         .map(|(_, v)| PathBuf::from(v));
     let default = Path::new("config.json");
     explicit
@@ -146,26 +157,34 @@ pub fn from_json(root: &Map<String, Value>) -> Result<Loaded, ConfigError> {
     })
 }
 
-/// The merged JSON → [`Config`]: typos first (they explain most other errors), then values.
+/// The configuration as a file that loads back into it, in the file's own key names, every
+/// key with its value (defaults included), keys and secrets as the logs show them
+/// ([`Config::redacted`]): what `flagpole check` prints.
+pub fn effective(config: &Config) -> Value {
+    serde_json::to_value(file::File::from_settings(&config.redacted()))
+        .expect("the configuration serializes")
+}
+
+/// The merged JSON → [`Config`]: typos first (they explain most other errors), then types,
+/// then the bounds of each value, then the rules between keys.
 fn parse(
     mut root: Map<String, Value>,
     variables: &[Variable],
     warnings: &mut Vec<String>,
 ) -> Result<Config, ConfigError> {
     resolve_aliases(&mut root, warnings);
-    let mut unknown = Vec::new();
-    let mut record =
-        |path: serde_ignored::Path| unknown.push(suggest::KeyPath::from_ignored(&path));
-    let parsed: Result<file::File, _> = serde_path_to_error::deserialize(
-        serde_ignored::Deserializer::new(Value::Object(root), &mut record),
-    );
-    let unknown = suggest::sort(&unknown);
+    let root = Value::Object(root);
+    let unknown = suggest::sort(&suggest::unknown(&root));
     if !unknown.typos.is_empty() {
         return Err(ConfigError(unknown.typos.join("; ")));
     }
-    let file = parsed.map_err(|e| describe(&e, variables))?;
+    let file: file::File =
+        serde_path_to_error::deserialize(&root).map_err(|e| describe(&e, variables))?;
+    bounds::check(&root, variables)?;
     warnings.extend(unknown.ignored);
-    Ok(file.settings(warnings))
+    let config = file.settings(warnings);
+    rules::grace(&config)?;
+    Ok(config)
 }
 
 /// A file with both spellings of one setting: the canonical one wins (as in the Python Edge
@@ -180,6 +199,15 @@ fn resolve_aliases(root: &mut Map<String, Value>, warnings: &mut Vec<String>) {
     }
 }
 
+/// ` (from the environment variable NAME)` when the key at `path` was set by one, else empty.
+fn origin(path: &str, variables: &[Variable]) -> String {
+    let top = path.split(['.', '[']).next().unwrap_or_default();
+    match variables.iter().rev().find(|v| v.key == top) {
+        Some(v) => format!(" (from the environment variable {})", v.name),
+        None => String::new(),
+    }
+}
+
 /// `key.path: what is wrong`, saying which environment variable the key came from.
 fn describe(
     e: &serde_path_to_error::Error<serde_json::Error>,
@@ -188,21 +216,16 @@ fn describe(
     let path = e.path().to_string();
     let top = path.split(['.', '[']).next().unwrap_or_default();
     let message = e.inner().to_string();
-    match variables.iter().rev().find(|v| v.key == top) {
-        // A structure was wanted and the variable held something that is not JSON: say so,
-        // rather than echo the value (it may hold keys).
-        Some(v) if message.starts_with("invalid type: string") && v.not_json.is_some() => {
-            ConfigError(format!(
-                "{path} (from the environment variable {}): not valid JSON: {}",
-                v.name,
-                v.not_json.as_deref().unwrap_or_default()
-            ))
-        }
-        Some(v) => ConfigError(format!(
-            "{path} (from the environment variable {}): {message}",
-            v.name
-        )),
-        None => ConfigError(format!("{path}: {message}")),
+    let from = origin(&path, variables);
+    // A structure was wanted and the variable held something that is not JSON: say so, rather
+    // than echo the value (it may hold keys).
+    let not_json = variables.iter().rev().find(|v| v.key == top).and_then(|v| {
+        let why = v.not_json.as_deref()?;
+        message.starts_with("invalid type: string").then_some(why)
+    });
+    match not_json {
+        Some(why) => ConfigError(format!("{path}{from}: not valid JSON: {why}")),
+        None => ConfigError(format!("{path}{from}: {message}")),
     }
 }
 

@@ -2,6 +2,7 @@
 //! file's shape and the settings the OFREP front door reads. It lives with the rest of the
 //! configuration so that configuration depends on no front door.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -74,29 +75,45 @@ impl Default for OfrepConfig {
 }
 
 /// The section as written; absent and `null` members both mean the default.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Serialize, JsonSchema, Default)]
 #[serde(default)]
 pub(super) struct OfrepFile {
+    /// Client-side keys may use OFREP.
     client_keys: Option<bool>,
+    /// Server-side keys may use OFREP.
     server_keys: Option<bool>,
+    /// Request bodies above this get 413.
     max_body_bytes: Option<Positive>,
+    /// An enabled string value that parses as a JSON object or array is sent as that value.
     parse_json_strings: Option<bool>,
+    /// Requests without a targeting key are refused (`TARGETING_KEY_MISSING`).
     require_targeting_key: Option<bool>,
+    /// The public origin (and path prefix) of this proxy, for absolute stream URLs; `null`: from the request.
     public_base_url: Option<BaseUrl>,
+    /// The change stream (`/ofrep/v1/events`).
     sse: Option<Object<SseFile>>,
+    /// Milliseconds a bulk request carrying a newer `flagConfigLastModified` waits for this replica to fetch the newer document.
     freshness_wait_ms: Option<u64>,
+    /// OFREP requests a second per key (bursts up to the same number), 429 above it; `null`: unlimited.
     rate_limit_per_key_rps: Option<Positive>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Serialize, JsonSchema, Default)]
 #[serde(default)]
 pub(super) struct SseFile {
+    /// Advertise and serve `/ofrep/v1/events`.
     enabled: Option<bool>,
+    /// The HMAC key of stream tokens (the same on every replica); `null`: the environment's server key, else its client key.
     secret: Option<NonEmpty>,
+    /// `inactivityDelaySec` advertised to clients.
     inactivity_delay_sec: Option<Positive>,
+    /// Seconds between `: ping` comments.
     heartbeat_sec: Option<Positive>,
+    /// Open streams above this are refused (503).
     max_connections: Option<Positive>,
-    /// Accepted and ignored (see [`OfrepFile::settings`]).
+    /// Ignored (a note is logged when above 0): streams are closed only on shutdown, key removal or a write error.
+    #[serde(skip_serializing)]
+    #[schemars(extend("deprecated" = true))]
     max_lifetime_sec: Option<Value>,
 }
 
@@ -140,6 +157,27 @@ impl OfrepFile {
             },
             freshness_wait_ms: self.freshness_wait_ms.unwrap_or(d.freshness_wait_ms),
             rate_limit_per_key_rps: self.rate_limit_per_key_rps.map(Positive::u32),
+        }
+    }
+
+    pub(super) fn from_settings(c: &OfrepConfig) -> OfrepFile {
+        OfrepFile {
+            client_keys: Some(c.client_keys),
+            server_keys: Some(c.server_keys),
+            max_body_bytes: Some(Positive(c.max_body_bytes as u64)),
+            parse_json_strings: Some(c.parse_json_strings),
+            require_targeting_key: Some(c.require_targeting_key),
+            public_base_url: c.public_base_url.clone().map(BaseUrl),
+            sse: Some(Object(SseFile {
+                enabled: Some(c.sse.enabled),
+                secret: c.sse.secret.clone().map(NonEmpty),
+                inactivity_delay_sec: Some(Positive(c.sse.inactivity_delay_sec)),
+                heartbeat_sec: Some(Positive(c.sse.heartbeat_sec)),
+                max_connections: Some(Positive(c.sse.max_connections as u64)),
+                max_lifetime_sec: None,
+            })),
+            freshness_wait_ms: Some(c.freshness_wait_ms),
+            rate_limit_per_key_rps: c.rate_limit_per_key_rps.map(|n| Positive(n.into())),
         }
     }
 }

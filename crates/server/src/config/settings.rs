@@ -3,8 +3,8 @@
 //! `config.upstream.poll_frequency`, …) rather than by where a key sits in the file. Defaults are
 //! the Flagsmith Edge Proxy's wherever it has one.
 //!
-//! `Serialize` is for `flagpole check`, which prints the effective configuration: durations as
-//! seconds, and (through [`Config::redacted`]) keys as the logs show them.
+//! `Serialize` is for debugging output only: `flagpole check` prints the effective configuration
+//! in the file's own key names (`file.rs`, `File::from_settings`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,6 +14,7 @@ use serde::{Serialize, Serializer};
 pub use super::analytics::AnalyticsConfig;
 pub use super::ofrep::{OfrepConfig, SseConfig};
 pub use super::shadow::ShadowConfig;
+pub use super::values::LogLevel;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Config {
@@ -106,7 +107,7 @@ pub struct Limits {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Logging {
-    pub level: String,
+    pub level: LogLevel,
     /// `logging.log_format = "json"`: every line on stderr is a JSON object.
     pub json: bool,
     pub access_log: bool,
@@ -164,7 +165,7 @@ impl Default for Config {
                 identity_cache_bytes: 16 << 20,
             },
             logging: Logging {
-                level: "INFO".into(),
+                level: LogLevel::INFO,
                 json: false,
                 access_log: false,
             },

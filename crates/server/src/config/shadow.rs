@@ -4,8 +4,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::de::{self, Deserializer, Unexpected, Visitor};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::values::{seconds, BaseUrl, Object, Positive, Seconds};
 
@@ -40,14 +41,21 @@ impl Default for ShadowConfig {
 }
 
 /// The section as written; absent and `null` members mean the default.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Serialize, JsonSchema, Default)]
 #[serde(default)]
 pub(super) struct ShadowFile {
+    /// The fraction of identity requests compared, from 0 to 1 (0: off).
     sample_rate: Option<Fraction>,
+    /// The Flagsmith API compared against; `null`: the top-level `api_url`.
     api_url: Option<BaseUrl>,
+    /// Comparisons running at once at most.
     max_concurrency: Option<Positive>,
+    /// Sampled requests waiting for a comparison at most; more are dropped.
     queue_size: Option<Positive>,
+    /// Comparisons started a second at most (bursts up to the same number); more are dropped.
     max_per_second: Option<Positive>,
+    /// Seconds each upstream request of a comparison may take.
+    #[schemars(extend("exclusiveMinimum" = 0))]
     timeout_seconds: Option<Seconds>,
 }
 
@@ -67,11 +75,46 @@ impl ShadowFile {
     }
 }
 
+impl ShadowFile {
+    pub(super) fn from_settings(c: &ShadowConfig) -> ShadowFile {
+        ShadowFile {
+            sample_rate: Some(Fraction(c.sample_rate)),
+            api_url: c.api_url.clone().map(BaseUrl),
+            max_concurrency: Some(Positive(c.max_concurrency as u64)),
+            queue_size: Some(Positive(c.queue_size as u64)),
+            max_per_second: Some(Positive(c.max_per_second.into())),
+            timeout_seconds: Some(Seconds(c.timeout)),
+        }
+    }
+}
+
 /// `Object<ShadowFile>` as `FlagpoleFile` holds it.
 pub(super) type ShadowSection = Object<ShadowFile>;
 
 /// A number from 0 to 1.
 struct Fraction(f64);
+
+impl Serialize for Fraction {
+    // 0 and 1 as integers, as a file would say them.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            n if n == 0.0 || n == 1.0 => s.serialize_u64(n as u64),
+            n => s.serialize_f64(n),
+        }
+    }
+}
+
+impl JsonSchema for Fraction {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Fraction".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "number", "minimum": 0, "maximum": 1})
+    }
+}
 
 impl<'de> Deserialize<'de> for Fraction {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

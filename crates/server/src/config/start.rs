@@ -5,7 +5,8 @@
 //! configuration could do. It is served only when nothing at all is configured (no file, no
 //! variable, no `--document`: the README's first command) or when asked for (`--example`). A
 //! configuration that yields no environment is an error saying what is missing and what was
-//! read; `flagpole check` runs this same step.
+//! read; `flagpole check` runs this same step (and so the rule that the listeners' ports,
+//! `--port` applied, differ).
 
 use std::path::PathBuf;
 
@@ -67,6 +68,7 @@ pub fn start(loaded: Loaded, options: &ServeOptions) -> Result<Startup, ConfigEr
     if let Some(port) = options.port {
         config.server.port = port;
     }
+    super::rules::listeners(&config, options.port.is_some())?;
     let envs = &config.environments;
     let configured =
         !envs.key_pairs.is_empty() || !envs.documents.is_empty() || envs.proxy_key.is_some();

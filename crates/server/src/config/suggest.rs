@@ -4,19 +4,17 @@
 //! and `_`/`-`) stops startup naming the key it is close to. Any other unknown key is a warning
 //! (a config written for a newer peer still starts).
 //!
-//! The known keys of each section are read from the serde structs themselves (the field names
-//! serde is handed), so this list cannot drift from what is parsed.
+//! Unknown keys are found by walking the file along the JSON Schema derived from the serde
+//! structs (`schema.rs`), so the known keys cannot drift from what is parsed: every section, at
+//! any depth, knows its keys, and a typo is found wherever it is, even beside a wrong value
+//! elsewhere (the typo usually explains it). Free-form values (`logging.override`) declare no
+//! keys, so nothing inside them is unknown.
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, Visitor};
+use serde_json::Value;
 
-use super::file::{
-    DocumentObject, File, FlagpoleFile, HealthCheckFile, KeyPairFile, LimitsFile, LoggingFile,
-    ServerFile, SwitchFile, ALIASES,
-};
-use super::ofrep::{OfrepFile, SseFile};
-use super::tls::TlsFile;
+use super::schema::{alternatives, items, keys, property, schema};
 
 /// One step of a key path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,30 +28,6 @@ pub(super) enum Segment {
 pub(super) struct KeyPath(pub Vec<Segment>);
 
 impl KeyPath {
-    /// From the path `serde_ignored` reports (wrappers such as `Option` are not steps).
-    pub(super) fn from_ignored(path: &serde_ignored::Path) -> KeyPath {
-        let mut segments = Vec::new();
-        let mut at = path;
-        loop {
-            match at {
-                serde_ignored::Path::Root => break,
-                serde_ignored::Path::Seq { parent, index } => {
-                    segments.push(Segment::Index(*index));
-                    at = parent;
-                }
-                serde_ignored::Path::Map { parent, key } => {
-                    segments.push(Segment::Key(key.clone()));
-                    at = parent;
-                }
-                serde_ignored::Path::Some { parent }
-                | serde_ignored::Path::NewtypeStruct { parent }
-                | serde_ignored::Path::NewtypeVariant { parent } => at = parent,
-            }
-        }
-        segments.reverse();
-        KeyPath(segments)
-    }
-
     /// The section a key sits in, by name (list indices do not change the section).
     fn section(&self) -> Vec<&str> {
         let parent = &self.0[..self.0.len().saturating_sub(1)];
@@ -95,6 +69,41 @@ impl fmt::Display for KeyPath {
     }
 }
 
+/// Every key of `root` that its section does not declare, in the file's order.
+pub(super) fn unknown(root: &Value) -> Vec<KeyPath> {
+    fn walk(value: &Value, node: &Value, at: &mut Vec<Segment>, out: &mut Vec<KeyPath>) {
+        match value {
+            Value::Object(members) => {
+                let declares = alternatives(node)
+                    .iter()
+                    .any(|n| n.contains_key("properties"));
+                for (key, member) in members {
+                    at.push(Segment::Key(key.clone()));
+                    match property(node, key) {
+                        Some(child) => walk(member, child, at, out),
+                        None if declares => out.push(KeyPath(at.clone())),
+                        None => {}
+                    }
+                    at.pop();
+                }
+            }
+            Value::Array(elements) => {
+                if let Some(element) = items(node) {
+                    for (i, member) in elements.iter().enumerate() {
+                        at.push(Segment::Index(i));
+                        walk(member, element, at, out);
+                        at.pop();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, schema(), &mut Vec::new(), &mut out);
+    out
+}
+
 /// Unknown keys, sorted into typos (errors) and the rest (warnings).
 #[derive(Debug, Default)]
 pub(super) struct Unknown {
@@ -109,7 +118,7 @@ pub(super) fn sort(paths: &[KeyPath]) -> Unknown {
     for path in paths {
         let close = path
             .last_key()
-            .zip(known_keys(&path.section()))
+            .zip(keys(&path.section()))
             .and_then(|(key, known)| closest(key, &known));
         match close {
             Some(known) => unknown.typos.push(format!(
@@ -147,72 +156,7 @@ pub fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
 
 /// Every top-level key, aliases included (the names environment variables may use).
 pub(super) fn top_level_keys() -> Vec<&'static str> {
-    known_keys(&[]).expect("the top level is a section")
-}
-
-/// The keys a section declares (by its path of key names), or `None` for a member whose
-/// contents are free-form (`logging.override`, `endpoint_caches`).
-fn known_keys(section: &[&str]) -> Option<Vec<&'static str>> {
-    let mut keys = match section {
-        [] => fields::<File>(),
-        ["environment_key_pairs"] => fields::<KeyPairFile>(),
-        ["logging"] => fields::<LoggingFile>(),
-        ["server"] => fields::<ServerFile>(),
-        ["server", "tls"] => fields::<TlsFile>(),
-        ["health_check"] => fields::<HealthCheckFile>(),
-        ["flagpole"] => fields::<FlagpoleFile>(),
-        ["flagpole", "documents"] => fields::<DocumentObject>(),
-        ["flagpole", "limits"] => fields::<LimitsFile>(),
-        ["flagpole", "metrics" | "status_page"] => fields::<SwitchFile>(),
-        ["flagpole", "analytics"] => fields::<super::analytics::AnalyticsFile>(),
-        ["flagpole", "shadow"] => fields::<super::shadow::ShadowFile>(),
-        ["ofrep"] => fields::<OfrepFile>(),
-        ["ofrep", "sse"] => fields::<SseFile>(),
-        _ => return None,
-    }
-    .to_vec();
-    if section.is_empty() {
-        for (alias, _) in ALIASES {
-            if !keys.contains(alias) {
-                keys.push(alias);
-            }
-        }
-    }
-    Some(keys)
-}
-
-/// The field names (aliases included) serde hands the deserializer for struct `T`.
-fn fields<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
-    /// A deserializer that only records the fields it is asked for.
-    struct Probe<'a>(&'a mut &'static [&'static str]);
-
-    impl<'de> Deserializer<'de> for Probe<'_> {
-        type Error = de::value::Error;
-
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-            Err(de::Error::custom("not a struct"))
-        }
-
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _name: &'static str,
-            fields: &'static [&'static str],
-            _visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            *self.0 = fields;
-            Err(de::Error::custom("probed"))
-        }
-
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
-            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
-            identifier ignored_any
-        }
-    }
-
-    let mut fields: &'static [&'static str] = &[];
-    let _ = T::deserialize(Probe(&mut fields));
-    fields
+    keys(&[]).expect("the top level is a section")
 }
 
 #[cfg(test)]
@@ -234,25 +178,6 @@ mod tests {
         assert_eq!(closest("sevrer", &known), Some("server"));
         assert_eq!(closest("some_future_key", &known), None);
         assert_eq!(closest("servers_list", &known), None);
-    }
-
-    #[test]
-    fn sections_know_their_keys_and_aliases() {
-        let top = top_level_keys();
-        for key in [
-            "environment_key_pairs",
-            "api_poll_frequency",
-            "flagpole",
-            "ofrep",
-        ] {
-            assert!(top.contains(&key), "{key} missing from {top:?}");
-        }
-        assert!(known_keys(&["logging"]).unwrap().contains(&"override"));
-        assert!(known_keys(&["ofrep", "sse"])
-            .unwrap()
-            .contains(&"heartbeat_sec"));
-        assert_eq!(known_keys(&["flagpole", "documents"]).unwrap(), ["path"]);
-        assert_eq!(known_keys(&["logging", "override"]), None);
     }
 
     #[test]

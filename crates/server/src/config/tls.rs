@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::values::{Port, Seconds};
@@ -27,28 +28,49 @@ pub struct TlsConfig {
 }
 
 /// The section as written: both paths are required once the section is there.
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 pub(super) struct TlsFile {
+    /// PEM: the server certificate first, then its intermediates (reloaded when it changes).
     cert_path: PathBuf,
+    /// PEM: the private key (PKCS#8, PKCS#1 or SEC1), matching the certificate.
     key_path: PathBuf,
+    /// A plain-HTTP port beside HTTPS serving only the health probes, `/metrics` and the status page; `null`: none. Must differ from the other listeners' ports.
     #[serde(default)]
     plain_port: Option<Port>,
+    /// Seconds between checks of the two files for a change (a `stat` each; at least 0.1).
     #[serde(default)]
+    #[schemars(range(min = 0.1))]
     reload_interval_seconds: Option<Seconds>,
+}
+
+impl TlsConfig {
+    /// The section with only its two paths given.
+    pub(super) fn with_paths(cert_path: PathBuf, key_path: PathBuf) -> TlsConfig {
+        TlsConfig {
+            cert_path,
+            key_path,
+            plain_port: None,
+            reload_interval: Duration::from_secs(2),
+        }
+    }
 }
 
 impl TlsFile {
     pub(super) fn settings(self) -> TlsConfig {
-        TlsConfig {
-            cert_path: self.cert_path,
-            key_path: self.key_path,
-            plain_port: self.plain_port.map(|p| p.0),
-            // Checking more often than this buys nothing: a rotation is not a race.
-            reload_interval: self
-                .reload_interval_seconds
-                .map_or(Duration::from_secs(2), |s| {
-                    s.0.max(Duration::from_millis(100))
-                }),
+        let mut c = TlsConfig::with_paths(self.cert_path, self.key_path);
+        c.plain_port = self.plain_port.map(|p| p.0);
+        if let Some(Seconds(d)) = self.reload_interval_seconds {
+            c.reload_interval = d;
+        }
+        c
+    }
+
+    pub(super) fn from_settings(c: &TlsConfig) -> TlsFile {
+        TlsFile {
+            cert_path: c.cert_path.clone(),
+            key_path: c.key_path.clone(),
+            plain_port: c.plain_port.map(Port),
+            reload_interval_seconds: Some(Seconds(c.reload_interval)),
         }
     }
 }

@@ -1,15 +1,37 @@
 //! The shapes a configuration value may take (seconds, positive counts, a port, a URL, an API
-//! key), each a type that validates while it is deserialized: a wrong value then fails with its
-//! key path attached (`server.port: …`), as every other deserialization error does.
+//! key, a log level), each a type that validates while it is deserialized: a wrong value then
+//! fails with its key path attached (`server.port: …`), as every other deserialization error
+//! does. Each type also says what it accepts as JSON Schema (its `JsonSchema` impl beside its
+//! `Deserialize`), so the published schema and the parser state one rule once; it serializes
+//! back to what it reads, for the effective configuration `flagpole check` prints.
 //!
 //! Messages never repeat a key's value: a rejected key may still be a secret.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserializer, MapAccess, Unexpected, Visitor};
-use serde::{Deserialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// A `JsonSchema` impl for a value type: its name and schema, inlined where it is used.
+macro_rules! schema {
+    ($type:ty, $name:literal, $schema:tt) => {
+        impl JsonSchema for $type {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                $name.into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!($schema)
+            }
+        }
+    };
+}
 
 /// A non-negative number of seconds, as a JSON number or a numeric string (the Edge Proxy's
 /// settings accept both).
@@ -48,9 +70,21 @@ impl<'de> Deserialize<'de> for Seconds {
     }
 }
 
+impl Serialize for Seconds {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        seconds(&self.0, s)
+    }
+}
+
+// A numeric string is read too (the Edge Proxy's settings take one), but a number is what to write.
+schema!(Seconds, "Seconds", {"type": "number", "minimum": 0});
+
 /// An integer greater than zero.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct Positive(pub u64);
+
+schema!(Positive, "Positive", {"type": "integer", "minimum": 1});
 
 impl Positive {
     pub fn usize(self) -> usize {
@@ -87,9 +121,12 @@ impl<'de> Deserialize<'de> for Positive {
     }
 }
 
-/// A TCP port: an integer from 0 to 65535.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A TCP port: an integer from 0 to 65535 (0: any free port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct Port(pub u16);
+
+schema!(Port, "Port", {"type": "integer", "minimum": 0, "maximum": 65535});
 
 impl<'de> Deserialize<'de> for Port {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -115,8 +152,11 @@ impl<'de> Deserialize<'de> for Port {
 }
 
 /// An absolute URL, kept as written minus trailing slashes (paths are appended to it).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct BaseUrl(pub String);
+
+schema!(BaseUrl, "BaseUrl", {"type": "string", "format": "uri"});
 
 impl<'de> Deserialize<'de> for BaseUrl {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -127,8 +167,11 @@ impl<'de> Deserialize<'de> for BaseUrl {
 }
 
 /// A non-empty string, surrounding whitespace removed (as the Edge Proxy strips keys).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct Key(pub String);
+
+schema!(Key, "Key", {"type": "string", "pattern": "\\S"});
 
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -142,8 +185,11 @@ impl<'de> Deserialize<'de> for Key {
 }
 
 /// A non-empty string, kept exactly as written (a secret is used byte for byte).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct NonEmpty(pub String);
+
+schema!(NonEmpty, "NonEmpty", {"type": "string", "minLength": 1});
 
 impl<'de> Deserialize<'de> for NonEmpty {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -156,8 +202,11 @@ impl<'de> Deserialize<'de> for NonEmpty {
 
 /// A [`Key`] that must also start with `ser.` (the Edge Proxy refuses anything else, and a
 /// client key in its place would fetch nothing).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct ServerKey(pub String);
+
+schema!(ServerKey, "ServerKey", {"type": "string", "pattern": "^\\s*ser\\."});
 
 impl<'de> Deserialize<'de> for ServerKey {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -171,8 +220,21 @@ impl<'de> Deserialize<'de> for ServerKey {
 
 /// A section: a JSON object and nothing else (a derived struct would also take a list, matching
 /// its members by position).
-#[derive(Debug)]
+#[derive(Debug, Serialize)]
+#[serde(transparent)]
 pub struct Object<T>(pub T);
+
+impl<T: JsonSchema> JsonSchema for Object<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+}
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -188,6 +250,88 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
             }
         }
         d.deserialize_map(V(PhantomData))
+    }
+}
+
+/// `logging.log_level`: a name from a closed list, in any case: tracing's names and Python's
+/// (the Edge Proxy's configs say `WARNING`, `CRITICAL`). An unknown name would otherwise reach
+/// the log filter as a directive and silence every line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogLevel(usize);
+
+/// Every name `logging.log_level` takes, and the filter directive it means.
+const LEVELS: &[(&str, &str)] = &[
+    ("TRACE", "trace"),
+    ("DEBUG", "debug"),
+    ("INFO", "info"),
+    ("WARNING", "warn"),
+    ("WARN", "warn"),
+    ("ERROR", "error"),
+    ("CRITICAL", "error"),
+    ("FATAL", "error"),
+    ("OFF", "off"),
+    ("NONE", "off"),
+];
+
+impl LogLevel {
+    pub const INFO: LogLevel = LogLevel(2);
+
+    /// The name, as the list spells it.
+    pub fn name(self) -> &'static str {
+        LEVELS[self.0].0
+    }
+
+    /// The `tracing` filter directive.
+    pub fn directive(self) -> &'static str {
+        LEVELS[self.0].1
+    }
+}
+
+impl<'de> Deserialize<'de> for LogLevel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let names = || {
+            LEVELS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let text = String::deserialize(d)
+            .map_err(|_| de::Error::custom(format!("must be one of {} (any case)", names())))?;
+        LEVELS
+            .iter()
+            .position(|(name, _)| name.eq_ignore_ascii_case(text.trim()))
+            .map(LogLevel)
+            .ok_or_else(|| {
+                de::Error::custom(format!(
+                    "{text:?} is not a log level: use one of {} (any case)",
+                    names()
+                ))
+            })
+    }
+}
+
+impl Serialize for LogLevel {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl JsonSchema for LogLevel {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "LogLevel".into()
+    }
+    // Any case is read; the schema lists the two an editor should offer.
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names: Vec<String> = LEVELS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .chain(LEVELS.iter().map(|(n, _)| n.to_ascii_lowercase()))
+            .collect();
+        json_schema!({"type": "string", "enum": names})
     }
 }
 
@@ -237,6 +381,25 @@ mod tests {
             let e = parse::<Seconds>(bad.clone()).unwrap_err();
             assert!(e.contains("non-negative number of seconds"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn log_levels_from_the_closed_list_in_any_case() {
+        assert_eq!(
+            parse::<LogLevel>(json!("warning")).unwrap().directive(),
+            "warn"
+        );
+        assert_eq!(
+            parse::<LogLevel>(json!(" Critical ")).unwrap().directive(),
+            "error"
+        );
+        assert_eq!(parse::<LogLevel>(json!("DEBUG")).unwrap().name(), "DEBUG");
+        let e = parse::<LogLevel>(json!("DEBG")).unwrap_err();
+        assert!(
+            e.contains("\"DEBG\" is not a log level") && e.contains("WARNING"),
+            "{e}"
+        );
+        assert!(parse::<LogLevel>(json!(3)).is_err());
     }
 
     #[test]
