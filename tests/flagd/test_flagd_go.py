@@ -1,7 +1,8 @@
 """The Go flagd provider (go-sdk-contrib/providers/flagd v0.3.2, RPC mode: Connect over HTTP/1.1,
 application/proto, flagd.evaluation.v1) against Flagpole's flagd front door. Its only way to carry
 a key is user-info in its host setting, which Go's HTTP client sends as `Authorization: Basic`.
-Every value compared with the reference engine; errors; client keys; a document change."""
+Every value compared with the reference engine; errors; client keys; a document change; several
+domain-scoped providers through changes and a restart."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import fixtures as fx
-from flagd_support import LIVE, MAIN, document_change_case, reference_cases
+from flagd_support import LIVE, MAIN, DriverSession, document_change_case, domains_case, reference_cases
 
 HERE = Path(__file__).resolve().parent
 # The Go provider (0.3.2) returns the wire value of a DISABLED answer without a variant rather
@@ -89,3 +90,11 @@ def test_go_provider_equals_the_reference(flagd_srv, go_driver, tmp_path):
 def test_go_provider_sees_a_document_change(flagd_srv, go_driver, tmp_path):
     document_change_case(flagd_srv, tmp_path, {"host": host(LIVE.server_key)}, 3,
                          lambda request, during: run_driver(go_driver, tmp_path, request, during=during))
+
+
+def test_go_providers_of_one_process_follow_their_environments(start_flagd, go_driver, tmp_path):
+    def open_session(port, domains):
+        providers = {name: {"host": host(key), "cache": "lru"} for name, key in domains.items()}
+        return DriverSession([str(go_driver), "--session"], tmp_path, port, providers)
+
+    domains_case(start_flagd, tmp_path, open_session)

@@ -1,7 +1,8 @@
 """The JS flagd provider (@openfeature/flagd-provider 0.16.1, RPC mode: grpc-js,
 flagd.evaluation.v2) against Flagpole's flagd front door: every value compared with the reference
-engine, targeting, splits, errors, client-key filtering, and a document change seen as the
-provider's ConfigurationChanged event."""
+engine, targeting, splits, errors, client-key filtering, a document change seen as the
+provider's ConfigurationChanged event, and several domain-scoped providers on one connection
+(their event streams carry no key) through changes and a restart."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import shutil
 import subprocess
 
 import fixtures as fx
-from flagd_support import LIVE, MAIN, document_change_case, reference_cases
+from flagd_support import LIVE, MAIN, DriverSession, document_change_case, domains_case, reference_cases
 
 # JS has one number type: integers and floats are both read with getNumberDetails.
 JS_TYPE = {"boolean": "boolean", "string": "string", "integer": "number", "float": "number",
@@ -79,3 +80,22 @@ def test_js_provider_equals_the_reference(flagd_srv, node_flagd_dir, tmp_path):
 def test_js_provider_sees_a_document_change(flagd_srv, node_flagd_dir, tmp_path):
     document_change_case(flagd_srv, tmp_path, {"selector": LIVE.server_key}, 2,
                          lambda request, during: run_driver(node_flagd_dir, tmp_path, request, during=during))
+
+
+def test_js_providers_of_one_connection_follow_their_environments(start_flagd, node_flagd_dir, tmp_path):
+    # grpc-js shares one HTTP/2 connection between the providers' channels; none of their event
+    # streams carries a key.
+    def open_session(port, domains):
+        providers = {name: {"selector": key} for name, key in domains.items()}
+        return DriverSession([shutil.which("node") or "node", "evaluate.js", "--session"], node_flagd_dir,
+                             port, providers)
+
+    domains_case(start_flagd, tmp_path, open_session)
+
+
+def test_js_provider_with_an_unknown_key(flagd_srv, node_flagd_dir, tmp_path):
+    # Its event stream carries no key, so it reports ready; every evaluation is refused.
+    request = {"port": flagd_srv.grpc_port, "providers": {"unknown": {"selector": "ser.no_such_key"}},
+               "cases": [{"provider": "unknown", "type": "string", "flag": "text", "default": "x"}]}
+    result = run_driver(node_flagd_dir, tmp_path, request)["results"][0]
+    assert (result["value"], result["errorCode"]) == ("x", "GENERAL"), result

@@ -10,13 +10,19 @@
 //	"change": {"provider", "ready": PATH, "timeoutMs", "cases": [...]} (optional)}
 //
 // OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}], "changed": [...], "after": [...]}
+//
+// Or, as a session (flagd_support.DriverSession): `go run . --session`, the same port and
+// providers as the first line of input, then one line of cases at a time; provider events
+// (READY, configuration change) are printed as they happen.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	flagd "github.com/open-feature/go-sdk-contrib/providers/flagd/pkg"
@@ -114,10 +120,11 @@ func evaluate(cases []evalCase) []result {
 	return out
 }
 
-func run(in input) (output, error) {
-	for name, o := range in.Providers {
+// setProviders sets one provider per domain, named as in `providers`.
+func setProviders(port uint16, providers map[string]providerOptions) error {
+	for name, o := range providers {
 		opts := []flagd.ProviderOption{
-			flagd.WithRPCResolver(), flagd.WithHost(o.Host), flagd.WithPort(in.Port),
+			flagd.WithRPCResolver(), flagd.WithHost(o.Host), flagd.WithPort(port),
 			flagd.WithRetryBackoffMs(200), flagd.WithRetryBackoffMaxMs(500),
 		}
 		if o.Cache == "lru" {
@@ -127,11 +134,63 @@ func run(in input) (output, error) {
 		}
 		provider, err := flagd.NewProvider(opts...)
 		if err != nil {
-			return output{}, err
+			return err
 		}
 		if err := openfeature.SetNamedProviderAndWait(name, provider); err != nil {
-			return output{}, fmt.Errorf("provider %s: %w", name, err)
+			return fmt.Errorf("provider %s: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// session serves flagd_support.DriverSession on standard input and output.
+func session() error {
+	var mu sync.Mutex
+	out := json.NewEncoder(os.Stdout)
+	emit := func(message any) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = out.Encode(message)
+	}
+	lines := bufio.NewScanner(os.Stdin)
+	lines.Buffer(make([]byte, 1<<20), 1<<24)
+	if !lines.Scan() {
+		return fmt.Errorf("no set-up line")
+	}
+	var in input
+	if err := json.Unmarshal(lines.Bytes(), &in); err != nil {
+		return err
+	}
+	if err := setProviders(in.Port, in.Providers); err != nil {
+		return err
+	}
+	for name := range in.Providers {
+		name := name
+		ready := func(openfeature.EventDetails) {
+			emit(map[string]any{"event": "ready", "provider": name})
+		}
+		changed := func(details openfeature.EventDetails) {
+			emit(map[string]any{"event": "changed", "provider": name, "flags": details.FlagChanges})
+		}
+		client := openfeature.NewClient(name)
+		client.AddHandler(openfeature.ProviderReady, &ready)
+		client.AddHandler(openfeature.ProviderConfigChange, &changed)
+	}
+	emit(map[string]any{"reply": "ready"})
+	for lines.Scan() {
+		var req input
+		if err := json.Unmarshal(lines.Bytes(), &req); err != nil {
+			return err
+		}
+		emit(map[string]any{"reply": evaluate(req.Cases)})
+	}
+	openfeature.Shutdown()
+	return lines.Err()
+}
+
+func run(in input) (output, error) {
+	if err := setProviders(in.Port, in.Providers); err != nil {
+		return output{}, err
 	}
 	out := output{Results: evaluate(in.Cases), Changed: []string{}, After: []result{}}
 	if in.Change != nil {
@@ -159,6 +218,13 @@ func run(in input) (output, error) {
 }
 
 func main() {
+	if os.Args[1] == "--session" {
+		if err := session(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	raw, err := os.ReadFile(os.Args[1])
 	if err != nil {
 		panic(err)
