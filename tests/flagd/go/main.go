@@ -6,10 +6,9 @@
 // INPUT:  {"port": N, "providers": {NAME: {"host": "KEY@127.0.0.1", "cache": "disabled"|"lru"}},
 //
 //	"cases": [{"provider", "type": "boolean"|"string"|"integer"|"float"|"object", "flag",
-//	           "default", "context"}],
-//	"change": {"provider", "ready": PATH, "timeoutMs", "cases": [...]} (optional)}
+//	           "default", "context"}]}
 //
-// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}], "changed": [...], "after": [...]}
+// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}]}
 //
 // Or, as a session (flagd_support.DriverSession): `go run . --session`, the same port and
 // providers as the first line of input, then one line of cases at a time; provider events
@@ -23,7 +22,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"time"
 
 	flagd "github.com/open-feature/go-sdk-contrib/providers/flagd/pkg"
 	"github.com/open-feature/go-sdk/openfeature"
@@ -42,18 +40,10 @@ type evalCase struct {
 	Context  map[string]any `json:"context"`
 }
 
-type change struct {
-	Provider  string     `json:"provider"`
-	Ready     string     `json:"ready"`
-	TimeoutMs int        `json:"timeoutMs"`
-	Cases     []evalCase `json:"cases"`
-}
-
 type input struct {
 	Port      uint16                     `json:"port"`
 	Providers map[string]providerOptions `json:"providers"`
 	Cases     []evalCase                 `json:"cases"`
-	Change    *change                    `json:"change"`
 }
 
 type result struct {
@@ -65,8 +55,6 @@ type result struct {
 
 type output struct {
 	Results []result `json:"results"`
-	Changed []string `json:"changed"`
-	After   []result `json:"after"`
 }
 
 func evalContext(ctx map[string]any) openfeature.EvaluationContext {
@@ -192,27 +180,7 @@ func run(in input) (output, error) {
 	if err := setProviders(in.Port, in.Providers); err != nil {
 		return output{}, err
 	}
-	out := output{Results: evaluate(in.Cases), Changed: []string{}, After: []result{}}
-	if in.Change != nil {
-		changed := make(chan []string, 1)
-		callback := func(details openfeature.EventDetails) {
-			select {
-			case changed <- details.FlagChanges:
-			default:
-			}
-		}
-		openfeature.NewClient(in.Change.Provider).AddHandler(openfeature.ProviderConfigChange, &callback)
-		if err := os.WriteFile(in.Change.Ready, []byte("ready"), 0o644); err != nil {
-			return out, err
-		}
-		select {
-		case flags := <-changed:
-			out.Changed = flags
-		case <-time.After(time.Duration(in.Change.TimeoutMs) * time.Millisecond):
-			return out, fmt.Errorf("no configuration change event")
-		}
-		out.After = evaluate(in.Change.Cases)
-	}
+	out := output{Results: evaluate(in.Cases)}
 	openfeature.Shutdown()
 	return out, nil
 }

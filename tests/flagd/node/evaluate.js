@@ -3,11 +3,8 @@
 //   node evaluate.js INPUT.json OUTPUT.json
 // INPUT:  {"port": N, "providers": {NAME: {"selector": KEY, "cache": "disabled"|"lru"}},
 //          "cases": [{"provider", "type": "boolean"|"string"|"number"|"object", "flag",
-//                     "default", "context"}],
-//          "change": {"provider", "ready": PATH, "timeoutMs", "cases": [...]} (optional: write
-//          READY, wait for ConfigurationChanged, then evaluate these cases)}
-// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}, ...], "changed": [...],
-//          "after": [...]}
+//                     "default", "context"}]}
+// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}, ...]}
 // Or, as a session (flagd_support.DriverSession): node evaluate.js --session, the same port
 // and providers as the first line of input, then one line of cases at a time; provider events
 // (READY, ConfigurationChanged) are printed as they happen.
@@ -89,20 +86,7 @@ async function main() {
   const [input, output] = process.argv.slice(2);
   const req = JSON.parse(fs.readFileSync(input, 'utf8'));
   await setProviders(req.port, req.providers);
-  const out = { results: await evaluate(req.cases), changed: null, after: [] };
-  if (req.change) {
-    const client = OpenFeature.getClient(req.change.provider);
-    const changed = new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no ConfigurationChanged event')), req.change.timeoutMs);
-      client.addHandler(ProviderEvents.ConfigurationChanged, (details) => {
-        clearTimeout(timer);
-        resolve(details.flagsChanged || []);
-      });
-    });
-    fs.writeFileSync(req.change.ready, 'ready');
-    out.changed = await changed;
-    out.after = await evaluate(req.change.cases);
-  }
+  const out = { results: await evaluate(req.cases) };
   await OpenFeature.close();
   fs.writeFileSync(output, JSON.stringify(out));
 }

@@ -1,12 +1,15 @@
 //! `EventStream`: `provider_ready` at once (on every connect, so a provider that reconnects
-//! knows it is back), `configuration_change` naming the changed flags on every new content
-//! revision of an environment the stream follows, `keep_alive` between them (every
-//! `ofrep.sse.heartbeat_sec`), and `UNAVAILABLE` when the proxy shuts down or a keyed stream's
-//! environment stops being served.
+//! knows it is back), then a `configuration_change` naming every flag of the environments the
+//! stream follows already, `configuration_change` naming the changed flags on every new content
+//! revision of one of them, `keep_alive` between them (every `ofrep.sse.heartbeat_sec`), and
+//! `UNAVAILABLE` when the proxy shuts down or a keyed stream's environment stops being served.
 //!
-//! That last one is an error on purpose: the providers reconnect (and drop their caches) on a
-//! stream error, while a stream that ends cleanly leaves the JS provider with no stream at all
-//! and its cached answers served for good.
+//! The first notice is for reconnects: the Python and Java providers keep their cached answers
+//! over a reconnect shorter than their grace period, and a flag may have changed meanwhile (the
+//! proxy restarted with a newer document); a provider connecting for the first time has nothing
+//! cached to drop. The end is an error on purpose: the providers reconnect on a stream error,
+//! while a stream that ends cleanly leaves the JS provider with no stream at all and its cached
+//! answers served for good.
 //!
 //! A keyed stream follows its key's environment. A key-less stream (the JS provider's) follows
 //! every environment its connection's keyed calls present (`peers`), from the snapshot each was
@@ -122,9 +125,12 @@ where
     };
     let mut followed: Vec<Followed> = Vec::new();
     let mut revisions = StreamMap::new();
+    // `at_open`: what the provider may hold is unknown (a provider reconnecting keeps the
+    // answers it cached before), so every flag is news.
     let learn = |list: &[Presented],
-                     followed: &mut Vec<Followed>,
-                     revisions: &mut StreamMap<usize, _>| {
+                 at_open: bool,
+                 followed: &mut Vec<Followed>,
+                 revisions: &mut StreamMap<usize, _>| {
         let mut news = Vec::new();
         for p in list {
             match followed
@@ -134,9 +140,9 @@ where
                 Some(f) => f.presented.kind = p.kind,
                 None => {
                     let told = match p.since.upgrade() {
-                        Some(snapshot) => shared.fingerprints(&snapshot),
+                        Some(snapshot) if !at_open => shared.fingerprints(&snapshot),
                         // Gone: changed since that call; everything is news.
-                        None => Arc::default(),
+                        _ => Arc::default(),
                     };
                     let since = p.since.clone();
                     revisions.insert(
@@ -149,7 +155,9 @@ where
                     });
                     // Published between that call and now: news at once.
                     let current = p.env.snapshot();
-                    if current.is_some_and(|c| !std::ptr::eq(since.as_ptr(), Arc::as_ptr(&c))) {
+                    if at_open
+                        || current.is_some_and(|c| !std::ptr::eq(since.as_ptr(), Arc::as_ptr(&c)))
+                    {
                         news.push(followed.len() - 1);
                     }
                 }
@@ -158,10 +166,10 @@ where
         news
     };
     let mut news = match (&keyed, &mut presented) {
-        (Some(p), _) => learn(std::slice::from_ref(p), &mut followed, &mut revisions),
+        (Some(p), _) => learn(std::slice::from_ref(p), true, &mut followed, &mut revisions),
         (None, Some(rx)) => {
             let list = rx.borrow_and_update().clone();
-            learn(&list, &mut followed, &mut revisions)
+            learn(&list, true, &mut followed, &mut revisions)
         }
         (None, None) => Vec::new(),
     };
@@ -185,7 +193,7 @@ where
             }
             () = tx.closed() => return Ok(()),
             Some(list) = grown(&mut presented) => {
-                news = learn(&list, &mut followed, &mut revisions);
+                news = learn(&list, false, &mut followed, &mut revisions);
             }
             Some((index, _)) = revisions.next() => news.push(index),
             _ = ticks.tick() => {

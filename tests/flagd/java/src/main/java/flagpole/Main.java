@@ -101,6 +101,8 @@ public class Main {
             print(Map.of("reply", evaluate(api, cases)));
         }
         api.shutdown();
+        // A thread the providers leave behind once they have reconnected keeps the JVM alive.
+        System.exit(0);
     }
 
     static List<Map<String, Object>> evaluate(OpenFeatureAPI api, List<Map<String, Object>> cases) {
