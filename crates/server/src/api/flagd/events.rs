@@ -54,12 +54,14 @@ pub enum Source {
 /// however many streams follow its environment.
 #[derive(Default)]
 pub struct Shared {
-    fingerprints: Mutex<HashMap<usize, (Weak<Snapshot>, Arc<Fingerprints>)>>,
+    /// By snapshot address; the weak pointer keeps the address from being reused meanwhile.
+    fingerprints: Mutex<HashMap<usize, Known>>,
 }
+
+type Known = (Weak<Snapshot>, Arc<Fingerprints>);
 
 impl Shared {
     fn fingerprints(&self, snapshot: &Arc<Snapshot>) -> Arc<Fingerprints> {
-        // The entry's weak pointer keeps the address from being reused while it is there.
         let key = Arc::as_ptr(snapshot) as usize;
         if let Some((_, known)) = self.fingerprints.lock().get(&key) {
             return known.clone();
