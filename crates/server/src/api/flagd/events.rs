@@ -143,7 +143,7 @@ where
                 None => {
                     let told = match p.since.upgrade() {
                         Some(snapshot) if !at_open => shared.fingerprints(&snapshot),
-                        // Gone: changed since that call; everything is news.
+                        // At open, or that snapshot is gone (replaced since): all is news.
                         _ => Arc::default(),
                     };
                     let since = p.since.clone();
