@@ -1,6 +1,8 @@
 """Helpers of the flagd suite: the environments, a `flagpole serve` process with the flagd
-listener, and what the flagd providers should answer for a flag, computed from the reference
-engine through the OFREP suite's expectations (the two front doors share one mapping)."""
+listener, what the flagd providers should answer for a flag, computed from the reference
+engine through the OFREP suite's expectations (the two front doors share one mapping), and the
+scenarios every provider language runs: a document change, and several domain-scoped providers
+through changes and a restart (drivers as `DriverSession`s, their events as `Events`)."""
 
 from __future__ import annotations
 
@@ -179,8 +181,12 @@ class DriverSession:
                                      stderr=subprocess.PIPE, text=True, bufsize=1)
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=lambda: self._stderr.extend(self.proc.stderr), daemon=True).start()
-        self._send({"port": port, "providers": providers})
-        assert self._reply(timeout) == "ready"
+        try:
+            self._send({"port": port, "providers": providers})
+            assert self._reply(timeout) == "ready"
+        except BaseException:
+            self.close(check=False)
+            raise
 
     def _read(self) -> None:
         for line in self.proc.stdout:

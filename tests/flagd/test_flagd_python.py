@@ -281,7 +281,8 @@ class Session:
         return [{"value": details(self.clients[c["provider"]], c["type"], c["flag"], c["default"],
                                   context_of(c.get("context"))).value} for c in cases]
 
-    def close(self, check: bool = True) -> None:  # noqa: ARG002 (nothing to check in-process)
+    def close(self, check: bool = True) -> None:
+        """Shuts the providers down (`check` is `DriverSession.close`'s: nothing to check here)."""
         for provider in self.providers:
             provider.shutdown()
 
