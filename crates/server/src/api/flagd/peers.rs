@@ -80,3 +80,69 @@ impl Connection {
         self.presented.subscribe()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::received::Incoming;
+    use crate::store::Source;
+
+    async fn authorised(client_key: &str, kind: KeyKind) -> Authorised {
+        let env = Arc::new(EnvSlot::new(client_key.to_owned(), Source::Embedded));
+        let mut document: serde_json::Value =
+            serde_json::from_str(crate::EXAMPLE_DOCUMENT).unwrap();
+        document["api_key"] = client_key.into();
+        let document = bytes::Bytes::from(serde_json::to_vec(&document).unwrap());
+        env.publish(Incoming::Bytes(document))
+            .await
+            .map_err(|e| e.message(client_key))
+            .unwrap();
+        let snapshot = env.snapshot().unwrap();
+        Authorised {
+            kind,
+            env,
+            snapshot,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_records_each_environment_once_at_its_widest_kind() {
+        let connection = Connection::new();
+        let mut streams = connection.watch();
+        let client = authorised("one", KeyKind::Client).await;
+        connection.seen(&client);
+        assert!(streams.has_changed().unwrap());
+        let list = streams.borrow_and_update().clone();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].kind, KeyKind::Client);
+        connection.seen(&client);
+        assert!(
+            !streams.has_changed().unwrap(),
+            "a second call adds nothing"
+        );
+
+        let server = Authorised {
+            kind: KeyKind::Server,
+            ..client
+        };
+        connection.seen(&server);
+        assert_eq!(streams.borrow_and_update()[0].kind, KeyKind::Server);
+        let client_again = Authorised {
+            kind: KeyKind::Client,
+            env: server.env.clone(),
+            snapshot: server.snapshot.clone(),
+        };
+        connection.seen(&client_again);
+        assert!(
+            !streams.has_changed().unwrap(),
+            "a server key covers client calls"
+        );
+
+        connection.seen(&authorised("two", KeyKind::Server).await);
+        let list = streams.borrow_and_update().clone();
+        let keys: Vec<&str> = list.iter().map(|p| p.env.client_key.as_str()).collect();
+        assert_eq!(keys, ["one", "two"]);
+        // What a stream opened later starts from.
+        assert_eq!(connection.watch().borrow().len(), 2);
+    }
+}
