@@ -1,7 +1,8 @@
 """The Go flagd provider (go-sdk-contrib/providers/flagd v0.3.2, RPC mode: Connect over HTTP/1.1,
 application/proto, flagd.evaluation.v1) against Flagpole's flagd front door. Its only way to carry
 a key is user-info in its host setting, which Go's HTTP client sends as `Authorization: Basic`.
-Every value compared with the reference engine; errors; client keys; a document change."""
+Every value compared with the reference engine; errors; client keys; a document change; several
+domain-scoped providers through changes and a restart."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import fixtures as fx
-from flagd_support import LIVE, MAIN, document_change_case, reference_cases
+from flagd_support import MAIN, DriverSession, document_change_case, domains_case, reference_cases
 
 HERE = Path(__file__).resolve().parent
 # The Go provider (0.3.2) returns the wire value of a DISABLED answer without a variant rather
@@ -42,17 +43,23 @@ def go_driver(tmp_path_factory) -> Path:
     return out
 
 
-def run_driver(driver: Path, workdir: Path, request: dict, during=None, timeout: float = 120) -> dict:
+def run_driver(driver: Path, workdir: Path, request: dict, timeout: float = 120) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     inp, out = workdir / "in.json", workdir / "out.json"
     inp.write_text(json.dumps(request))
-    proc = subprocess.Popen([str(driver), str(inp), str(out)], cwd=workdir,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if during is not None:
-        during()
-    stdout, stderr = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, f"go driver failed:\n{stdout}\n{stderr}"
+    proc = subprocess.run([str(driver), str(inp), str(out)], cwd=workdir, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"go driver failed:\n{proc.stdout}\n{proc.stderr}"
     return json.loads(out.read_text())
+
+
+def sessions(driver: Path, workdir: Path):
+    """Opens a session of Go providers, one per domain with its key in the host, LRU cache."""
+    def open_session(port: int, domains: dict[str, str]) -> DriverSession:
+        providers = {name: {"host": host(key), "cache": "lru"} for name, key in domains.items()}
+        return DriverSession([str(driver), "--session"], workdir, port, providers)
+
+    return open_session
 
 
 def host(key: str) -> str:
@@ -87,5 +94,8 @@ def test_go_provider_equals_the_reference(flagd_srv, go_driver, tmp_path):
 
 
 def test_go_provider_sees_a_document_change(flagd_srv, go_driver, tmp_path):
-    document_change_case(flagd_srv, tmp_path, {"host": host(LIVE.server_key)}, 3,
-                         lambda request, during: run_driver(go_driver, tmp_path, request, during=during))
+    document_change_case(flagd_srv, sessions(go_driver, tmp_path), 3)
+
+
+def test_go_providers_of_one_process_follow_their_environments(start_flagd, go_driver, tmp_path):
+    domains_case(start_flagd, tmp_path, sessions(go_driver, tmp_path))

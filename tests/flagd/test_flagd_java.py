@@ -1,7 +1,8 @@
 """The Java flagd provider (dev.openfeature.contrib.providers:flagd 0.11.15, RPC mode: gRPC,
 flagd.evaluation.v1) against Flagpole's flagd front door. It sends no selector in RPC mode; the key
 goes in a gRPC client interceptor (`clientInterceptors`), as the README shows. Every value compared
-with the reference engine; errors; client keys."""
+with the reference engine; errors; client keys; several domain-scoped providers through changes
+and a restart."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import fixtures as fx
-from flagd_support import MAIN, reference_cases
+from flagd_support import MAIN, DriverSession, domains_case, reference_cases
 
 HERE = Path(__file__).resolve().parent
 ZERO = {"boolean": False, "string": "", "integer": 0, "float": 0.0, "object": None}
@@ -66,3 +67,11 @@ def test_java_provider_equals_the_reference(flagd_srv, java_driver, tmp_path):
         assert result == dict(want, errorCode=None), (case, result)
     for (case, want), result in zip(extra, got[len(expected):]):
         assert {k: result[k] for k in want} == want, (case, result)
+
+
+def test_java_providers_of_one_process_follow_their_environments(start_flagd, java_driver, tmp_path):
+    def open_session(port, domains):
+        providers = {name: {"key": key, "cache": "lru"} for name, key in domains.items()}
+        return DriverSession(java_driver + ["--session"], tmp_path, port, providers)
+
+    domains_case(start_flagd, tmp_path, open_session)

@@ -1,7 +1,8 @@
 """The JS flagd provider (@openfeature/flagd-provider 0.16.1, RPC mode: grpc-js,
 flagd.evaluation.v2) against Flagpole's flagd front door: every value compared with the reference
-engine, targeting, splits, errors, client-key filtering, and a document change seen as the
-provider's ConfigurationChanged event."""
+engine, targeting, splits, errors, client-key filtering, a document change seen as the
+provider's ConfigurationChanged event, and several domain-scoped providers on one connection
+(their event streams carry no key) through changes and a restart."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import shutil
 import subprocess
 
 import fixtures as fx
-from flagd_support import LIVE, MAIN, document_change_case, reference_cases
+from flagd_support import MAIN, DriverSession, document_change_case, domains_case, reference_cases
 
 # JS has one number type: integers and floats are both read with getNumberDetails.
 JS_TYPE = {"boolean": "boolean", "string": "string", "integer": "number", "float": "number",
@@ -23,17 +24,25 @@ CONTEXTS = [
 ]
 
 
-def run_driver(node_dir, workdir, request: dict, during=None, timeout: float = 120) -> dict:
+def run_driver(node_dir, workdir, request: dict, timeout: float = 120) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     inp, out = workdir / "in.json", workdir / "out.json"
     inp.write_text(json.dumps(request))
-    proc = subprocess.Popen([shutil.which("node") or "node", "evaluate.js", str(inp), str(out)],
-                            cwd=node_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if during is not None:
-        during()
-    stdout, stderr = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, f"node driver failed:\n{stdout}\n{stderr}"
+    proc = subprocess.run([shutil.which("node") or "node", "evaluate.js", str(inp), str(out)],
+                          cwd=node_dir, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"node driver failed:\n{proc.stdout}\n{proc.stderr}"
     return json.loads(out.read_text())
+
+
+def sessions(node_dir):
+    """Opens a session of JS providers, one per domain with its key as the selector (default
+    LRU cache)."""
+    def open_session(port: int, domains: dict[str, str]) -> DriverSession:
+        providers = {name: {"selector": key} for name, key in domains.items()}
+        return DriverSession([shutil.which("node") or "node", "evaluate.js", "--session"], node_dir, port,
+                             providers)
+
+    return open_session
 
 
 def test_js_provider_equals_the_reference(flagd_srv, node_flagd_dir, tmp_path):
@@ -76,6 +85,19 @@ def test_js_provider_equals_the_reference(flagd_srv, node_flagd_dir, tmp_path):
         assert {k: result[k] for k in want} == want, (case, result)
 
 
-def test_js_provider_sees_a_document_change(flagd_srv, node_flagd_dir, tmp_path):
-    document_change_case(flagd_srv, tmp_path, {"selector": LIVE.server_key}, 2,
-                         lambda request, during: run_driver(node_flagd_dir, tmp_path, request, during=during))
+def test_js_provider_sees_a_document_change(flagd_srv, node_flagd_dir):
+    document_change_case(flagd_srv, sessions(node_flagd_dir), 2)
+
+
+def test_js_providers_of_one_connection_follow_their_environments(start_flagd, node_flagd_dir, tmp_path):
+    # grpc-js shares one HTTP/2 connection between the providers' channels; none of their event
+    # streams carries a key.
+    domains_case(start_flagd, tmp_path, sessions(node_flagd_dir))
+
+
+def test_js_provider_with_an_unknown_key(flagd_srv, node_flagd_dir, tmp_path):
+    # Its event stream carries no key, so it reports ready; every evaluation is refused.
+    request = {"port": flagd_srv.grpc_port, "providers": {"unknown": {"selector": "ser.no_such_key"}},
+               "cases": [{"provider": "unknown", "type": "string", "flag": "text", "default": "x"}]}
+    result = run_driver(node_flagd_dir, tmp_path, request)["results"][0]
+    assert (result["value"], result["errorCode"]) == ("x", "GENERAL"), result

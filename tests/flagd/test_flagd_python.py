@@ -1,6 +1,7 @@
 """The Python flagd provider (openfeature-provider-flagd 0.6.1, RPC mode: gRPC,
 flagd.evaluation.v2) against Flagpole's flagd front door: every value compared with the
-reference engine, targeting, splits, errors, client-key filtering, change events, reconnects."""
+reference engine, targeting, splits, errors, client-key filtering, change events, reconnects,
+several domain-scoped providers through changes and a restart."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from flagd_support import (
     LIVE,
     MAIN,
     DEFAULTS,
+    Events,
+    domains_case,
     flagd_config,
     flagd_expected,
     ofrep_expected,
@@ -151,8 +154,8 @@ def test_keys_in_every_header_form_and_unauthenticated(flagd_srv):
             assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED, metadata
             events = stub.EventStream(v2.EventStreamRequest(), metadata=metadata, timeout=10)
             if not metadata:
-                # No key at all (the JS provider's stream): accepted, bound to the environment
-                # of the connection's first keyed call (test_flagd_node.py sees its changes).
+                # No key at all (the JS provider's stream): accepted, it follows the environments
+                # its connection presents keys for (test_flagd_node.py sees their changes).
                 assert next(iter(events)).type == "provider_ready"
                 events.cancel()
                 continue
@@ -255,3 +258,34 @@ def test_reconnects_after_a_restart(start_flagd, tmp_path):
     assert ready.wait(30), f"the provider never reconnected\n{second.stderr_tail()}"
     d = client.get_string_details("seg_feat", "x", EvaluationContext("u1", {"plan": "pro"}))
     assert (d.value, d.reason, d.error_code) == ("pro-value", "TARGETING_MATCH", None), d
+
+
+class Session:
+    """Python providers as `domains_case` drives them: one per domain, in this process, with
+    the default (LRU) cache."""
+
+    def __init__(self, port: int, domains: dict[str, str]) -> None:
+        self.events = Events()
+        self.clients, self.providers = {}, []
+        for name, key in domains.items():
+            client, provider = client_for(port, key)
+            self.clients[name] = client
+            self.providers.append(provider)
+            client.add_handler(ProviderEvent.PROVIDER_READY,
+                               lambda _, name=name: self.events.add({"event": "ready", "provider": name}))
+            client.add_handler(ProviderEvent.PROVIDER_CONFIGURATION_CHANGED,
+                               lambda d, name=name: self.events.add({"event": "changed", "provider": name,
+                                                                     "flags": d.flags_changed or []}))
+
+    def evaluate(self, cases: list[dict]) -> list[dict]:
+        return [{"value": details(self.clients[c["provider"]], c["type"], c["flag"], c["default"],
+                                  context_of(c.get("context"))).value} for c in cases]
+
+    def close(self, check: bool = True) -> None:
+        """Shuts the providers down (`check` is `DriverSession.close`'s: nothing to check here)."""
+        for provider in self.providers:
+            provider.shutdown()
+
+
+def test_providers_of_one_process_follow_their_environments(start_flagd, tmp_path):
+    domains_case(start_flagd, tmp_path, Session)

@@ -233,7 +233,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         if let Ok(address) = listener.local_addr() {
             tracing::info!(%address, "flagd (gRPC) listening");
         }
-        let flagd = api::flagd::Flagd::new(state.clone(), shutdown.requested.clone());
+        let flagd = api::flagd::Flagd::new(
+            state.clone(),
+            shutdown.requested.clone(),
+            shutdown.tasks.clone(),
+        );
         tokio::spawn(server::grpc::serve(
             listener,
             flagd,

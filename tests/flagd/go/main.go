@@ -6,18 +6,22 @@
 // INPUT:  {"port": N, "providers": {NAME: {"host": "KEY@127.0.0.1", "cache": "disabled"|"lru"}},
 //
 //	"cases": [{"provider", "type": "boolean"|"string"|"integer"|"float"|"object", "flag",
-//	           "default", "context"}],
-//	"change": {"provider", "ready": PATH, "timeoutMs", "cases": [...]} (optional)}
+//	           "default", "context"}]}
 //
-// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}], "changed": [...], "after": [...]}
+// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}]}
+//
+// Or, as a session (flagd_support.DriverSession): `go run . --session`, the same port and
+// providers as the first line of input, then one line of cases at a time; provider events
+// (READY, configuration change) are printed as they happen.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"time"
+	"sync"
 
 	flagd "github.com/open-feature/go-sdk-contrib/providers/flagd/pkg"
 	"github.com/open-feature/go-sdk/openfeature"
@@ -36,18 +40,10 @@ type evalCase struct {
 	Context  map[string]any `json:"context"`
 }
 
-type change struct {
-	Provider  string     `json:"provider"`
-	Ready     string     `json:"ready"`
-	TimeoutMs int        `json:"timeoutMs"`
-	Cases     []evalCase `json:"cases"`
-}
-
 type input struct {
 	Port      uint16                     `json:"port"`
 	Providers map[string]providerOptions `json:"providers"`
 	Cases     []evalCase                 `json:"cases"`
-	Change    *change                    `json:"change"`
 }
 
 type result struct {
@@ -59,8 +55,6 @@ type result struct {
 
 type output struct {
 	Results []result `json:"results"`
-	Changed []string `json:"changed"`
-	After   []result `json:"after"`
 }
 
 func evalContext(ctx map[string]any) openfeature.EvaluationContext {
@@ -114,10 +108,11 @@ func evaluate(cases []evalCase) []result {
 	return out
 }
 
-func run(in input) (output, error) {
-	for name, o := range in.Providers {
+// setProviders sets one provider per domain, named as in `providers`.
+func setProviders(port uint16, providers map[string]providerOptions) error {
+	for name, o := range providers {
 		opts := []flagd.ProviderOption{
-			flagd.WithRPCResolver(), flagd.WithHost(o.Host), flagd.WithPort(in.Port),
+			flagd.WithRPCResolver(), flagd.WithHost(o.Host), flagd.WithPort(port),
 			flagd.WithRetryBackoffMs(200), flagd.WithRetryBackoffMaxMs(500),
 		}
 		if o.Cache == "lru" {
@@ -127,38 +122,77 @@ func run(in input) (output, error) {
 		}
 		provider, err := flagd.NewProvider(opts...)
 		if err != nil {
-			return output{}, err
+			return err
 		}
 		if err := openfeature.SetNamedProviderAndWait(name, provider); err != nil {
-			return output{}, fmt.Errorf("provider %s: %w", name, err)
+			return fmt.Errorf("provider %s: %w", name, err)
 		}
 	}
-	out := output{Results: evaluate(in.Cases), Changed: []string{}, After: []result{}}
-	if in.Change != nil {
-		changed := make(chan []string, 1)
-		callback := func(details openfeature.EventDetails) {
-			select {
-			case changed <- details.FlagChanges:
-			default:
-			}
-		}
-		openfeature.NewClient(in.Change.Provider).AddHandler(openfeature.ProviderConfigChange, &callback)
-		if err := os.WriteFile(in.Change.Ready, []byte("ready"), 0o644); err != nil {
-			return out, err
-		}
-		select {
-		case flags := <-changed:
-			out.Changed = flags
-		case <-time.After(time.Duration(in.Change.TimeoutMs) * time.Millisecond):
-			return out, fmt.Errorf("no configuration change event")
-		}
-		out.After = evaluate(in.Change.Cases)
+	return nil
+}
+
+// session serves flagd_support.DriverSession on standard input and output.
+func session() error {
+	var mu sync.Mutex
+	out := json.NewEncoder(os.Stdout)
+	emit := func(message any) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = out.Encode(message)
 	}
+	lines := bufio.NewScanner(os.Stdin)
+	lines.Buffer(make([]byte, 1<<20), 1<<24)
+	if !lines.Scan() {
+		return fmt.Errorf("no set-up line")
+	}
+	var in input
+	if err := json.Unmarshal(lines.Bytes(), &in); err != nil {
+		return err
+	}
+	if err := setProviders(in.Port, in.Providers); err != nil {
+		return err
+	}
+	for name := range in.Providers {
+		name := name
+		ready := func(openfeature.EventDetails) {
+			emit(map[string]any{"event": "ready", "provider": name})
+		}
+		changed := func(details openfeature.EventDetails) {
+			emit(map[string]any{"event": "changed", "provider": name, "flags": details.FlagChanges})
+		}
+		client := openfeature.NewClient(name)
+		client.AddHandler(openfeature.ProviderReady, &ready)
+		client.AddHandler(openfeature.ProviderConfigChange, &changed)
+	}
+	emit(map[string]any{"reply": "ready"})
+	for lines.Scan() {
+		var req input
+		if err := json.Unmarshal(lines.Bytes(), &req); err != nil {
+			return err
+		}
+		emit(map[string]any{"reply": evaluate(req.Cases)})
+	}
+	openfeature.Shutdown()
+	return lines.Err()
+}
+
+func run(in input) (output, error) {
+	if err := setProviders(in.Port, in.Providers); err != nil {
+		return output{}, err
+	}
+	out := output{Results: evaluate(in.Cases)}
 	openfeature.Shutdown()
 	return out, nil
 }
 
 func main() {
+	if os.Args[1] == "--session" {
+		if err := session(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	raw, err := os.ReadFile(os.Args[1])
 	if err != nil {
 		panic(err)

@@ -3,11 +3,11 @@
 //   node evaluate.js INPUT.json OUTPUT.json
 // INPUT:  {"port": N, "providers": {NAME: {"selector": KEY, "cache": "disabled"|"lru"}},
 //          "cases": [{"provider", "type": "boolean"|"string"|"number"|"object", "flag",
-//                     "default", "context"}],
-//          "change": {"provider", "ready": PATH, "timeoutMs", "cases": [...]} (optional: write
-//          READY, wait for ConfigurationChanged, then evaluate these cases)}
-// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}, ...], "changed": [...],
-//          "after": [...]}
+//                     "default", "context"}]}
+// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}, ...]}
+// Or, as a session (flagd_support.DriverSession): node evaluate.js --session, the same port
+// and providers as the first line of input, then one line of cases at a time; provider events
+// (READY, ConfigurationChanged) are printed as they happen.
 'use strict';
 const fs = require('fs');
 const { OpenFeature, ProviderEvents } = require('@openfeature/server-sdk');
@@ -39,33 +39,54 @@ async function evaluate(cases) {
   return results;
 }
 
-async function main() {
-  const [input, output] = process.argv.slice(2);
-  const req = JSON.parse(fs.readFileSync(input, 'utf8'));
-  for (const [name, options] of Object.entries(req.providers)) {
+// One provider per domain, named as in `providers`.
+async function setProviders(port, providers) {
+  for (const [name, options] of Object.entries(providers)) {
     const provider = new FlagdProvider({
       host: '127.0.0.1',
-      port: req.port,
+      port,
       resolverType: 'rpc',
       deadlineMs: 5000,
       ...options,
     });
     await OpenFeature.setProviderAndWait(name, provider);
   }
-  const out = { results: await evaluate(req.cases), changed: null, after: [] };
-  if (req.change) {
-    const client = OpenFeature.getClient(req.change.provider);
-    const changed = new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no ConfigurationChanged event')), req.change.timeoutMs);
-      client.addHandler(ProviderEvents.ConfigurationChanged, (details) => {
-        clearTimeout(timer);
-        resolve(details.flagsChanged || []);
-      });
-    });
-    fs.writeFileSync(req.change.ready, 'ready');
-    out.changed = await changed;
-    out.after = await evaluate(req.change.cases);
+}
+
+function print(message) {
+  process.stdout.write(`${JSON.stringify(message)}\n`);
+}
+
+async function session() {
+  const lines = require('readline').createInterface({ input: process.stdin });
+  let setUp = false;
+  for await (const line of lines) {
+    const req = JSON.parse(line);
+    if (!setUp) {
+      await setProviders(req.port, req.providers);
+      for (const name of Object.keys(req.providers)) {
+        const client = OpenFeature.getClient(name);
+        client.addHandler(ProviderEvents.Ready, () => print({ event: 'ready', provider: name }));
+        client.addHandler(ProviderEvents.ConfigurationChanged, (details) =>
+          print({ event: 'changed', provider: name, flags: details.flagsChanged || [] }));
+      }
+      setUp = true;
+      print({ reply: 'ready' });
+    } else {
+      print({ reply: await evaluate(req.cases) });
+    }
   }
+  await OpenFeature.close();
+}
+
+async function main() {
+  if (process.argv[2] === '--session') {
+    return session();
+  }
+  const [input, output] = process.argv.slice(2);
+  const req = JSON.parse(fs.readFileSync(input, 'utf8'));
+  await setProviders(req.port, req.providers);
+  const out = { results: await evaluate(req.cases) };
   await OpenFeature.close();
   fs.writeFileSync(output, JSON.stringify(out));
 }

@@ -1,8 +1,10 @@
 //! The flagd listener (`flagpole.grpc.port`): HTTP/1.1 and HTTP/2 without TLS on one port, as
 //! the flagd providers speak it in RPC mode. A request whose content type is
 //! `application/grpc*` goes to tonic's router (both flagd evaluation services); anything else is
-//! a Connect call (`api/flagd/connect`). TCP_NODELAY, and the main listener's shutdown: stop
-//! accepting, let calls in flight finish; event streams end with the proxy's `stopping` token.
+//! a Connect call (`api/flagd/connect`). Each request carries its connection's
+//! [`Connection`] (what the connection has presented keys for). TCP_NODELAY, and the main
+//! listener's shutdown: stop accepting, let calls in flight finish; event streams end with the
+//! proxy's `stopping` token.
 //! The main listener's protections apply here too, with their own budget: at most
 //! `limits.max_connections` connections (past it, new ones wait in the kernel's backlog), request
 //! heads bounded by `limits.max_header_bytes` (HTTP/1.1 and HTTP/2 alike), and an HTTP/1.1 head
@@ -24,7 +26,7 @@ use tonic::service::Routes;
 use tonic::transport::server::TcpConnectInfo;
 use tower_service::Service as _;
 
-use crate::api::flagd::{connect, Flagd};
+use crate::api::flagd::{connect, Connection, Flagd};
 use crate::config::Config;
 
 /// Serves `flagd` on `listener` until `stopping` is cancelled and the calls in flight end (at
@@ -76,7 +78,10 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let local = stream.local_addr().ok();
         let (flagd, routes, builder) = (flagd.clone(), routes.clone(), builder.clone());
-        let service = hyper::service::service_fn(move |request| {
+        // What this connection presents keys for: its key-less event streams follow it.
+        let presented = Connection::new();
+        let service = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
+            request.extensions_mut().insert(presented.clone());
             dispatch(flagd.clone(), routes.clone(), request, local, peer)
         });
         let connection = graceful.watch(

@@ -11,6 +11,7 @@
 //! pre-sized buffer, written with its headers at once.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{header, HeaderValue, Method, StatusCode};
@@ -22,7 +23,7 @@ use tonic::transport::server::TcpConnectInfo;
 use tonic::{Code, Status};
 
 use super::connect_json::Json;
-use super::{v1, v2, Flagd};
+use super::{v1, v2, Connection, Flagd};
 
 /// What a Connect response is made of.
 pub type Body = tonic::body::Body;
@@ -84,6 +85,7 @@ pub async fn handle(
         }
     };
     let call = Call {
+        connection: parts.extensions.get::<Arc<Connection>>().cloned(),
         headers: parts.headers,
         peer,
         codec,
@@ -139,6 +141,7 @@ pub async fn handle(
 struct Call {
     headers: http::HeaderMap,
     peer: Option<SocketAddr>,
+    connection: Option<Arc<Connection>>,
     codec: Codec,
 }
 
@@ -174,6 +177,9 @@ impl Call {
             local_addr: None,
             remote_addr: self.peer,
         });
+        if let Some(connection) = &self.connection {
+            extensions.insert(connection.clone());
+        }
         tonic::Request::from_parts(
             tonic::metadata::MetadataMap::from_headers(self.headers.clone()),
             extensions,

@@ -1,113 +1,239 @@
-//! `EventStream`: `provider_ready` at once, `configuration_change` naming the changed flags on
-//! every new content revision, `keep_alive` between them (every `ofrep.sse.heartbeat_sec`), and
-//! a clean end when the environment stops being served or the proxy shuts down.
+//! `EventStream`: `provider_ready` at once (on every connect, so a provider that reconnects
+//! knows it is back), then a `configuration_change` naming every flag of the environments the
+//! stream follows already, `configuration_change` naming the changed flags on every new content
+//! revision of one of them, `keep_alive` between them (every `ofrep.sse.heartbeat_sec`), and
+//! `UNAVAILABLE` when the proxy shuts down or a keyed stream's environment stops being served.
 //!
-//! A stream opened without a key (the JS provider's) waits for its connection's first keyed
-//! call to learn its environment (`peers`), saying only `provider_ready` and `keep_alive` until
-//! then.
+//! The first notice is for reconnects: the Python and Java providers keep their cached answers
+//! over a reconnect shorter than their grace period, and a flag may have changed meanwhile (the
+//! proxy restarted with a newer document); a provider connecting for the first time has nothing
+//! cached to drop. The end is an error on purpose: the providers reconnect on a stream error,
+//! while a stream that ends cleanly leaves the JS provider with no stream at all and its cached
+//! answers served for good.
+//!
+//! A keyed stream follows its key's environment. A key-less stream (the JS provider's) follows
+//! every environment its connection's keyed calls present (`peers`), from the snapshot each was
+//! first answered from, saying only `provider_ready` and `keep_alive` until there is one.
 //!
 //! The providers drop their cached answers for the flags a `configuration_change` names. A
 //! flag's environment-level state is compared between revisions; a flag that can vary by
 //! context is always named, since its segments or overrides may have changed without that
-//! state changing.
+//! state changing. A client key is told only of the flags it may see.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use prost_types::Struct;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::{ReceiverStream, WatchStream};
+use tokio_stream::{StreamExt, StreamMap};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tonic::Status;
 
-use super::peers::Waiting;
+use super::peers::Presented;
 use super::{proto, Events};
 use crate::api::AppState;
-use crate::snapshot::Snapshot;
-use crate::store::EnvSlot;
+use crate::snapshot::{KeyKind, Snapshot};
 
-/// A flag's environment-level state and whether it can vary, to tell what changed.
-type Fingerprints = HashMap<String, (u64, bool)>;
+/// Per flag: its environment-level state (hashed), whether it can vary, whether client keys
+/// see it.
+type Fingerprints = HashMap<String, (u64, bool, bool)>;
 
 /// Whose changes a stream reports.
 pub enum Source {
-    Env(Arc<EnvSlot>),
-    /// Not known yet: the environment of the connection's first keyed call.
-    Connection(Waiting),
+    /// The stream's own key.
+    Key(Presented),
+    /// No key: every environment its connection presents a key for, now or later.
+    Connection(watch::Receiver<Vec<Presented>>),
 }
 
-/// Opens a stream of one version's messages, built by `message(type, data)`; it ends when
-/// `stopping` is cancelled (shutdown) or its environment stops being served.
+/// What the stream tasks of one front door share: each snapshot's fingerprints, computed once
+/// however many streams follow its environment.
+#[derive(Default)]
+pub struct Shared {
+    /// By snapshot address; the weak pointer keeps the address from being reused meanwhile.
+    fingerprints: Mutex<HashMap<usize, Known>>,
+}
+
+type Known = (Weak<Snapshot>, Arc<Fingerprints>);
+
+impl Shared {
+    fn fingerprints(&self, snapshot: &Arc<Snapshot>) -> Arc<Fingerprints> {
+        let key = Arc::as_ptr(snapshot) as usize;
+        if let Some((_, known)) = self.fingerprints.lock().get(&key) {
+            return known.clone();
+        }
+        let computed = Arc::new(fingerprints(snapshot));
+        let mut all = self.fingerprints.lock();
+        all.retain(|_, (snapshot, _)| snapshot.strong_count() > 0);
+        all.insert(key, (Arc::downgrade(snapshot), computed.clone()));
+        computed
+    }
+}
+
+/// An environment a stream follows, and the flags as it last told them.
+struct Followed {
+    presented: Presented,
+    told: Arc<Fingerprints>,
+}
+
+/// Opens a stream of one version's messages, built by `message(type, data)`; its task runs on
+/// `tasks` (the proxy's exit waits for it) and ends when `stopping` is cancelled.
 pub fn open<T, F>(
     state: &AppState,
+    tasks: &TaskTracker,
+    shared: Arc<Shared>,
     source: Source,
     stopping: CancellationToken,
     message: F,
 ) -> Events<T>
 where
     T: Send + 'static,
-    F: Fn(&str, Option<Struct>) -> T + Send + 'static,
+    F: Fn(&str, Option<Struct>) -> T + Send + Sync + 'static,
 {
     // Small: a slow reader gets the latest news late, it does not queue revisions.
     let (tx, rx) = mpsc::channel(4);
     let keep_alive = Duration::from_secs(state.config.ofrep.sse.heartbeat_sec.max(1));
-    tokio::spawn(async move {
-        if tx.send(Ok(message("provider_ready", None))).await.is_err() {
-            return;
-        }
-        let mut ticks =
-            tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
-        let env = match source {
-            Source::Env(env) => env,
-            Source::Connection(mut waiting) => loop {
-                let event = tokio::select! {
-                    () = stopping.cancelled() => return,
-                    () = tx.closed() => return,
-                    changed = waiting.bound.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                        let bound = waiting.bound.borrow_and_update().clone();
-                        match bound {
-                            Some(env) => break env,
-                            None => continue,
-                        }
-                    }
-                    _ = ticks.tick() => message("keep_alive", None),
-                };
-                if tx.send(Ok(event)).await.is_err() {
-                    return;
-                }
-            },
-        };
-        let mut revisions = env.revisions.subscribe();
-        revisions.borrow_and_update();
-        let mut seen = env.snapshot().map(|s| fingerprints(&s)).unwrap_or_default();
-        loop {
-            let event = tokio::select! {
-                () = env.stop.cancelled() => break,
-                () = stopping.cancelled() => break,
-                () = tx.closed() => break,
-                changed = revisions.changed() => {
-                    if changed.is_err() {
-                        break;
-                    }
-                    revisions.borrow_and_update();
-                    let Some(snapshot) = env.snapshot() else { continue };
-                    let now = fingerprints(&snapshot);
-                    let changed = changed_flags(&seen, &now);
-                    seen = now;
-                    message("configuration_change", Some(changed))
-                }
-                _ = ticks.tick() => message("keep_alive", None),
-            };
-            if tx.send(Ok(event)).await.is_err() {
-                break;
-            }
+    tasks.spawn(async move {
+        if let Err(status) = run(&tx, &shared, source, &stopping, keep_alive, &message).await {
+            let _ = tx.send(Err(status)).await;
         }
     });
     Box::pin(ReceiverStream::<Result<T, Status>>::new(rx))
+}
+
+/// The stream's life; `Err` is the status it ends with, `Ok` that the caller left.
+async fn run<T, F>(
+    tx: &mpsc::Sender<Result<T, Status>>,
+    shared: &Shared,
+    source: Source,
+    stopping: &CancellationToken,
+    keep_alive: Duration,
+    message: &F,
+) -> Result<(), Status>
+where
+    F: Fn(&str, Option<Struct>) -> T + Sync,
+{
+    let send = |event| async move { tx.send(Ok(event)).await.is_ok() };
+    if !send(message("provider_ready", None)).await {
+        return Ok(());
+    }
+    let (keyed, mut presented) = match source {
+        Source::Key(p) => (Some(p), None),
+        Source::Connection(rx) => (None, Some(rx)),
+    };
+    let mut followed: Vec<Followed> = Vec::new();
+    let mut revisions = StreamMap::new();
+    // `at_open`: what the provider may hold is unknown (a provider reconnecting keeps the
+    // answers it cached before), so every flag is news.
+    let learn = |list: &[Presented],
+                 at_open: bool,
+                 followed: &mut Vec<Followed>,
+                 revisions: &mut StreamMap<usize, _>| {
+        let mut news = Vec::new();
+        for p in list {
+            match followed
+                .iter_mut()
+                .find(|f| Arc::ptr_eq(&f.presented.env, &p.env))
+            {
+                Some(f) => f.presented.kind = p.kind,
+                None => {
+                    let told = match p.since.upgrade() {
+                        Some(snapshot) if !at_open => shared.fingerprints(&snapshot),
+                        // At open, or that snapshot is gone (replaced since): all is news.
+                        _ => Arc::default(),
+                    };
+                    let since = p.since.clone();
+                    revisions.insert(
+                        followed.len(),
+                        WatchStream::from_changes(p.env.revisions.subscribe()),
+                    );
+                    followed.push(Followed {
+                        presented: p.clone(),
+                        told,
+                    });
+                    // Published between that call and now: news at once.
+                    let current = p.env.snapshot();
+                    if at_open
+                        || current.is_some_and(|c| !std::ptr::eq(since.as_ptr(), Arc::as_ptr(&c)))
+                    {
+                        news.push(followed.len() - 1);
+                    }
+                }
+            }
+        }
+        news
+    };
+    let mut news = match (&keyed, &mut presented) {
+        (Some(p), _) => learn(std::slice::from_ref(p), true, &mut followed, &mut revisions),
+        (None, Some(rx)) => {
+            let list = rx.borrow_and_update().clone();
+            learn(&list, true, &mut followed, &mut revisions)
+        }
+        (None, None) => Vec::new(),
+    };
+    let stop = keyed.as_ref().map(|p| p.env.stop.clone());
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
+    loop {
+        for index in news.drain(..) {
+            if let Some(data) = tell(shared, &mut followed[index]) {
+                if !send(message("configuration_change", Some(data))).await {
+                    return Ok(());
+                }
+            }
+        }
+        tokio::select! {
+            biased;
+            () = stopping.cancelled() => {
+                return Err(Status::unavailable("the proxy is shutting down: reconnect"));
+            }
+            () = stopped(&stop) => {
+                return Err(Status::unavailable("this environment is no longer served here"));
+            }
+            () = tx.closed() => return Ok(()),
+            Some(list) = grown(&mut presented) => {
+                news = learn(&list, false, &mut followed, &mut revisions);
+            }
+            Some((index, _)) = revisions.next() => news.push(index),
+            _ = ticks.tick() => {
+                if !send(message("keep_alive", None)).await {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Completes when the keyed stream's environment stops being served (never for a key-less one).
+async fn stopped(stop: &Option<CancellationToken>) {
+    match stop {
+        Some(stop) => stop.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The connection's list once it has changed (never for a keyed stream, nor once the
+/// connection is gone).
+async fn grown(presented: &mut Option<watch::Receiver<Vec<Presented>>>) -> Option<Vec<Presented>> {
+    let Some(rx) = presented else {
+        return std::future::pending().await;
+    };
+    if rx.changed().await.is_err() {
+        return std::future::pending().await;
+    }
+    Some(rx.borrow_and_update().clone())
+}
+
+/// The change notice for a followed environment's current snapshot, if it names anything.
+fn tell(shared: &Shared, followed: &mut Followed) -> Option<Struct> {
+    let snapshot = followed.presented.env.snapshot()?;
+    let now = shared.fingerprints(&snapshot);
+    let notice = changed_flags(&followed.told, &now, followed.presented.kind);
+    followed.told = now;
+    notice
 }
 
 fn fingerprints(snapshot: &Snapshot) -> Fingerprints {
@@ -122,42 +248,131 @@ fn fingerprints(snapshot: &Snapshot) -> Fingerprints {
             text.push(b' ');
             text.extend_from_slice(&crate::json::to_vec(f.value));
             let hash = xxhash_rust::xxh3::xxh3_64(&text);
-            (f.key.to_owned(), (hash, snapshot.env.can_vary(f.key)))
+            let client_sees = snapshot.is_visible(KeyKind::Client, f.key, f.enabled);
+            (
+                f.key.to_owned(),
+                (hash, snapshot.env.can_vary(f.key), client_sees),
+            )
         })
         .collect()
 }
 
-/// `{"flags": {<key>: {"type": "update"|"write"|"delete"}}}`: flagd's change notice.
-fn changed_flags(before: &Fingerprints, after: &Fingerprints) -> Struct {
+/// `{"flags": {<key>: {"type": "update"|"write"|"delete"}}}`, flagd's change notice, of the
+/// flags a key of `kind` sees before or after; `None` when there are none.
+fn changed_flags(before: &Fingerprints, after: &Fingerprints, kind: KeyKind) -> Option<Struct> {
+    let sees = |f: &&(u64, bool, bool)| kind == KeyKind::Server || f.2;
     let keys: HashSet<&String> = before.keys().chain(after.keys()).collect();
     let mut flags = BTreeMap::new();
     for key in keys {
-        let kind = match (before.get(key), after.get(key)) {
+        let change = match (before.get(key).filter(sees), after.get(key).filter(sees)) {
             (None, Some(_)) => "write",
             (Some(_), None) => "delete",
             (Some(a), Some(b)) if a != b || a.1 || b.1 => "update",
             _ => continue,
         };
-        let mut change = BTreeMap::new();
-        change.insert("type".to_owned(), proto::string(kind));
-        change.insert("flagKey".to_owned(), proto::string(key.clone()));
-        flags.insert(
-            key.clone(),
-            prost_types::Value {
-                kind: Some(prost_types::value::Kind::StructValue(Struct {
-                    fields: change,
-                })),
-            },
-        );
+        let mut fields = BTreeMap::new();
+        fields.insert("type".to_owned(), proto::string(change));
+        fields.insert("flagKey".to_owned(), proto::string(key.clone()));
+        flags.insert(key.clone(), structure(fields));
+    }
+    if flags.is_empty() {
+        return None;
     }
     let mut data = BTreeMap::new();
-    data.insert(
-        "flags".to_owned(),
-        prost_types::Value {
-            kind: Some(prost_types::value::Kind::StructValue(Struct {
-                fields: flags,
-            })),
-        },
-    );
-    Struct { fields: data }
+    data.insert("flags".to_owned(), structure(flags));
+    Some(Struct { fields: data })
+}
+
+fn structure(fields: BTreeMap<String, prost_types::Value>) -> prost_types::Value {
+    prost_types::Value {
+        kind: Some(prost_types::value::Kind::StructValue(Struct { fields })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(notice: Option<Struct>) -> Vec<(String, String)> {
+        let Some(notice) = notice else {
+            return Vec::new();
+        };
+        let Some(prost_types::value::Kind::StructValue(flags)) =
+            notice.fields["flags"].kind.clone()
+        else {
+            panic!("no flags");
+        };
+        flags
+            .fields
+            .into_iter()
+            .map(|(key, change)| {
+                let Some(prost_types::value::Kind::StructValue(change)) = change.kind else {
+                    panic!("not a struct");
+                };
+                let Some(prost_types::value::Kind::StringValue(kind)) =
+                    change.fields["type"].kind.clone()
+                else {
+                    panic!("no type");
+                };
+                (key, kind)
+            })
+            .collect()
+    }
+
+    fn prints(entries: &[(&str, u64, bool, bool)]) -> Fingerprints {
+        entries
+            .iter()
+            .map(|&(k, h, vary, client)| (k.to_owned(), (h, vary, client)))
+            .collect()
+    }
+
+    #[test]
+    fn a_notice_names_what_changed_as_the_key_sees_it() {
+        let before = prints(&[
+            ("same", 1, false, true),
+            ("changed", 1, false, true),
+            ("gone", 1, false, true),
+            ("targeted", 1, true, true),
+            ("secret", 1, false, false),
+        ]);
+        let after = prints(&[
+            ("same", 1, false, true),
+            ("changed", 2, false, true),
+            ("new", 1, false, true),
+            ("targeted", 1, true, true),
+            ("secret", 2, false, false),
+        ]);
+        let server = names(changed_flags(&before, &after, KeyKind::Server));
+        let want = |list: &[(&str, &str)]| {
+            list.iter()
+                .map(|(k, t)| (k.to_string(), t.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            server,
+            want(&[
+                ("changed", "update"),
+                ("gone", "delete"),
+                ("new", "write"),
+                ("secret", "update"),
+                ("targeted", "update"),
+            ])
+        );
+        let client = names(changed_flags(&before, &after, KeyKind::Client));
+        assert_eq!(
+            client,
+            want(&[
+                ("changed", "update"),
+                ("gone", "delete"),
+                ("new", "write"),
+                ("targeted", "update"),
+            ])
+        );
+        let only_secret = prints(&[("secret", 3, false, false)]);
+        let before_secret = prints(&[("secret", 1, false, false)]);
+        assert!(changed_flags(&before_secret, &only_secret, KeyKind::Client).is_none());
+        // Nothing known before (that snapshot is gone): everything it sees is news.
+        let all = names(changed_flags(&Fingerprints::new(), &after, KeyKind::Client));
+        assert_eq!(all.len(), 4, "{all:?}");
+    }
 }

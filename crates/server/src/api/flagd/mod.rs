@@ -23,11 +23,13 @@ use std::time::Instant;
 
 use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tonic::{Request, Response, Status};
 
 use super::authorise::Authorised;
 use super::AppState;
 use crate::telemetry::flagd::{self as calls, Method};
+pub use peers::Connection;
 use resolve::{Kind, Resolved, Typed};
 
 /// Code generated from the vendored flagd schemas (`proto/`, by `build.rs`).
@@ -42,25 +44,30 @@ pub mod v2 {
 #[derive(Clone)]
 pub struct Flagd {
     state: AppState,
-    /// Key-less event streams waiting for their connection's environment.
-    peers: Arc<peers::Peers>,
-    /// The proxy's shutdown: open event streams end.
+    /// The proxy's shutdown: open event streams end (with `UNAVAILABLE`: providers reconnect).
     stopping: CancellationToken,
+    /// Where event stream tasks run: the proxy's exit waits for them.
+    tasks: TaskTracker,
+    /// What the event streams share.
+    events: Arc<events::Shared>,
 }
 
 impl Flagd {
-    pub fn new(state: AppState, stopping: CancellationToken) -> Flagd {
+    pub fn new(state: AppState, stopping: CancellationToken, tasks: TaskTracker) -> Flagd {
         Flagd {
             state,
-            peers: Arc::default(),
             stopping,
+            tasks,
+            events: Arc::default(),
         }
     }
 
-    /// The key's environment; a stream waiting on this connection learns it.
+    /// The key's environment; the key-less streams of this connection follow it from now on.
     fn authorise<M>(&self, request: &Request<M>) -> Result<Authorised, Status> {
         let authorised = keys::authorise(&self.state, request.metadata())?;
-        self.peers.seen(request.remote_addr(), &authorised.env);
+        if let Some(connection) = request.extensions().get::<Arc<Connection>>() {
+            connection.seen(&authorised);
+        }
         Ok(authorised)
     }
 
@@ -77,11 +84,14 @@ impl Flagd {
     }
 
     /// Whose changes an `EventStream` call reports: its key's environment, or with no key at
-    /// all, its connection's (see `peers`).
+    /// all, those its connection presents keys for (see `peers`).
     fn events_source<M>(&self, request: &Request<M>) -> Result<events::Source, Status> {
-        match (keys::presented(request.metadata())?, request.remote_addr()) {
-            (None, Some(peer)) => Ok(events::Source::Connection(self.peers.wait(peer))),
-            _ => Ok(events::Source::Env(self.authorise(request)?.env)),
+        let connection = request.extensions().get::<Arc<Connection>>();
+        match (keys::presented(request.metadata())?, connection) {
+            (None, Some(connection)) => Ok(events::Source::Connection(connection.watch())),
+            _ => Ok(events::Source::Key(peers::Presented::of(
+                &self.authorise(request)?,
+            ))),
         }
     }
 
@@ -244,7 +254,14 @@ macro_rules! service {
                         r#type: kind.to_owned(),
                         data,
                     };
-                    let stream = events::open(&self.state, source, self.stopping.clone(), message);
+                    let stream = events::open(
+                        &self.state,
+                        &self.tasks,
+                        self.events.clone(),
+                        source,
+                        self.stopping.clone(),
+                        message,
+                    );
                     Ok(Response::new(stream))
                 })();
                 calls::observed(Method::EventStream, started, outcome)

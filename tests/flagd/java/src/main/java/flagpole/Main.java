@@ -4,6 +4,9 @@
 // INPUT:  {"port": N, "providers": {NAME: {"key": KEY}}, "cases": [{"provider", "type":
 //          "boolean"|"string"|"integer"|"float"|"object", "flag", "default", "context"}]}
 // OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}, ...]}
+// Or, as a session (flagd_support.DriverSession): `flagpole.Main --session`, the same port and
+// providers as the first line of input, then one line of cases at a time; provider events
+// (READY, configuration change) are printed as they happen.
 // The Java provider sends no selector in RPC mode: the key rides on a gRPC client interceptor.
 package flagpole;
 
@@ -18,35 +21,92 @@ import dev.openfeature.sdk.OpenFeatureAPI;
 import dev.openfeature.sdk.Value;
 import io.grpc.Metadata;
 import io.grpc.stub.MetadataUtils;
+import java.io.BufferedReader;
 import java.io.File;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 public class Main {
+    static final ObjectMapper JSON = new ObjectMapper();
+
     public static void main(String[] args) throws Exception {
-        ObjectMapper json = new ObjectMapper();
+        if (args[0].equals("--session")) {
+            session();
+            return;
+        }
         @SuppressWarnings("unchecked")
-        Map<String, Object> in = json.readValue(new File(args[0]), Map.class);
-        int port = ((Number) in.get("port")).intValue();
+        Map<String, Object> in = JSON.readValue(new File(args[0]), Map.class);
         OpenFeatureAPI api = OpenFeatureAPI.getInstance();
+        setProviders(api, in);
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> cases = (List<Map<String, Object>>) in.get("cases");
+        List<Map<String, Object>> results = evaluate(api, cases);
+        api.shutdown();
+        JSON.writeValue(new File(args[1]), Map.of("results", results));
+    }
+
+    /** One provider per domain, named as in the request's `providers`. */
+    static void setProviders(OpenFeatureAPI api, Map<String, Object> in) {
+        int port = ((Number) in.get("port")).intValue();
         @SuppressWarnings("unchecked")
         Map<String, Map<String, Object>> providers = (Map<String, Map<String, Object>>) in.get("providers");
         for (Map.Entry<String, Map<String, Object>> p : providers.entrySet()) {
             Metadata headers = new Metadata();
             headers.put(Metadata.Key.of("flagd-selector", Metadata.ASCII_STRING_MARSHALLER),
                     (String) p.getValue().get("key"));
+            Object cache = p.getValue().get("cache");
             FlagdOptions options = FlagdOptions.builder()
                     .resolverType(Config.Resolver.RPC).host("127.0.0.1").port(port)
-                    .cacheType("disabled").deadline(5000)
+                    .cacheType(cache == null ? "disabled" : (String) cache).deadline(5000)
                     .clientInterceptors(List.of(MetadataUtils.newAttachHeadersInterceptor(headers)))
                     .build();
             api.setProviderAndWait(p.getKey(), new FlagdProvider(options));
         }
-        List<Map<String, Object>> results = new ArrayList<>();
+    }
+
+    static synchronized void print(Object message) {
+        try {
+            System.out.println(JSON.writeValueAsString(message));
+            System.out.flush();
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    /** Serves flagd_support.DriverSession on standard input and output. */
+    static void session() throws Exception {
+        BufferedReader lines = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         @SuppressWarnings("unchecked")
-        List<Map<String, Object>> cases = (List<Map<String, Object>>) in.get("cases");
+        Map<String, Object> in = JSON.readValue(lines.readLine(), Map.class);
+        OpenFeatureAPI api = OpenFeatureAPI.getInstance();
+        setProviders(api, in);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> providers = (Map<String, Object>) in.get("providers");
+        for (String name : providers.keySet()) {
+            Client client = api.getClient(name);
+            client.onProviderReady(details -> print(Map.of("event", "ready", "provider", name)));
+            client.onProviderConfigurationChanged(details -> print(Map.of("event", "changed", "provider", name,
+                    "flags", details.getFlagsChanged() == null ? List.of() : details.getFlagsChanged())));
+        }
+        print(Map.of("reply", "ready"));
+        for (String line = lines.readLine(); line != null; line = lines.readLine()) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> req = JSON.readValue(line, Map.class);
+            @SuppressWarnings("unchecked")
+            List<Map<String, Object>> cases = (List<Map<String, Object>>) req.get("cases");
+            print(Map.of("reply", evaluate(api, cases)));
+        }
+        api.shutdown();
+        // A thread the providers leave behind once they have reconnected keeps the JVM alive.
+        System.exit(0);
+    }
+
+    static List<Map<String, Object>> evaluate(OpenFeatureAPI api, List<Map<String, Object>> cases) {
+        List<Map<String, Object>> results = new ArrayList<>();
         for (Map<String, Object> c : cases) {
             Client client = api.getClient((String) c.get("provider"));
             MutableContext ctx = new MutableContext();
@@ -86,8 +146,7 @@ public class Main {
             out.put("errorCode", d.getErrorCode() == null ? null : d.getErrorCode().name());
             results.add(out);
         }
-        api.shutdown();
-        json.writeValue(new File(args[1]), Map.of("results", results));
+        return results;
     }
 
     /** A Value as plain Java (maps, lists, numbers, strings, booleans, null). */
