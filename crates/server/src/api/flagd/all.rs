@@ -97,9 +97,9 @@ fn prepare(out: &mut Vec<u8>, source: &SourcedValue<'_>, parse_json_strings: boo
     let mut field = Vec::new();
     proto_value(&mut field, value.as_deref());
     out.push(u8::from(!field.is_empty()) | u8::from(enabled) << 1);
-    let variant = source.variant_key.map(|key| {
-        mapping::variant_text(enabled, VariantChoice::Key(key), true, source.value)
-    });
+    let variant = source
+        .variant_key
+        .map(|key| mapping::variant_text(enabled, VariantChoice::Key(key), true, source.value));
     let variant = variant.as_deref().unwrap_or("");
     wire::varint(out, variant.len() as u64);
     out.extend_from_slice(variant.as_bytes());
@@ -137,7 +137,10 @@ pub fn write(
         let prepared = table.and_then(|t| t.get(kind, flag));
         let (piece, rank) = match prepared {
             Some(None) => continue,
-            Some(Some(prepared)) => (piece(snapshot, kind, flag, Some(prepared), options), Some(prepared.rank)),
+            Some(Some(prepared)) => (
+                piece(snapshot, kind, flag, Some(prepared), options),
+                Some(prepared.rank),
+            ),
             None if !snapshot.is_visible(kind, flag.key, flag.enabled) => continue,
             None => (
                 piece(snapshot, kind, flag, None, options),
@@ -323,11 +326,22 @@ fn write_proto(out: &mut Vec<u8>, pieces: &[Piece<'_>], kind: KeyKind, v2: bool,
         // v1's `variant` is a plain string (left out when empty), v2's is `optional`.
         let variant = v2 || !p.variant.is_empty();
         let flag_len = wire::len_field_size(p.reason.len())
-            + if variant { wire::len_field_size(p.variant.len()) } else { 0 }
+            + if variant {
+                wire::len_field_size(p.variant.len())
+            } else {
+                0
+            }
             + p.value.len()
-            + if options.metadata { wire::len_field_size(meta.len()) } else { 0 };
-        let entry_len = if key.is_empty() { 0 } else { wire::len_field_size(key.len()) }
-            + wire::len_field_size(flag_len);
+            + if options.metadata {
+                wire::len_field_size(meta.len())
+            } else {
+                0
+            };
+        let entry_len = if key.is_empty() {
+            0
+        } else {
+            wire::len_field_size(key.len())
+        } + wire::len_field_size(flag_len);
         wire::key(out, 1, LEN);
         wire::varint(out, entry_len as u64);
         if !key.is_empty() {
@@ -394,13 +408,20 @@ mod tests {
 
     use super::*;
 
-    /// The messages as prost generates them, maps sorted (`build.rs`).
+    /// The messages as prost generates them, maps sorted (`build.rs`); only some are used.
+    #[allow(dead_code)]
     mod reference {
         pub mod v1 {
-            include!(concat!(env!("OUT_DIR"), "/reference/flagd.evaluation.v1.rs"));
+            include!(concat!(
+                env!("OUT_DIR"),
+                "/reference/flagd.evaluation.v1.rs"
+            ));
         }
         pub mod v2 {
-            include!(concat!(env!("OUT_DIR"), "/reference/flagd.evaluation.v2.rs"));
+            include!(concat!(
+                env!("OUT_DIR"),
+                "/reference/flagd.evaluation.v2.rs"
+            ));
         }
     }
 
@@ -411,7 +432,11 @@ mod tests {
         let mut doc: Value = serde_json::from_str(EXAMPLE).unwrap();
         let template = doc["feature_states"][0].clone();
         let extra = [
-            ("object_json", true, json!("{\"b\":[1,\"x\",null,{\"e\":true}],\"a\":1,\"c\":{\"d\":2.5}}")),
+            (
+                "object_json",
+                true,
+                json!("{\"b\":[1,\"x\",null,{\"e\":true}],\"a\":1,\"c\":{\"d\":2.5}}"),
+            ),
             ("array_json", true, json!("[1,2]")),
             ("ratio", true, json!(2.5)),
             ("big", true, json!(12345678901_i64)),
@@ -531,17 +556,21 @@ mod tests {
                             let ours = write(&snapshot, kind, &result.flags, options);
                             let name = format!("{identifier} {kind:?} v2={v2} meta={metadata}");
                             if v2 {
-                                let (bytes, message) = expect_v2(&snapshot, kind, &result.flags, options);
+                                let (bytes, message) =
+                                    expect_v2(&snapshot, kind, &result.flags, options);
                                 assert_eq!(ours, bytes, "{name}");
-                                let decoded = reference::v2::ResolveAllResponse::decode(&ours[..]).unwrap();
+                                let decoded =
+                                    reference::v2::ResolveAllResponse::decode(&ours[..]).unwrap();
                                 assert_eq!(decoded, message, "{name}");
                             } else {
-                                let (bytes, message) = expect_v1(&snapshot, kind, &result.flags, options);
+                                let (bytes, message) =
+                                    expect_v1(&snapshot, kind, &result.flags, options);
                                 assert_eq!(ours, bytes, "{name}");
                                 for flag in message.flags.values() {
-                                    let value = flag.value.as_ref().map_or("None".to_owned(), |v| {
-                                        format!("{v:?}").split('(').next().unwrap().to_owned()
-                                    });
+                                    let value =
+                                        flag.value.as_ref().map_or("None".to_owned(), |v| {
+                                            format!("{v:?}").split('(').next().unwrap().to_owned()
+                                        });
                                     kinds_seen.insert((flag.reason.clone(), value));
                                 }
                             }
@@ -554,7 +583,18 @@ mod tests {
         assert!(compared > 0);
         // The cases the comparison is for all occurred.
         let seen = format!("{kinds_seen:?}");
-        for wanted in ["STATIC", "DEFAULT", "TARGETING_MATCH", "SPLIT", "DISABLED", "BoolValue", "StringValue", "DoubleValue", "ObjectValue", "None"] {
+        for wanted in [
+            "STATIC",
+            "DEFAULT",
+            "TARGETING_MATCH",
+            "SPLIT",
+            "DISABLED",
+            "BoolValue",
+            "StringValue",
+            "DoubleValue",
+            "ObjectValue",
+            "None",
+        ] {
             assert!(seen.contains(wanted), "{wanted} never occurred: {seen}");
         }
     }

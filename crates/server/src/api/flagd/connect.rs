@@ -121,13 +121,17 @@ pub async fn handle(
         ("v1", "ResolveFloat", _) => unary!(v1, resolve_float),
         ("v1", "ResolveInt", _) => unary!(v1, resolve_int),
         ("v1", "ResolveObject", _) => unary!(v1, resolve_object),
-        ("v1", "ResolveAll", _) => call.all::<v1::ResolveAllRequest>(flagd, &body, false, |m| m.context),
+        ("v1", "ResolveAll", _) => {
+            call.all::<v1::ResolveAllRequest>(flagd, &body, false, |m| m.context)
+        }
         ("v2", "ResolveBoolean", _) => unary!(v2, resolve_boolean),
         ("v2", "ResolveString", _) => unary!(v2, resolve_string),
         ("v2", "ResolveFloat", _) => unary!(v2, resolve_float),
         ("v2", "ResolveInt", _) => unary!(v2, resolve_int),
         ("v2", "ResolveObject", _) => unary!(v2, resolve_object),
-        ("v2", "ResolveAll", _) => call.all::<v2::ResolveAllRequest>(flagd, &body, true, |m| m.context),
+        ("v2", "ResolveAll", _) => {
+            call.all::<v2::ResolveAllRequest>(flagd, &body, true, |m| m.context)
+        }
         _ => unary_error(
             StatusCode::NOT_FOUND,
             &Status::unimplemented(format!("no procedure at {path}")),

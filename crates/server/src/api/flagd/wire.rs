@@ -147,7 +147,11 @@ mod tests {
             };
             let mut ours = Vec::new();
             object(&mut ours, map);
-            assert_eq!(ours, super::super::proto::object(map).encode_to_vec(), "{doc}");
+            assert_eq!(
+                ours,
+                super::super::proto::object(map).encode_to_vec(),
+                "{doc}"
+            );
         }
         for n in [0u64, 1, 127, 128, 16_383, 16_384, u64::MAX] {
             let mut out = Vec::new();

@@ -106,7 +106,11 @@ pub fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
 }
 
 /// The value sent, or `None` (disabled with a real value: the code default applies).
-pub fn value<'v>(enabled: bool, value: &'v Value, parse_json_strings: bool) -> Option<Cow<'v, Value>> {
+pub fn value<'v>(
+    enabled: bool,
+    value: &'v Value,
+    parse_json_strings: bool,
+) -> Option<Cow<'v, Value>> {
     let empty = matches!(value, Value::Null) || value.as_str() == Some("");
     if enabled {
         if empty {
