@@ -113,13 +113,14 @@ fi
 "$OUT/flagd-load" -mode capture -addr "127.0.0.1:$FGRPC" -key "" -out "$OUT/answer-flagd.bin"
 kill "$FD"; wait "$FD" 2>/dev/null || true
 
-# Decoding each saved answer, one core, nothing else of ours running.
+# Decoding each saved answer, one core, nothing else of ours running. (With an earlier build of
+# Flagpole, one that ignores `flagpole-metadata`, its two answers are the same.)
 decoded() {  # answer: one JSON line from stdin into the results
   python3 -c "import json,sys; d=json.load(sys.stdin); d.update(answer='$1', mode='decode'); print(json.dumps(d))" >> "$RESULTS"
 }
-for answer in flagpole flagpole-metadata flagd; do
-  saved="$OUT/answer-$answer.bin"
-  for run in $(seq "$RUNS"); do
+for run in $(seq "$RUNS"); do  # interleaved, so the machine's moods fall on every answer
+  for answer in flagpole flagpole-metadata flagd; do
+    saved="$OUT/answer-$answer.bin"
     taskset -c "$SERVER_CPU" "$OUT/flagd-load" -mode decode -in "$saved" | decoded "$answer"
     if command -v node >/dev/null; then
       taskset -c "$SERVER_CPU" node bench/flagd/decode/decode.js "$saved" crates/server/proto | decoded "$answer"
