@@ -170,3 +170,64 @@ impl BySource {
 fn len_u32(n: usize) -> u32 {
     u32::try_from(n).expect("a snapshot's prepared sources fit in 4 GiB")
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    const EXAMPLE: &str = include_str!("../../../../examples/environment.json");
+
+    /// Writes the source's value as JSON: enough to tell sources apart.
+    fn writer(out: &mut Vec<u8>, source: &SourcedValue<'_>, _: bool) {
+        crate::json::write(out, source.value);
+    }
+
+    #[test]
+    fn written_on_first_use_carried_to_the_next_revision_and_found_by_index() {
+        let doc: Value = serde_json::from_str(EXAMPLE).unwrap();
+        let first = Snapshot::build(&doc, 1).unwrap();
+        let next = Snapshot::build(&doc, 2).unwrap();
+        next.write_like(&first);
+        assert!(next.by_source.get().is_none(), "nothing before a call asks");
+        let table = first.by_source(writer, true);
+        let result = first.env.own_flags().unwrap();
+        let mut ranks = Vec::new();
+        for flag in &result.flags {
+            let prepared = table
+                .get(KeyKind::Server, flag)
+                .expect("prepared")
+                .expect("shown");
+            assert_eq!(
+                prepared.bytes,
+                crate::json::to_vec(flag.value),
+                "{}",
+                flag.key
+            );
+            assert_eq!(
+                prepared.can_vary,
+                first.env.can_vary(flag.key),
+                "{}",
+                flag.key
+            );
+            assert_eq!(Some(prepared.rank), table.rank(flag.key), "{}", flag.key);
+            ranks.push((flag.key, prepared.rank));
+            let client = table.get(KeyKind::Client, flag).expect("prepared");
+            assert_eq!(
+                client.is_some(),
+                first.is_visible(KeyKind::Client, flag.key, flag.enabled)
+            );
+        }
+        ranks.sort_by_key(|(_, rank)| *rank);
+        assert!(
+            ranks.windows(2).all(|w| w[0].0 < w[1].0),
+            "ranks follow names: {ranks:?}"
+        );
+        // The next revision, built after a call asked, is written with the same writer.
+        let third = Snapshot::build(&doc, 3).unwrap();
+        third.write_like(&first);
+        let carried = third.by_source.get().expect("written while built");
+        assert!(carried.has_setting(true) && !carried.has_setting(false));
+    }
+}
