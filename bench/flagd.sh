@@ -4,10 +4,13 @@
 # itself (v0.11.2) on an equivalent flag set: N boolean flags, one targeted by a rule, in both
 # formats (bench/flagd/gen_docs.py). Each server is pinned to one core (the last), the load
 # generator (bench/flagd/load, Go, 16 concurrent callers, one HTTP/2 connection each) to the
-# others. Also counts the server's write syscalls per unary response (strace). Prints a
-# Markdown table; writes bench/out/flagd/results.json. See bench/RESULTS.md ("flagd").
+# others. Also counts the server's write syscalls per unary response (strace), and what a caller
+# pays to decode one ResolveAll answer of each server (saved bytes, decoded in Go, Node and
+# Python, bench/flagd/decode). Prints Markdown tables; writes bench/out/flagd/results.json. See
+# bench/RESULTS.md ("flagd").
 #
 #   bench/flagd.sh [--duration S] [--conc N] [--flags N] [--runs N]
+#   FLAGPOLE_BIN=path bench/flagd.sh …   (another build of Flagpole, e.g. an earlier commit's)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -28,12 +31,23 @@ mkdir -p "$OUT"
 LAST=$(( $(nproc) - 1 ))
 SERVER_CPU="$LAST"; LOAD_CPU="0-$(( LAST > 0 ? LAST - 1 : 0 ))"
 
-cargo build --release --quiet -p flagpole
+BIN="${FLAGPOLE_BIN:-target/release/flagpole}"
+[ -n "${FLAGPOLE_BIN:-}" ] || cargo build --release --quiet -p flagpole
 python3 bench/flagd/gen_docs.py "$OUT" "$FLAGS"
 (cd bench/flagd/load && GOFLAGS=-mod=mod go build -o "../../../$OUT/flagd-load" .)
 # flagd's modules are not all in the public checksum database: go.sum pins them instead.
 (cd bench/flagd/ref && GOFLAGS=-mod=mod GONOSUMDB=github.com/open-feature,buf.build/gen/go \
   go build -o "../../../$OUT/flagd" github.com/open-feature/flagd/flagd)
+
+# Decoders: Node's protobufjs (bench/flagd/decode), Python's flagd provider (the project's test
+# venv, or one made here).
+if command -v node >/dev/null; then (cd bench/flagd/decode && npm ci --silent --no-audit --no-fund --ignore-scripts); fi
+PY=.venv/bin/python
+if ! "$PY" -c 'import openfeature.schemas.protobuf.flagd.evaluation.v1.evaluation_pb2' 2>/dev/null; then
+  PY="$OUT/venv/bin/python"
+  [ -x "$PY" ] || python3 -m venv "$OUT/venv"
+  "$PY" -m pip install -q "$(grep '^openfeature-provider-flagd==' tests/requirements.txt)"
+fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
@@ -72,7 +86,7 @@ cat > "$OUT/flagpole.json" <<JSON
  "logging": {"log_level": "WARNING"},
  "flagpole": {"documents": [{"path": "$PWD/$OUT/flagsmith.json"}], "grpc": {"port": $GRPC}}}
 JSON
-taskset -c "$SERVER_CPU" target/release/flagpole serve --host 127.0.0.1 --port "$HTTP" --config "$OUT/flagpole.json" 2>"$OUT/flagpole.log" &
+taskset -c "$SERVER_CPU" "$BIN" serve --host 127.0.0.1 --port "$HTTP" --config "$OUT/flagpole.json" 2>"$OUT/flagpole.log" &
 FP=$!
 trap 'kill $FP 2>/dev/null || true; kill ${FD:-} 2>/dev/null || true' EXIT
 wait_port "$GRPC"; wait_port "$HTTP"; sleep 0.5
@@ -81,6 +95,9 @@ for mode in ofrep-single ofrep-bulk; do load flagpole "$mode" "127.0.0.1:$HTTP" 
 if command -v strace >/dev/null; then
   syscalls flagpole grpc-bool "127.0.0.1:$GRPC" ser.bench_flagd_server "$FP"
 fi
+"$OUT/flagd-load" -mode capture -addr "127.0.0.1:$GRPC" -key ser.bench_flagd_server -out "$OUT/answer-flagpole.bin"
+"$OUT/flagd-load" -mode capture -addr "127.0.0.1:$GRPC" -key ser.bench_flagd_server -metadata \
+  -out "$OUT/answer-flagpole-metadata.bin"
 kill "$FP"; wait "$FP" 2>/dev/null || true
 
 # flagd v0.11.2 on the equivalent flag set.
@@ -93,19 +110,39 @@ for mode in grpc-bool grpc-all; do load flagd "$mode" "127.0.0.1:$FGRPC" "" "$FD
 if command -v strace >/dev/null; then
   syscalls flagd grpc-bool "127.0.0.1:$FGRPC" "" "$FD"
 fi
+"$OUT/flagd-load" -mode capture -addr "127.0.0.1:$FGRPC" -key "" -out "$OUT/answer-flagd.bin"
 kill "$FD"; wait "$FD" 2>/dev/null || true
+
+# Decoding each saved answer, one core, nothing else of ours running. (With an earlier build of
+# Flagpole, one that ignores `flagpole-metadata`, its two answers are the same.)
+decoded() {  # answer: one JSON line from stdin into the results
+  python3 -c "import json,sys; d=json.load(sys.stdin); d.update(answer='$1', mode='decode'); print(json.dumps(d))" >> "$RESULTS"
+}
+for run in $(seq "$RUNS"); do  # interleaved, so the machine's moods fall on every answer
+  for answer in flagpole flagpole-metadata flagd; do
+    saved="$OUT/answer-$answer.bin"
+    taskset -c "$SERVER_CPU" "$OUT/flagd-load" -mode decode -in "$saved" | decoded "$answer"
+    if command -v node >/dev/null; then
+      taskset -c "$SERVER_CPU" node bench/flagd/decode/decode.js "$saved" crates/server/proto | decoded "$answer"
+    fi
+    taskset -c "$SERVER_CPU" "$PY" bench/flagd/decode/decode.py "$saved" | decoded "$answer"
+  done
+done
 
 python3 - "$RESULTS" "$OUT/results.json" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 json.dump(rows, open(sys.argv[2], "w"), indent=1)
 def med(server, mode, key):
-    vals = [r[key] for r in rows if r["server"] == server and r["mode"] == mode and key in r]
+    vals = [r[key] for r in rows if r.get("server") == server and r["mode"] == mode and key in r]
+    return statistics.median(vals) if vals else None
+def decode(answer, language, key="us_per_decode"):
+    vals = [r[key] for r in rows if r.get("answer") == answer and r.get("language") == language]
     return statistics.median(vals) if vals else None
 sys_fp = med("flagpole", "grpc-bool", "syscalls_per_call")
 sys_fd = med("flagd", "grpc-bool", "syscalls_per_call")
 errors = sum(r.get("errors", 0) for r in rows)
-print("| call | Flagpole RPS | Flagpole CPU µs/call | flagd RPS | flagd CPU µs/call | RPS ratio | CPU ratio |")
+print("| call | Flagpole RPS | Flagpole CPU µs/call | flagd RPS | flagd CPU µs/call | RPS ratio | CPU: flagd / Flagpole |")
 print("|---|---:|---:|---:|---:|---:|---:|")
 for label, mode, ofrep in (("ResolveBoolean (gRPC)", "grpc-bool", "ofrep-single"), ("ResolveAll (gRPC)", "grpc-all", "ofrep-bulk")):
     fr, fc = med("flagpole", mode, "rps"), med("flagpole", mode, "cpu_us_per_call")
@@ -114,6 +151,28 @@ for label, mode, ofrep in (("ResolveBoolean (gRPC)", "grpc-bool", "ofrep-single"
     print(f"| {label} | {fr:,.0f} | {fc:.1f} | {dr:,.0f} | {dc:.1f} | {ratio(fr, dr)} | {ratio(dc, fc)} |")
     orr, oc = med("flagpole", ofrep, "rps"), med("flagpole", ofrep, "cpu_us_per_call")
     print(f"| OFREP {'single' if ofrep == 'ofrep-single' else 'bulk'} (HTTP/1.1), same Flagpole | {orr:,.0f} | {oc:.1f} | | | | |")
+print("\nDecoding one ResolveAll answer (µs per decode, one core; Flagpole's default answer, with "
+      "`flagpole-metadata: true`, flagd's):\n")
+print("| decoder | Flagpole | Flagpole + metadata | flagd | Flagpole / flagd |")
+print("|---|---:|---:|---:|---:|")
+sizes = [decode(a, "go", "bytes") for a in ("flagpole", "flagpole-metadata", "flagd")]
+if all(sizes):
+    print(f"| answer bytes | {sizes[0]:,.0f} | {sizes[1]:,.0f} | {sizes[2]:,.0f} | {sizes[0] / sizes[2]:.2f}× |")
+for language, label in (("go", "Go (google.golang.org/protobuf)"), ("node", "Node (protobufjs)"), ("python", "Python (provider's protobuf messages)")):
+    fp, fm, fd = (decode(a, language) for a in ("flagpole", "flagpole-metadata", "flagd"))
+    if fp and fd:
+        print(f"| {label} | {fp:.1f} | {fm:.1f} | {fd:.1f} | {fp / fd:.2f}× |")
+    if language == "go" and fp and fd:
+        al = [decode(a, "go", "allocs_per_decode") for a in ("flagpole", "flagpole-metadata", "flagd")]
+        print(f"| Go allocations per decode | {al[0]:,.0f} | {al[1]:,.0f} | {al[2]:,.0f} | {al[0] / al[2]:.2f}× |")
+print()
+def goal(label, value, op, target):
+    met = value <= target if op == "≤" else value >= target
+    print(f"- {label}: {value:.2f}× (goal {op} {target}×: {'met' if met else 'NOT met'})")
+cpu = lambda server, mode: med(server, mode, "cpu_us_per_call")
+goal("ResolveAll CPU / OFREP bulk CPU, same Flagpole", cpu("flagpole", "grpc-all") / cpu("flagpole", "ofrep-bulk"), "≤", 1.5)
+goal("ResolveAll CPU, flagd / Flagpole", cpu("flagd", "grpc-all") / cpu("flagpole", "grpc-all"), "≥", 10)
+goal("ResolveBoolean CPU, flagd / Flagpole", cpu("flagd", "grpc-bool") / cpu("flagpole", "grpc-bool"), "≥", 9)
 if sys_fp is not None:
     print(f"\nwrite-family syscalls per ResolveBoolean response: Flagpole {sys_fp:.2f}, flagd {sys_fd:.2f}")
 print(f"errors: {errors}")

@@ -12,8 +12,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");
     }
+    let includes = ["proto", include.to_str().ok_or("include path")?];
+    // `ResolveAll` answers are written straight to bytes (`api/flagd/all`): the service sends
+    // them as they are.
     tonic_prost_build::configure()
         .build_client(false)
-        .compile_protos(&protos, &["proto", include.to_str().ok_or("include path")?])?;
+        .extern_path(
+            ".flagd.evaluation.v1.ResolveAllResponse",
+            "crate::api::flagd::wire::Encoded",
+        )
+        .extern_path(
+            ".flagd.evaluation.v2.ResolveAllResponse",
+            "crate::api::flagd::wire::Encoded",
+        )
+        .compile_protos(&protos, &includes)?;
+    // The messages as prost writes them (maps sorted), which the tests compare those bytes with.
+    let reference = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("reference");
+    std::fs::create_dir_all(&reference)?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(false)
+        .btree_map(".")
+        .out_dir(&reference)
+        .compile_protos(&protos, &includes)?;
     Ok(())
 }

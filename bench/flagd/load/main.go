@@ -4,6 +4,8 @@
 //
 //	flagd-load -mode grpc-bool|grpc-all|ofrep-single|ofrep-bulk -addr HOST:PORT -key KEY
 //	           -pid PID [-conc 16] [-duration 10s] [-warmup 2s] [-flag NAME]
+//	flagd-load -mode capture -addr HOST:PORT -key KEY -out FILE [-metadata]
+//	flagd-load -mode decode -in FILE
 //
 // gRPC calls go over one HTTP/2 connection per caller (as separate provider instances would);
 // OFREP calls use keep-alive HTTP/1.1. Every call sends a context with a targetingKey (one of
@@ -101,7 +103,7 @@ func ofrepCaller(addr, key, mode, flagKey string) (caller, func()) {
 }
 
 func main() {
-	mode := flag.String("mode", "grpc-bool", "grpc-bool, grpc-all, ofrep-single or ofrep-bulk")
+	mode := flag.String("mode", "grpc-bool", "grpc-bool, grpc-all, ofrep-single, ofrep-bulk, capture or decode")
 	addr := flag.String("addr", "127.0.0.1:8013", "server address")
 	key := flag.String("key", "", "environment key (flagd-selector / X-API-Key)")
 	flagKey := flag.String("flag", "flag_000", "the flag read by single-flag modes")
@@ -109,7 +111,22 @@ func main() {
 	conc := flag.Int("conc", 16, "concurrent callers")
 	duration := flag.Duration("duration", 10*time.Second, "measured time")
 	warmup := flag.Duration("warmup", 2*time.Second, "unmeasured time first")
+	outPath := flag.String("out", "", "capture: where the answer's bytes go")
+	in := flag.String("in", "", "decode: the saved answer")
+	withMetadata := flag.Bool("metadata", false, "capture: ask for per-flag metadata (flagpole-metadata: true)")
 	flag.Parse()
+	switch *mode {
+	case "capture":
+		var extra []string
+		if *withMetadata {
+			extra = []string{"flagpole-metadata", "true"}
+		}
+		capture(*addr, *key, *outPath, extra)
+		return
+	case "decode":
+		decodeBench(*in)
+		return
+	}
 
 	var calls, errors atomic.Int64
 	var measuring atomic.Bool

@@ -167,6 +167,7 @@ impl Environment {
                     name,
                     enabled,
                     value,
+                    variant_key: None,
                 };
                 let variants = match &ctx.variants {
                     Some(Ok(variants)) => variants.as_slice(),
@@ -182,6 +183,7 @@ impl Environment {
                             name,
                             enabled,
                             value: v.value.as_ref().ok()?,
+                            variant_key: Some(&v.key),
                         })
                     }))
                     .collect()

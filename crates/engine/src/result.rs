@@ -82,6 +82,8 @@ pub struct SourcedValue<'a> {
     pub name: &'a str,
     pub enabled: &'a Value,
     pub value: &'a Value,
+    /// A variant's `key` as given (`None`: the context's own value).
+    pub variant_key: Option<&'a Value>,
 }
 
 /// One matching segment.

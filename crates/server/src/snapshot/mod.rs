@@ -5,6 +5,7 @@
 //! A snapshot is immutable; a new document builds a new snapshot off to the side, and the store
 //! swaps it in whole.
 
+pub mod by_source;
 pub mod etag_memo;
 pub mod identity_cache;
 pub mod identity_response;
@@ -97,6 +98,8 @@ pub struct Snapshot {
     prepared: prepared_flags::PreparedFlags,
     /// Identity answers already written for this snapshot.
     pub identity_cache: identity_cache::IdentityCache,
+    /// What a front door prepares per value source (flagd's `ResolveAll`), on first use.
+    by_source: OnceLock<by_source::BySource>,
 }
 
 impl Snapshot {
@@ -190,6 +193,7 @@ impl Snapshot {
             hide_disabled,
             prepared: Default::default(),
             identity_cache: Default::default(),
+            by_source: OnceLock::new(),
         };
         snapshot.updated_at_ms = snapshot.updated_at.as_deref().map_or(0, unix_ms);
         snapshot.last_modified = snapshot.updated_at.as_deref().and_then(http_date);
@@ -274,14 +278,25 @@ impl Snapshot {
         (list, per_feature)
     }
 
-    /// Writes the `/flags` lists `previous` (this environment's last revision) had written:
-    /// its clients will ask again. Called while building, off the request path.
+    /// Writes the `/flags` lists (and the per-source table) `previous` (this environment's last
+    /// revision) had written: its clients will ask again. Called while building, off the request path.
     pub fn write_like(&self, previous: &Snapshot) {
         for kind in [KeyKind::Server, KeyKind::Client] {
             if previous.flags[kind.index()].get().is_some() {
                 self.flags_body(kind);
             }
         }
+        if let Some(table) = previous.by_source.get() {
+            let (writer, setting) = table.how();
+            self.by_source(writer, setting);
+        }
+    }
+
+    /// The per-source table a front door writes with `writer` (written by the first call; one
+    /// front door uses it, so later calls get the first one's).
+    pub fn by_source(&self, writer: by_source::Writer, setting: bool) -> &by_source::BySource {
+        self.by_source
+            .get_or_init(|| by_source::BySource::build(self, writer, setting))
     }
 
     /// Has the large bodies compressed (in the background) in the encodings clients asked

@@ -23,7 +23,7 @@ use tonic::transport::server::TcpConnectInfo;
 use tonic::{Code, Status};
 
 use super::connect_json::Json;
-use super::{v1, v2, Connection, Flagd};
+use super::{all, v1, v2, Connection, Flagd};
 
 /// What a Connect response is made of.
 pub type Body = tonic::body::Body;
@@ -123,13 +123,17 @@ pub async fn handle(
         ("v1", "ResolveFloat", _) => unary!(v1, resolve_float),
         ("v1", "ResolveInt", _) => unary!(v1, resolve_int),
         ("v1", "ResolveObject", _) => unary!(v1, resolve_object),
-        ("v1", "ResolveAll", _) => unary!(v1, resolve_all),
+        ("v1", "ResolveAll", _) => {
+            call.all::<v1::ResolveAllRequest>(flagd, &body, false, |m| m.context)
+        }
         ("v2", "ResolveBoolean", _) => unary!(v2, resolve_boolean),
         ("v2", "ResolveString", _) => unary!(v2, resolve_string),
         ("v2", "ResolveFloat", _) => unary!(v2, resolve_float),
         ("v2", "ResolveInt", _) => unary!(v2, resolve_int),
         ("v2", "ResolveObject", _) => unary!(v2, resolve_object),
-        ("v2", "ResolveAll", _) => unary!(v2, resolve_all),
+        ("v2", "ResolveAll", _) => {
+            call.all::<v2::ResolveAllRequest>(flagd, &body, true, |m| m.context)
+        }
         _ => unary_error(
             StatusCode::NOT_FOUND,
             &Status::unimplemented(format!("no procedure at {path}")),
@@ -199,20 +203,43 @@ impl Call {
             Err(status) => return unary_error(http_status(status.code()), &status),
         };
         match method(self.request(message)).await {
-            Ok(response) => {
-                let bytes = self.encode(response.get_ref());
-                let mut out = http::Response::new(Body::new(Full::new(bytes)));
-                out.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static(match self.codec {
-                        Codec::Proto => "application/proto",
-                        Codec::Json => "application/json",
-                    }),
-                );
-                out
-            }
+            Ok(response) => self.answer(self.encode(response.get_ref())),
             Err(status) => unary_error(http_status(status.code()), &status),
         }
+    }
+
+    /// `ResolveAll`, whose answer is written in the call's codec as it is resolved (`all`).
+    fn all<Req: Message + Default + Json>(
+        &self,
+        flagd: &Flagd,
+        body: &[u8],
+        v2: bool,
+        context: impl FnOnce(Req) -> Option<prost_types::Struct>,
+    ) -> http::Response<Body> {
+        let form = match self.codec {
+            Codec::Proto => all::Form::Proto { v2 },
+            Codec::Json => all::Form::Json,
+        };
+        let answer = self
+            .decode::<Req>(body)
+            .and_then(|message| flagd.all(self.request(message), context, form));
+        match answer {
+            Ok(bytes) => self.answer(bytes),
+            Err(status) => unary_error(http_status(status.code()), &status),
+        }
+    }
+
+    /// A unary answer: the encoded message, in one buffer.
+    fn answer(&self, bytes: Bytes) -> http::Response<Body> {
+        let mut out = http::Response::new(Body::new(Full::new(bytes)));
+        out.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(match self.codec {
+                Codec::Proto => "application/proto",
+                Codec::Json => "application/json",
+            }),
+        );
+        out
     }
 
     /// `EventStream`: enveloped messages, then the end-of-stream envelope.

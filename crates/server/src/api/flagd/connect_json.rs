@@ -1,6 +1,7 @@
 //! The Connect protocol's JSON form of the flagd messages (protobuf's JSON mapping: camelCase
 //! names, `int64` as a string, `Struct` as a plain object, unset fields left out), written by
-//! hand for the few messages there are rather than by a reflection layer.
+//! hand for the few messages there are rather than by a reflection layer. (`ResolveAll`'s
+//! answer is written by `all`.)
 
 use prost_types::Struct;
 use serde_json::{json, Map, Value};
@@ -117,36 +118,6 @@ macro_rules! version_json {
             }
             fn to_json(&self) -> Value {
                 object(&[("context", self.context.field())])
-            }
-        }
-
-        impl Json for $v::ResolveAllResponse {
-            fn from_json(_: &Value) -> Result<Self, String> {
-                Err("not a request".to_owned())
-            }
-            fn to_json(&self) -> Value {
-                let flags: Map<String, Value> = self
-                    .flags
-                    .iter()
-                    .map(|(key, flag)| {
-                        use $v::any_flag::Value as V;
-                        let (name, value) = match &flag.value {
-                            Some(V::BoolValue(b)) => ("boolValue", b.field()),
-                            Some(V::StringValue(s)) => ("stringValue", s.field()),
-                            Some(V::DoubleValue(d)) => ("doubleValue", d.field()),
-                            Some(V::ObjectValue(o)) => ("objectValue", o.field()),
-                            None => ("value", None),
-                        };
-                        let json = object(&[
-                            ("reason", flag.reason.field()),
-                            ("variant", flag.variant.field()),
-                            (name, value),
-                            ("metadata", flag.metadata.field()),
-                        ]);
-                        (key.clone(), json)
-                    })
-                    .collect();
-                object(&[("flags", Some(Value::Object(flags))), ("metadata", self.metadata.field())])
             }
         }
 

@@ -6,9 +6,11 @@
 //! The answers are the OFREP front door's: the same context mapping and the same value, reason,
 //! variant and metadata (`api/openfeature`). What is flagd's own: the key rides in gRPC
 //! metadata (`keys`), the requested type is checked against the flag (`resolve`), values travel
-//! as protobuf (`proto`), and changes arrive on a server stream (`events`). The two versions
+//! as protobuf (`proto`; `ResolveAll` written straight to bytes, `all` and `wire`), and changes
+//! arrive on a server stream (`events`). The two versions
 //! carry the same messages (v2 marks scalars `optional`), so one macro implements both.
 
+mod all;
 pub mod connect;
 mod connect_json;
 mod events;
@@ -16,6 +18,7 @@ mod keys;
 mod peers;
 mod proto;
 mod resolve;
+pub mod wire;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -83,6 +86,24 @@ impl Flagd {
         resolve::one(&self.state, &authorised, &key, context.as_ref(), kind)
     }
 
+    /// A `ResolveAll` call's answer in `form` (gRPC and Connect alike), per-flag metadata if the
+    /// call asks for it (`all`).
+    fn all<M>(
+        &self,
+        request: Request<M>,
+        context: impl FnOnce(M) -> Option<prost_types::Struct>,
+        form: all::Form,
+    ) -> Result<bytes::Bytes, Status> {
+        let started = Instant::now();
+        let outcome = (|| {
+            let authorised = self.authorise(&request)?;
+            let metadata = all::asks_metadata(request.metadata());
+            let context = context(request.into_inner());
+            all::answer(&self.state, &authorised, context.as_ref(), form, metadata)
+        })();
+        calls::observed(Method::ResolveAll, started, outcome)
+    }
+
     /// Whose changes an `EventStream` call reports: its key's environment, or with no key at
     /// all, those its connection presents keys for (see `peers`).
     fn events_source<M>(&self, request: &Request<M>) -> Result<events::Source, Status> {
@@ -110,46 +131,19 @@ impl Flagd {
 pub type Events<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// Implements one version's service. `$wrap` turns a scalar into the field's type: v1 fields are
-/// plain, v2's are `optional` (`Some`); `$value` and `$variant` mark where that applies.
+/// plain, v2's are `optional` (`Some`); `$value` and `$variant` mark where that applies. `$v2`:
+/// whether it is v2 (`ResolveAll` is written as bytes, `all`).
 macro_rules! service {
-    ($v:ident, $wrap:path) => {
+    ($v:ident, $wrap:path, $v2:expr) => {
         #[tonic::async_trait]
         impl $v::service_server::Service for Flagd {
             async fn resolve_all(
                 &self,
                 request: Request<$v::ResolveAllRequest>,
-            ) -> Result<Response<$v::ResolveAllResponse>, Status> {
-                let started = Instant::now();
-                let outcome = (|| {
-                    let authorised = self.authorise(&request)?;
-                    let context = request.into_inner().context;
-                    let all = resolve::all(&self.state, &authorised, context.as_ref())?;
-                    let flags = all
-                        .into_iter()
-                        .map(|(key, r)| {
-                            let value = match r.value {
-                                Typed::Bool(b) => Some($v::any_flag::Value::BoolValue(b)),
-                                Typed::String(s) => Some($v::any_flag::Value::StringValue(s)),
-                                Typed::Int(n) => Some($v::any_flag::Value::DoubleValue(n as f64)),
-                                Typed::Float(f) => Some($v::any_flag::Value::DoubleValue(f)),
-                                Typed::Object(o) => Some($v::any_flag::Value::ObjectValue(o)),
-                                Typed::None => None,
-                            };
-                            let flag = $v::AnyFlag {
-                                reason: r.reason.to_owned(),
-                                variant: $wrap(r.variant),
-                                value,
-                                metadata: Some(r.metadata),
-                            };
-                            (key, flag)
-                        })
-                        .collect();
-                    Ok(Response::new($v::ResolveAllResponse {
-                        flags,
-                        metadata: None,
-                    }))
-                })();
-                calls::observed(Method::ResolveAll, started, outcome)
+            ) -> Result<Response<wire::Encoded>, Status> {
+                let form = all::Form::Proto { v2: $v2 };
+                let bytes = self.all(request, |m| m.context, form)?;
+                Ok(Response::new(wire::Encoded(bytes)))
             }
 
             async fn resolve_boolean(
@@ -285,5 +279,5 @@ fn plain<T>(value: T) -> T {
     value
 }
 
-service!(v1, plain);
-service!(v2, Some);
+service!(v1, plain, false);
+service!(v2, Some, true);

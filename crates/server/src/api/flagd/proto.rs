@@ -27,15 +27,18 @@ fn value_to_json(v: &PValue) -> Value {
         None | Some(Kind::NullValue(_)) => Value::Null,
         Some(Kind::BoolValue(b)) => Value::Bool(*b),
         Some(Kind::StringValue(s)) => Value::String(s.clone()),
-        Some(Kind::NumberValue(n)) => {
-            if n.fract() == 0.0 && n.abs() <= EXACT {
-                Value::Number(Number::from(*n as i64))
-            } else {
-                Number::from_f64(*n).map_or(Value::Null, Value::Number)
-            }
-        }
+        Some(Kind::NumberValue(n)) => number_json(*n),
         Some(Kind::StructValue(s)) => to_json(s),
         Some(Kind::ListValue(l)) => Value::Array(l.values.iter().map(value_to_json).collect()),
+    }
+}
+
+/// A protobuf number as JSON: an integer when it is one.
+pub fn number_json(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() <= EXACT {
+        Value::Number(Number::from(n as i64))
+    } else {
+        Number::from_f64(n).map_or(Value::Null, Value::Number)
     }
 }
 

@@ -1,5 +1,5 @@
-//! One flag, or all of them, resolved for a flagd request: the OFREP front door's evaluation
-//! and mapping (`api/openfeature`), then flagd's typing.
+//! One flag resolved for a flagd request: the OFREP front door's evaluation and mapping
+//! (`api/openfeature`), then flagd's typing (`ResolveAll` is `all`).
 //!
 //! A resolver names the type it wants. An enabled flag whose value has another type is
 //! `INVALID_ARGUMENT` (the providers' TYPE_MISMATCH); a disabled flag without a value of that
@@ -93,44 +93,8 @@ pub fn one(
     }
 }
 
-/// Every flag the key may see, by key; values keep the flag's own type.
-pub fn all(
-    state: &AppState,
-    authorised: &Authorised,
-    context: Option<&Struct>,
-) -> Result<BTreeMap<String, Resolved>, Status> {
-    let (snapshot, kinds) = (&authorised.snapshot, authorised.kind);
-    let context = context.map(proto::to_json);
-    let input = input(state, context.as_ref())?;
-    authorised.env.usage.count(usage_resource(&input));
-    let traits = input.engine_traits();
-    let identity = input.identifier.map(|id| Identity::new(id, &traits));
-    let result = match &identity {
-        Some(identity) => snapshot.env.evaluate(Some(identity)),
-        None => snapshot.env.own_flags(),
-    }
-    .map_err(evaluation_failed)?;
-    let mut out = BTreeMap::new();
-    for flag in &result.flags {
-        if !snapshot.is_visible(kinds, flag.key, flag.enabled) || out.contains_key(flag.key) {
-            continue;
-        }
-        let r = mapped(state, snapshot, flag, kinds);
-        let value = match r.value.as_deref() {
-            Some(Value::Bool(b)) => Typed::Bool(*b),
-            Some(Value::String(s)) => Typed::String(s.clone()),
-            Some(Value::Number(n)) => Typed::Float(n.as_f64().unwrap_or(f64::NAN)),
-            Some(Value::Object(o)) => Typed::Object(proto::object(o)),
-            _ => Typed::None,
-        };
-        let empty = matches!(value, Typed::None);
-        out.insert(flag.key.to_owned(), finish(&r, value, empty && !r.enabled));
-    }
-    Ok(out)
-}
-
 /// The request's context as Flagsmith inputs (`INVALID_ARGUMENT` as OFREP's 400).
-fn input<'a>(state: &AppState, context: Option<&'a Value>) -> Result<Input<'a>, Status> {
+pub fn input<'a>(state: &AppState, context: Option<&'a Value>) -> Result<Input<'a>, Status> {
     context::of_context(context, state.config.limits.max_trait_value_length)
         .map_err(|(code, details)| Status::invalid_argument(format!("{code}: {details}")))
 }
@@ -206,13 +170,13 @@ fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool) -> Resolved {
     }
 }
 
-fn evaluation_failed(e: impl std::fmt::Display) -> Status {
+pub fn evaluation_failed(e: impl std::fmt::Display) -> Status {
     tracing::error!(error = %e, "flagd evaluation failed");
     Status::internal("the flag could not be evaluated")
 }
 
 /// Counted like OFREP: with an identity as `/identities`, else as `/flags`.
-fn usage_resource(input: &Input<'_>) -> crate::usage::Resource {
+pub fn usage_resource(input: &Input<'_>) -> crate::usage::Resource {
     if input.identifier.is_some() {
         crate::usage::Resource::Identities
     } else {

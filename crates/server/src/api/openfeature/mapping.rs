@@ -106,7 +106,11 @@ pub fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
 }
 
 /// The value sent, or `None` (disabled with a real value: the code default applies).
-fn value<'v>(enabled: bool, value: &'v Value, parse_json_strings: bool) -> Option<Cow<'v, Value>> {
+pub fn value<'v>(
+    enabled: bool,
+    value: &'v Value,
+    parse_json_strings: bool,
+) -> Option<Cow<'v, Value>> {
     let empty = matches!(value, Value::Null) || value.as_str() == Some("");
     if enabled {
         if empty {
@@ -127,7 +131,7 @@ fn value<'v>(enabled: bool, value: &'v Value, parse_json_strings: bool) -> Optio
 }
 
 /// The OpenFeature reason (only the OFREP enum's members are ever sent).
-fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'static str {
+pub fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'static str {
     if !enabled {
         return "DISABLED";
     }
@@ -142,16 +146,28 @@ fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'static str {
 
 /// The variant, always present.
 fn variant<'a>(enabled: bool, flag: &FlagResult<'a>) -> Cow<'a, str> {
+    let split = matches!(flag.reason, Reason::Split(_));
+    variant_text(enabled, flag.variant, split, flag.value)
+}
+
+/// The variant of a flag with this on/off bit, engine variant and value; `split`: the flag's
+/// engine reason is a split.
+pub fn variant_text<'a>(
+    enabled: bool,
+    choice: VariantChoice<'a>,
+    split: bool,
+    value: &Value,
+) -> Cow<'a, str> {
     if !enabled {
         return Cow::Borrowed("disabled");
     }
-    match flag.variant {
+    match choice {
         VariantChoice::Control => Cow::Borrowed("control"),
         VariantChoice::Key(Value::String(key)) => Cow::Borrowed(key),
         VariantChoice::Key(key) if !key.is_null() => Cow::Owned(key.to_string()),
-        _ if matches!(flag.reason, Reason::Split(_)) => {
+        _ if split => {
             let mut bytes = Vec::new();
-            canonical::write(&mut bytes, flag.value);
+            canonical::write(&mut bytes, value);
             let digest: [u8; 32] = Sha256::digest(&bytes).into();
             Cow::Owned(format!("mv-{}", canonical::hex(&digest, 4)))
         }
