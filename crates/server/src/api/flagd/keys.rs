@@ -96,7 +96,6 @@ pub fn authorise(state: &AppState, metadata: &MetadataMap) -> Result<Authorised,
         family: Family::Ofrep,
         client_keys: state.config.ofrep.client_keys,
         server_keys: state.config.ofrep.server_keys,
-        counts_as: None,
     };
     authorise::authorise(&state.store, &key, gate).map_err(|refusal| match refusal {
         Refusal::UnknownKey => Status::unauthenticated("unknown key"),

@@ -492,7 +492,6 @@ fn authorise(
         family: Family::Ofrep,
         client_keys: state.config.ofrep.client_keys,
         server_keys: state.config.ofrep.server_keys,
-        counts_as: None,
     };
     let authorised =
         authorise::authorise(&state.store, key, gate).map_err(|refusal| match refusal {
