@@ -11,6 +11,11 @@ const BACKGROUND_NICE: i32 = 10;
 /// [`hold_deferred`]).
 static DEFERRED_TURN: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
+/// Deferred work, waiting for its turn: tracked apart from the shutdown's background work, since
+/// it only makes serving cheaper and exit need not wait for it.
+static DEFERRED: std::sync::LazyLock<crate::tasks::Tasks> =
+    std::sync::LazyLock::new(crate::tasks::Tasks::new);
+
 /// Waits for deferred work's turn (held while the returned permit lives).
 pub async fn deferred_turn() -> tokio::sync::SemaphorePermit<'static> {
     DEFERRED_TURN
@@ -32,8 +37,8 @@ pub async fn hold_deferred() -> tokio::sync::SemaphorePermit<'static> {
 /// it runs now, on the calling thread.
 pub fn defer(work: impl FnOnce() + Send + 'static) {
     match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => {
-            runtime.spawn(async move {
+        Ok(_) => {
+            DEFERRED.spawn(async move {
                 let _turn = deferred_turn().await;
                 let _ = run(move || {
                     work();
@@ -46,7 +51,27 @@ pub fn defer(work: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Runs `work` on the blocking pool at background priority, without waiting for it: for work
+/// nothing waits on (freeing what a swap replaced). No tracker waits for it; the runtime lets
+/// it finish before the process exits.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "this module is where blocking work is started"
+)]
+pub fn detach(work: impl FnOnce() + Send + 'static) {
+    // The blocking pool starts the work at once; the handle is not needed to let it finish.
+    drop(tokio::task::spawn_blocking(move || {
+        lower_this_thread();
+        work();
+        crate::memory::flush_thread_cache();
+    }));
+}
+
 /// Runs `work` on the blocking pool at background priority.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "this module is where blocking work is started"
+)]
 pub async fn run<T, F>(work: F) -> Result<T, tokio::task::JoinError>
 where
     F: FnOnce() -> T + Send + 'static,

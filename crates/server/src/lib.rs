@@ -17,6 +17,7 @@ pub mod logging;
 pub mod memory;
 pub mod rate_limit;
 pub mod received;
+pub mod tasks;
 pub mod usage;
 // … one environment at one revision, then all of them …
 pub mod snapshot;
@@ -66,9 +67,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let startup = config::start(loaded, &options).map_err(|e| e.to_string())?;
     let config = Arc::new(startup.config);
-    telemetry::init(&config);
-
     let shutdown = Shutdown::new();
+    telemetry::init(&config, &shutdown);
+
     let example = startup.plan.example != config::Example::No;
     let (store, plan) = build_store(&config, example, &shutdown)?;
     let store = Arc::new(store);
@@ -220,7 +221,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             let client = pollers
                 .as_ref()
                 .map_or_else(upstream::client, |p| p.client.clone());
-            shadow::Shadow::start(&config, client, shutdown.requested.clone())
+            shadow::Shadow::start(&config, client, &shutdown)
         })
         .flatten();
     let state = api::AppState {
@@ -235,7 +236,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             tracing::info!(%address, "flagd (gRPC) listening");
         }
         let flagd = api::flagd::Flagd::new(state.clone(), shutdown.requested.clone());
-        tokio::spawn(server::grpc::serve(
+        shutdown.tasks.spawn(server::grpc::serve(
             listener,
             flagd,
             config.clone(),
@@ -243,12 +244,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         ))
     });
     let api = api::Api::new(state);
-    let requested = shutdown.requested.clone();
-    tokio::spawn(async move {
-        shutdown::signal().await;
-        tracing::info!("shutting down: draining requests in flight");
-        requested.cancel();
-    });
+    shutdown.spawn(shutdown::request_on_signal(shutdown.requested.clone()));
     // The drain and the background work's last steps share one budget.
     let listeners = server::Listeners {
         main: listener,

@@ -7,14 +7,16 @@
 //!    background work that reports on served requests finishes — the usage reporter posts its
 //!    last batch, which then includes the requests of the drain.
 //!
-//! Every background task is spawned on `tasks`, so "stop" means: wait for them (bounded by
-//! what is left of the timeout), then exit. Nothing is aborted mid-write.
+//! Every background task is spawned on `tasks` (`crate::tasks`, the one place a task is
+//! spawned), so "stop" means: wait for them (bounded by what is left of the timeout), then exit.
+//! Nothing is aborted mid-write.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
+
+use crate::tasks::Tasks;
 
 #[derive(Clone, Debug, Default)]
 pub struct Shutdown {
@@ -23,7 +25,7 @@ pub struct Shutdown {
     /// Phase 2: requests have drained; background tasks finish.
     pub drained: CancellationToken,
     /// The background tasks waited for at exit.
-    pub tasks: TaskTracker,
+    pub tasks: Tasks,
 }
 
 impl Shutdown {
@@ -54,8 +56,20 @@ impl Shutdown {
     }
 }
 
+/// Phase 1 on SIGINT or SIGTERM: cancels `requested` (the listeners stop accepting). Ends
+/// without doing anything if shutdown is requested some other way first.
+pub async fn request_on_signal(requested: CancellationToken) {
+    tokio::select! {
+        () = signal() => {
+            tracing::info!("shutting down: draining requests in flight");
+            requested.cancel();
+        }
+        () = requested.cancelled() => {}
+    }
+}
+
 /// Completes on SIGINT or SIGTERM.
-pub async fn signal() {
+async fn signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

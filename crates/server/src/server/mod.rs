@@ -24,10 +24,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::api::Api;
 use crate::config::Config;
+use crate::tasks::Tasks;
 use direct_stream::{Prefixed, Sniffed};
 use plain_port::OpsOnly;
 use tls::Tls;
@@ -50,7 +50,7 @@ struct Connections {
     write_timeout: Duration,
     /// Every connection task: the drain waits for all of them, hyper's and the streams served
     /// on the socket alike.
-    tasks: TaskTracker,
+    tasks: Tasks,
     /// At the connection cap the loops stop accepting: new connections wait in the kernel's
     /// backlog until one closes (idle keep-alive connections close after the header read
     /// timeout, so the cap cannot be held by idle clients for long). Shared by both ports.
@@ -99,7 +99,7 @@ pub async fn serve(
         header_read_timeout,
         max_head_bytes: config.limits.max_header_bytes,
         write_timeout: config.limits.write_timeout,
-        tasks: TaskTracker::new(),
+        tasks: Tasks::new(),
         capacity: Arc::new(Semaphore::new(config.limits.max_connections)),
         stopping,
     };

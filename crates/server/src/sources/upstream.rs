@@ -14,7 +14,6 @@ use reqwest::header::{HeaderMap, HeaderValue, ETAG, IF_MODIFIED_SINCE, IF_NONE_M
 use reqwest::StatusCode;
 use serde_json::Value;
 use tokio::sync::Semaphore;
-use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::received::{Incoming, Rejected};
@@ -43,7 +42,7 @@ pub struct Pollers {
     pub limit: Arc<Semaphore>,
     pub warm: Option<Arc<WarmStart>>,
     /// Where pollers run (the proxy's shutdown waits for them).
-    pub tasks: TaskTracker,
+    pub tasks: crate::tasks::Tasks,
 }
 
 impl Pollers {

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::config::Config;
+use crate::shutdown::Shutdown;
 
 /// Request latency buckets, seconds: a prepared `/flags` body takes a few µs, an identity with
 /// many segments some tens of µs, a large environment document or a slow client milliseconds.
@@ -57,10 +58,15 @@ struct Process {
 static PROCESS: OnceLock<Process> = OnceLock::new();
 
 /// Records the start time and, when metrics are enabled, installs the Prometheus recorder and
-/// starts its upkeep (inside a Tokio runtime). Later calls change nothing.
-pub fn init(config: &Config) {
+/// starts its upkeep (inside a Tokio runtime; a background task of `shutdown`, ending when
+/// shutdown is requested). Later calls change nothing.
+pub fn init(config: &Config, shutdown: &Shutdown) {
     PROCESS.get_or_init(|| {
-        let prometheus = config.telemetry.metrics.then(install).flatten();
+        let prometheus = config
+            .telemetry
+            .metrics
+            .then(|| install(shutdown))
+            .flatten();
         Process {
             started: Instant::now(),
             started_at: SystemTime::now(),
@@ -69,7 +75,7 @@ pub fn init(config: &Config) {
     });
 }
 
-fn install() -> Option<PrometheusHandle> {
+fn install(shutdown: &Shutdown) -> Option<PrometheusHandle> {
     let recorder = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Full(HTTP_DURATION.into()), HTTP_BUCKETS)
         .and_then(|b| {
@@ -87,11 +93,15 @@ fn install() -> Option<PrometheusHandle> {
     metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     metrics::gauge!(START_TIME).set(unix_seconds(SystemTime::now()));
     let upkeep = handle.clone();
-    tokio::spawn(async move {
+    let stop = shutdown.requested.clone();
+    shutdown.spawn(async move {
         let mut ticks = tokio::time::interval(UPKEEP_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticks.tick().await;
+            tokio::select! {
+                _ = ticks.tick() => {}
+                () = stop.cancelled() => return,
+            }
             let handle = upkeep.clone();
             let _ = crate::background::run(move || handle.run_upkeep()).await;
         }

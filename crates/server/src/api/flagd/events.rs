@@ -52,6 +52,11 @@ where
     // Small: a slow reader gets the latest news late, it does not queue revisions.
     let (tx, rx) = mpsc::channel(4);
     let keep_alive = Duration::from_secs(state.config.ofrep.sse.heartbeat_sec.max(1));
+    // Not yet on a tracker (`crate::tasks`): the stream ends with `stopping` or its reader.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "to move onto the shutdown's task tracker, which this module has no handle to yet"
+    )]
     tokio::spawn(async move {
         if tx.send(Ok(message("provider_ready", None))).await.is_err() {
             return;
