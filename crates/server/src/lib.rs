@@ -53,7 +53,9 @@ pub const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
 
 pub use config::ServeOptions;
 
-/// Runs the proxy until SIGINT/SIGTERM. Errors are startup errors (bad config, port in use).
+/// Runs the proxy until SIGINT/SIGTERM, in start-up phases: configuration, the store and its
+/// environments, the ports, the first documents, polling, the front doors, then serving until
+/// the drain. Errors are start-up errors (bad config, port in use).
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let env: Vec<(String, String)> = std::env::vars().collect();
     let loaded = config::load(options.config.as_deref(), &env).map_err(|e| e.to_string())?;
@@ -73,16 +75,44 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let example = startup.plan.example != config::Example::No;
     let (store, plan) = build_store(&config, example, &shutdown)?;
     let store = Arc::new(store);
+    let ports = listen(&config).await?;
+    if let Some(tls) = &ports.tls {
+        shutdown.spawn(tls.clone().watch(shutdown.requested.clone()));
+    }
+    banner::print(
+        &store,
+        ports.address,
+        ports.tls.is_some(),
+        &startup.plan,
+        config.logging.json,
+    );
+    let warm = warm_start(&config)?;
+    load_documents(plan, warm.clone(), &shutdown).await?;
+    let pollers = start_polling(&config, &store, warm, &shutdown);
+    let state = front_doors(&config, &store, pollers.as_ref(), &shutdown).await;
+    run(ports, state, &config, &shutdown).await;
+    Ok(())
+}
 
-    // A certificate that cannot be used stops the start, before anything listens.
+/// Every port the proxy listens on, bound and not yet accepting.
+struct Ports {
+    main: tokio::net::TcpListener,
+    address: std::net::SocketAddr,
+    tls: Option<Arc<server::tls::Tls>>,
+    plain: Option<tokio::net::TcpListener>,
+    grpc: Option<tokio::net::TcpListener>,
+}
+
+/// Binds every port at once, so orchestrators see a live process while documents load. A
+/// certificate that cannot be used stops the start first, before anything listens.
+async fn listen(config: &Config) -> Result<Ports, String> {
     let tls = match &config.server.tls {
         Some(tls) => Some(Arc::new(server::tls::Tls::new(tls)?)),
         None => None,
     };
-    // Bind at once, so orchestrators see a live process while documents load.
-    let listener = bind(&config.server.host, config.server.port).await?;
-    let address = listener.local_addr().map_err(|e| e.to_string())?;
-    let grpc_listener = match config.server.grpc_port {
+    let main = bind(&config.server.host, config.server.port).await?;
+    let address = main.local_addr().map_err(|e| e.to_string())?;
+    let grpc = match config.server.grpc_port {
         Some(port) => Some(
             bind(&config.server.host, port)
                 .await
@@ -94,28 +124,34 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         Some(port) => Some(bind(&config.server.host, port).await?),
         None => None,
     };
-    if let Some(tls) = &tls {
-        shutdown.spawn(tls.clone().watch(shutdown.requested.clone()));
-    }
-    banner::print(
-        &store,
+    Ok(Ports {
+        main,
         address,
-        tls.is_some(),
-        &startup.plan,
-        config.logging.json,
-    );
+        tls,
+        plain,
+        grpc,
+    })
+}
 
-    let warm = match &config.upstream.snapshot_dir {
-        Some(dir) => {
-            Some(Arc::new(WarmStart::new(dir.clone()).map_err(|e| {
-                format!("flagpole.snapshot_dir {}: {e}", dir.display())
-            })?))
-        }
-        None => None,
+/// The warm-start directory, when configured (created if missing).
+fn warm_start(config: &Config) -> Result<Option<Arc<WarmStart>>, String> {
+    let Some(dir) = &config.upstream.snapshot_dir else {
+        return Ok(None);
     };
-    // Documents are loaded in parallel, bounded by the cores (readiness counts them as they
-    // arrive); then one watcher follows every file. Compressing a large body a request asked
-    // for waits until they are all loaded (served uncompressed until then).
+    let warm = WarmStart::new(dir.clone())
+        .map_err(|e| format!("flagpole.snapshot_dir {}: {e}", dir.display()))?;
+    Ok(Some(Arc::new(warm)))
+}
+
+/// The first documents: the bundled example, local files and warm-start copies, loaded in
+/// parallel, bounded by the cores (readiness counts them as they arrive); then one watcher
+/// follows every file. Compressing a large body a request asked for waits until they are all
+/// loaded (served uncompressed until then).
+async fn load_documents(
+    plan: StartPlan,
+    warm: Option<Arc<WarmStart>>,
+    shutdown: &Shutdown,
+) -> Result<(), String> {
     let deferred = background::hold_deferred().await;
     let mut files = Vec::new();
     let mut loads = Vec::new();
@@ -160,32 +196,50 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         files,
         shutdown.requested.clone(),
     ));
-    // The HTTP client (TLS roots and all) only when something is polled: an offline proxy
-    // stays smaller without it.
+    Ok(())
+}
+
+/// A poller per upstream environment. The HTTP client (TLS roots and all) only when something
+/// is polled or discovered: an offline proxy stays smaller without it.
+fn start_polling(
+    config: &Arc<Config>,
+    store: &Store,
+    warm: Option<Arc<WarmStart>>,
+    shutdown: &Shutdown,
+) -> Option<upstream::Pollers> {
     let polled = store
         .environments()
         .iter()
         .any(|slot| matches!(slot.source, Source::Upstream { .. }));
-    let client = (polled || config.environments.proxy_key.is_some()).then(upstream::client);
-    let pollers = client.map(|client| upstream::Pollers {
-        client,
+    if !polled && config.environments.proxy_key.is_none() {
+        return None;
+    }
+    let pollers = upstream::Pollers {
+        client: upstream::client(),
         config: config.clone(),
         limit: Arc::new(Semaphore::new(config.upstream.max_concurrent_fetches)),
-        warm: warm.clone(),
+        warm,
         tasks: shutdown.tasks.clone(),
-    });
-    if let Some(pollers) = &pollers {
-        for slot in store.environments() {
-            if let Source::Upstream { .. } = &slot.source {
-                pollers.spawn(slot.clone());
-            }
+    };
+    for slot in store.environments() {
+        if let Source::Upstream { .. } = &slot.source {
+            pollers.spawn(slot.clone());
         }
     }
+    Some(pollers)
+}
 
-    let streams = Arc::new(streams::Streams::new(&config, &store));
-    if let (Some(proxy_key), Some(pollers)) = (&config.environments.proxy_key, &pollers) {
-        // The first listing is awaited (bounded by the poll timeout), so that the environments
-        // it names are known before requests are served.
+/// What the front doors share: change streams, `proxy_key` discovery (its first listing
+/// awaited, bounded by the poll timeout, so the environments it names are known before requests
+/// are served) and usage reports, flag analytics and their forwarder, shadow verification.
+async fn front_doors(
+    config: &Arc<Config>,
+    store: &Arc<Store>,
+    pollers: Option<&upstream::Pollers>,
+    shutdown: &Shutdown,
+) -> api::AppState {
+    let streams = Arc::new(streams::Streams::new(config, store));
+    if let (Some(proxy_key), Some(pollers)) = (&config.environments.proxy_key, pollers) {
         let mut discovery = sources::discovery::Discovery::new(
             proxy_key.clone(),
             store.clone(),
@@ -205,7 +259,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let analytics = Arc::new(analytics::Analytics::new(config.analytics.clone()));
     if config.analytics.enabled {
         // Offline environments are counted all the same; only a proxy that polls needs the client.
-        let upstream = pollers.as_ref().map(|p| analytics::forward::Upstream {
+        let upstream = pollers.map(|p| analytics::forward::Upstream {
             client: p.client.clone(),
             api_url: config.upstream.api_url.clone(),
             timeout: config.upstream.poll_timeout,
@@ -218,20 +272,23 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let shadow = (config.shadow.sample_rate > 0.0)
         .then(|| {
-            let client = pollers
-                .as_ref()
-                .map_or_else(upstream::client, |p| p.client.clone());
-            shadow::Shadow::start(&config, client, &shutdown)
+            let client = pollers.map_or_else(upstream::client, |p| p.client.clone());
+            shadow::Shadow::start(config, client, shutdown)
         })
         .flatten();
-    let state = api::AppState {
+    api::AppState {
         store: store.clone(),
         config: config.clone(),
         streams,
         analytics,
         shadow,
-    };
-    let grpc = grpc_listener.map(|listener| {
+    }
+}
+
+/// Serves until a signal, then drains: the listeners, then the background work's last steps,
+/// all within one budget (`shutdown_timeout_seconds`).
+async fn run(ports: Ports, state: api::AppState, config: &Arc<Config>, shutdown: &Shutdown) {
+    let grpc = ports.grpc.map(|listener| {
         if let Ok(address) = listener.local_addr() {
             tracing::info!(%address, "flagd (gRPC) listening");
         }
@@ -245,18 +302,16 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     });
     let api = api::Api::new(state);
     shutdown.spawn(shutdown::request_on_signal(shutdown.requested.clone()));
-    // The drain and the background work's last steps share one budget.
     let listeners = server::Listeners {
-        main: listener,
-        tls,
-        plain,
+        main: ports.main,
+        tls: ports.tls,
+        plain: ports.plain,
     };
-    let deadline = server::serve(listeners, api, &config, shutdown.requested.clone()).await;
+    let deadline = server::serve(listeners, api, config, shutdown.requested.clone()).await;
     if let Some(grpc) = grpc {
         let _ = tokio::time::timeout_at(deadline.into(), grpc).await;
     }
     shutdown.finish(deadline).await;
-    Ok(())
 }
 
 async fn bind(host: &str, port: u16) -> Result<tokio::net::TcpListener, String> {
