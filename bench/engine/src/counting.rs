@@ -10,6 +10,11 @@
 //! Off, it costs one relaxed load per allocator call, so timings taken with it installed are
 //! not skewed by the counting.
 
+#![allow(
+    unsafe_code,
+    reason = "a global allocator is unsafe to implement, and the event log is a static written by it"
+)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};

@@ -10,7 +10,7 @@ use flagpole_server::config::{self, Example, ServeOptions};
 
 use crate::CheckArgs;
 
-pub fn run(args: &CheckArgs) -> ExitCode {
+pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let env: Vec<(String, String)> = std::env::vars().collect();
     let options = ServeOptions {
         config: args.config.clone(),
@@ -32,10 +32,10 @@ fn check(options: &ServeOptions, env: &[(String, String)]) -> Result<(), String>
     }
     let startup = config::start(loaded, options).map_err(|e| e.to_string())?;
     for path in &startup.config.environments.documents {
-        flagpole_server::sources::local_file::read(path)?;
+        flagpole_server::read_document_file(path)?;
     }
     if let Some(tls) = &startup.config.server.tls {
-        flagpole_server::server::tls::Tls::new(tls)?;
+        flagpole_server::Tls::new(tls)?;
     }
     let effective = serde_json::to_string_pretty(&startup.config.redacted())
         .map_err(|e| format!("cannot print the configuration: {e}"))?;

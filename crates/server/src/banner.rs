@@ -18,7 +18,7 @@ use crate::logging::STARTUP_TARGET;
 use crate::store::{EnvSlot, Source, Store};
 
 /// Prints the start-up lines (`https`: the port serves TLS).
-pub fn print(store: &Store, address: SocketAddr, https: bool, plan: &Plan, json: bool) {
+pub(crate) fn print(store: &Store, address: SocketAddr, https: bool, plan: &Plan, json: bool) {
     let scheme = if https { "https" } else { "http" };
     let listening = format!(
         "flagpole {} listening on {scheme}://{address}",

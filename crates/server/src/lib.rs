@@ -6,34 +6,48 @@
 
 // Layers, each depending only on those listed before it (ARCHITECTURE.md, "Invariants"):
 // foundations …
-pub mod background;
-pub mod body;
-pub mod canonical;
-pub mod canonical_text;
+mod background;
+mod body;
+mod canonical;
+mod canonical_text;
 pub mod config;
-pub mod json;
-pub mod keys;
-pub mod logging;
-pub mod memory;
-pub mod rate_limit;
-pub mod received;
-pub mod tasks;
-pub mod usage;
+mod json;
+mod keys;
+mod logging;
+mod memory;
+mod rate_limit;
+mod received;
+mod shutdown;
+mod tasks;
+mod usage;
 // … one environment at one revision, then all of them …
-pub mod snapshot;
-pub mod store;
+mod snapshot;
+mod store;
 // … what feeds and watches the store …
-pub mod analytics;
-pub mod shadow;
-pub mod shutdown;
-pub mod sources;
-pub mod streams;
-pub mod telemetry;
+mod analytics;
+mod shadow;
+mod sources;
+mod streams;
+mod telemetry;
 // … the front doors, and the listener they are served on.
-pub mod api;
-pub mod server;
+mod api;
+mod server;
 // … and what `serve` prints once it listens.
-pub mod banner;
+mod banner;
+
+// The public API, and all of it: what the `flagpole` binary (`serve`, `check`, `eval`,
+// `health`) and the benchmarks use. Everything else is crate-private.
+pub use api::flagsmith::identities::IdentityRequest;
+pub use body::{Encoding, PreparedBody};
+pub use config::ServeOptions;
+pub use logging::fatal;
+pub use memory::{configure_allocator, on_worker_park, set_thread_cache_flush};
+pub use received::{Incoming, Received, Rejected};
+pub use server::tls::Tls;
+pub use snapshot::etag_memo::EtagMemo;
+pub use snapshot::{identity_cache, identity_response, KeyKind, Snapshot};
+pub use sources::local_file::read as read_document_file;
+pub use store::{build_snapshot, EnvSlot, Source, Store};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -45,13 +59,10 @@ use tokio::sync::Semaphore;
 use crate::config::Config;
 use crate::shutdown::Shutdown;
 use crate::sources::{local_file, upstream, warm_start::WarmStart};
-use crate::store::{EnvSlot, Source, Store};
 
 /// The bundled example environment, served when nothing is configured or with `--example`.
-pub const EXAMPLE_DOCUMENT: &str = include_str!("../../../examples/environment.json");
-pub const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
-
-pub use config::ServeOptions;
+const EXAMPLE_DOCUMENT: &str = include_str!("../../../examples/environment.json");
+const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
 
 /// Runs the proxy until SIGINT/SIGTERM, in start-up phases: configuration, the store and its
 /// environments, the ports, the first documents, polling, the front doors, then serving until

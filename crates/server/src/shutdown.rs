@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::tasks::Tasks;
 
 #[derive(Clone, Debug, Default)]
-pub struct Shutdown {
+pub(crate) struct Shutdown {
     /// Phase 1: stop serving.
     pub requested: CancellationToken,
     /// Phase 2: requests have drained; background tasks finish.
@@ -29,12 +29,12 @@ pub struct Shutdown {
 }
 
 impl Shutdown {
-    pub fn new() -> Shutdown {
+    pub(crate) fn new() -> Shutdown {
         Shutdown::default()
     }
 
     /// Runs `task` in the background until it returns; exit waits for it.
-    pub fn spawn<F>(&self, task: F)
+    pub(crate) fn spawn<F>(&self, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
@@ -42,7 +42,7 @@ impl Shutdown {
     }
 
     /// Phase 2, then waits for the background tasks until `deadline`.
-    pub async fn finish(&self, deadline: Instant) {
+    pub(crate) async fn finish(&self, deadline: Instant) {
         self.requested.cancel();
         self.drained.cancel();
         self.tasks.close();
@@ -58,7 +58,7 @@ impl Shutdown {
 
 /// Phase 1 on SIGINT or SIGTERM: cancels `requested` (the listeners stop accepting). Ends
 /// without doing anything if shutdown is requested some other way first.
-pub async fn request_on_signal(requested: CancellationToken) {
+pub(crate) async fn request_on_signal(requested: CancellationToken) {
     tokio::select! {
         () = signal() => {
             tracing::info!("shutting down: draining requests in flight");

@@ -11,10 +11,10 @@ use tokio_util::task::TaskTracker;
 
 /// A set of tasks that can be waited for; clones share the set.
 #[derive(Clone, Debug, Default)]
-pub struct Tasks(TaskTracker);
+pub(crate) struct Tasks(TaskTracker);
 
 impl Tasks {
-    pub fn new() -> Tasks {
+    pub(crate) fn new() -> Tasks {
         Tasks::default()
     }
 
@@ -24,7 +24,7 @@ impl Tasks {
         clippy::disallowed_methods,
         reason = "the one place a task is spawned: on a tracker someone waits for"
     )]
-    pub fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -33,12 +33,12 @@ impl Tasks {
     }
 
     /// No more tasks are expected: [`Tasks::wait`] may complete once they have all ended.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.0.close();
     }
 
     /// Completes once the set is closed and every task in it has ended.
-    pub async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         self.0.wait().await;
     }
 }

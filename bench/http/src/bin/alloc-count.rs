@@ -13,9 +13,7 @@
 
 use flagpole_bench::counting::{self, Counting};
 use flagpole_engine::Identity;
-use flagpole_server::api::flagsmith::identities::IdentityRequest;
-use flagpole_server::snapshot::{identity_cache, identity_response};
-use flagpole_server::snapshot::{KeyKind, Snapshot};
+use flagpole_server::{identity_cache, identity_response, IdentityRequest, KeyKind, Snapshot};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

@@ -9,10 +9,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use flagpole_bench::counting::{self, live, Counting};
-use flagpole_server::body::{Encoding, PreparedBody};
-use flagpole_server::received::Received;
-use flagpole_server::snapshot::{KeyKind, Snapshot};
-use flagpole_server::store::{EnvSlot, Source, Store};
+use flagpole_server::{
+    Encoding, EnvSlot, EtagMemo, KeyKind, PreparedBody, Received, Snapshot, Source, Store,
+};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -79,9 +78,7 @@ fn main() {
     });
     let flags_body = snapshots[0].flags(KeyKind::Server).len();
     // The OFREP ETag memo and the identity cache, as a new snapshot has them.
-    let (etag_memo_bytes, _memos) = per_item(n, |_| {
-        flagpole_server::snapshot::etag_memo::EtagMemo::default()
-    });
+    let (etag_memo_bytes, _memos) = per_item(n, |_| EtagMemo::default());
     let snapshot_struct = std::mem::size_of::<Snapshot>();
     let slots_in_store = Arc::strong_count(&slots[0]);
     let out = serde_json::json!({

@@ -4,9 +4,7 @@
 use std::time::Instant;
 
 use flagpole_bench::counting::{self, Counting};
-use flagpole_server::body::Encoding;
-use flagpole_server::received::Received;
-use flagpole_server::snapshot::Snapshot;
+use flagpole_server::{Encoding, Received, Snapshot};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

@@ -12,14 +12,14 @@ use crate::store::{EnvSlot, Store};
 
 /// Which API is asking: each has its own rate-limit bucket per key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
+pub(crate) enum Family {
     Flagsmith,
     Ofrep,
 }
 
 /// What a front door accepts.
 #[derive(Clone, Copy, Debug)]
-pub struct Gate {
+pub(crate) struct Gate {
     pub family: Family,
     pub client_keys: bool,
     pub server_keys: bool,
@@ -27,14 +27,14 @@ pub struct Gate {
 
 /// A key accepted: its kind and its environment, whose document may not have arrived yet.
 #[derive(Debug)]
-pub struct Admitted {
+pub(crate) struct Admitted {
     pub kind: KeyKind,
     pub env: Arc<EnvSlot>,
 }
 
 /// A key accepted, with its environment's current snapshot.
 #[derive(Debug)]
-pub struct Authorised {
+pub(crate) struct Authorised {
     pub kind: KeyKind,
     pub env: Arc<EnvSlot>,
     pub snapshot: Arc<Snapshot>,
@@ -42,7 +42,7 @@ pub struct Authorised {
 
 /// Why a key was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     UnknownKey,
     /// Over the key's rate: retry after this many whole seconds.
     RateLimited(u64),
@@ -55,7 +55,7 @@ pub enum Refusal {
 /// The checks that need no document: the key is known, within its rate, and of a kind the door
 /// accepts. For what works before an environment's document arrives (flag analytics, change
 /// streams); everything that answers from the document takes [`authorise`].
-pub fn admit(store: &Store, key: &str, gate: Gate) -> Result<Admitted, Refusal> {
+pub(crate) fn admit(store: &Store, key: &str, gate: Gate) -> Result<Admitted, Refusal> {
     let Some(entry) = store.lookup(key) else {
         store.unrecognised.count();
         return Err(Refusal::UnknownKey);
@@ -83,7 +83,7 @@ pub fn admit(store: &Store, key: &str, gate: Gate) -> Result<Admitted, Refusal> 
 }
 
 /// [`admit`], then the environment's current snapshot.
-pub fn authorise(store: &Store, key: &str, gate: Gate) -> Result<Authorised, Refusal> {
+pub(crate) fn authorise(store: &Store, key: &str, gate: Gate) -> Result<Authorised, Refusal> {
     let Admitted { kind, env } = admit(store, key, gate)?;
     let snapshot = env.snapshot().ok_or(Refusal::NotLoaded)?;
     Ok(Authorised {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serializer};
 /// A non-negative number of seconds, as a JSON number or a numeric string (the Edge Proxy's
 /// settings accept both).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Seconds(pub Duration);
+pub(super) struct Seconds(pub Duration);
 
 impl<'de> Deserialize<'de> for Seconds {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -50,14 +50,14 @@ impl<'de> Deserialize<'de> for Seconds {
 
 /// An integer greater than zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Positive(pub u64);
+pub(super) struct Positive(pub u64);
 
 impl Positive {
-    pub fn usize(self) -> usize {
+    pub(super) fn usize(self) -> usize {
         usize::try_from(self.0).unwrap_or(usize::MAX)
     }
 
-    pub fn u32(self) -> u32 {
+    pub(super) fn u32(self) -> u32 {
         u32::try_from(self.0).unwrap_or(u32::MAX)
     }
 }
@@ -89,7 +89,7 @@ impl<'de> Deserialize<'de> for Positive {
 
 /// A TCP port: an integer from 0 to 65535.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Port(pub u16);
+pub(super) struct Port(pub u16);
 
 impl<'de> Deserialize<'de> for Port {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -116,7 +116,7 @@ impl<'de> Deserialize<'de> for Port {
 
 /// An absolute URL, kept as written minus trailing slashes (paths are appended to it).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BaseUrl(pub String);
+pub(super) struct BaseUrl(pub String);
 
 impl<'de> Deserialize<'de> for BaseUrl {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -128,7 +128,7 @@ impl<'de> Deserialize<'de> for BaseUrl {
 
 /// A non-empty string, surrounding whitespace removed (as the Edge Proxy strips keys).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Key(pub String);
+pub(super) struct Key(pub String);
 
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -143,7 +143,7 @@ impl<'de> Deserialize<'de> for Key {
 
 /// A non-empty string, kept exactly as written (a secret is used byte for byte).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NonEmpty(pub String);
+pub(super) struct NonEmpty(pub String);
 
 impl<'de> Deserialize<'de> for NonEmpty {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -157,7 +157,7 @@ impl<'de> Deserialize<'de> for NonEmpty {
 /// A [`Key`] that must also start with `ser.` (the Edge Proxy refuses anything else, and a
 /// client key in its place would fetch nothing).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerKey(pub String);
+pub(super) struct ServerKey(pub String);
 
 impl<'de> Deserialize<'de> for ServerKey {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -172,7 +172,7 @@ impl<'de> Deserialize<'de> for ServerKey {
 /// A section: a JSON object and nothing else (a derived struct would also take a list, matching
 /// its members by position).
 #[derive(Debug)]
-pub struct Object<T>(pub T);
+pub(super) struct Object<T>(pub T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -193,7 +193,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 
 /// For a field where `null` means something other than absent: absent → `None`, present →
 /// `Some(the value)`, so `Option<Option<T>>` tells `null` (`Some(None)`) from absent.
-pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+pub(super) fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
@@ -202,7 +202,7 @@ where
 }
 
 /// Whole seconds as an integer, anything else as a decimal number.
-pub fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     if d.subsec_nanos() == 0 {
         s.serialize_u64(d.as_secs())
     } else {

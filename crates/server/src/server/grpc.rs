@@ -30,7 +30,7 @@ use crate::tasks::Tasks;
 
 /// Serves `flagd` on `listener` until `stopping` is cancelled and the calls in flight end (at
 /// most `config.server.shutdown_timeout`).
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     flagd: Flagd,
     config: Arc<Config>,

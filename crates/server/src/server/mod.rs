@@ -9,10 +9,10 @@
 //! bounded by the same header read timeout, and then the very same code reads the decrypted
 //! stream; an optional plain-HTTP port beside it serves the operators' routes (`plain_port`).
 
-pub mod direct_stream;
-pub mod grpc;
-pub mod plain_port;
-pub mod tls;
+pub(crate) mod direct_stream;
+pub(crate) mod grpc;
+pub(crate) mod plain_port;
+pub(crate) mod tls;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,7 +34,7 @@ use tls::Tls;
 
 /// Where connections arrive: the main port (HTTPS with `tls`), and the plain-HTTP port beside
 /// an HTTPS one.
-pub struct Listeners {
+pub(crate) struct Listeners {
     pub main: TcpListener,
     pub tls: Option<Arc<Tls>>,
     pub plain: Option<TcpListener>,
@@ -72,7 +72,7 @@ enum Door {
 /// environments' tokens are children of `stopping`).
 /// Returns the time by which the whole shutdown should be over: the drain began, plus
 /// `shutdown_timeout` (what is left of it is the background work's budget).
-pub async fn serve(
+pub(crate) async fn serve(
     listeners: Listeners,
     api: Api,
     config: &Config,

@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::shutdown::Shutdown;
 use crate::tasks::Tasks;
 
-pub struct Shadow {
+pub(crate) struct Shadow {
     sample_rate: f64,
     limiter: DefaultDirectRateLimiter,
     queue: mpsc::Sender<Job>,
@@ -28,7 +28,7 @@ pub struct Shadow {
 impl Shadow {
     /// Starts the dispatcher (it ends when shutdown is requested; comparisons under way finish
     /// as background work), or `None` when shadowing is off.
-    pub fn start(
+    pub(crate) fn start(
         config: &Config,
         client: reqwest::Client,
         shutdown: &Shutdown,
@@ -66,12 +66,12 @@ impl Shadow {
     }
 
     /// Whether this request is one of the sample (call first: it costs one random number).
-    pub fn sampled(&self) -> bool {
+    pub(crate) fn sampled(&self) -> bool {
         self.sample_rate >= 1.0 || rand::random::<f64>() < self.sample_rate
     }
 
     /// Queues a sampled request for comparison, unless over the rate or the queue is full.
-    pub fn offer(&self, job: impl FnOnce() -> Job) {
+    pub(crate) fn offer(&self, job: impl FnOnce() -> Job) {
         if self.limiter.check().is_err() {
             self.tally.dropped(true);
             return;

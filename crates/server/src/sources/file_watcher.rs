@@ -35,7 +35,7 @@ fn watched_path(path: &Path) -> PathBuf {
 /// Watches every `(environment, file)` and reloads an environment when its file changes, until
 /// `stop` is cancelled. Directories are watched rather than files: editors and `mv` replace a
 /// file instead of writing into it.
-pub async fn watch(files: Vec<(Arc<EnvSlot>, PathBuf)>, stop: CancellationToken) {
+pub(crate) async fn watch(files: Vec<(Arc<EnvSlot>, PathBuf)>, stop: CancellationToken) {
     if files.is_empty() {
         return;
     }

@@ -24,7 +24,7 @@ use crate::store::{EnvSlot, Published, Source};
 const MAX_PAGES: usize = 1000;
 
 /// The HTTP client for upstream requests (timeouts are applied per poll, body included).
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .user_agent(concat!("flagpole/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::limited(5))
@@ -35,7 +35,7 @@ pub fn client() -> reqwest::Client {
 /// What every upstream poller shares; `spawn` starts one for an environment (at startup, and
 /// when key discovery adds one).
 #[derive(Clone)]
-pub struct Pollers {
+pub(crate) struct Pollers {
     pub client: reqwest::Client,
     pub config: Arc<Config>,
     /// Bounds concurrent fetches across environments.
@@ -46,7 +46,7 @@ pub struct Pollers {
 }
 
 impl Pollers {
-    pub fn spawn(&self, slot: Arc<EnvSlot>) {
+    pub(crate) fn spawn(&self, slot: Arc<EnvSlot>) {
         self.tasks.spawn(poll(slot, self.clone()));
     }
 }
@@ -90,7 +90,7 @@ async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
 }
 
 /// One poll: fetch (bounded by the poll timeout, body included), publish, record the outcome.
-pub async fn poll_once(
+pub(crate) async fn poll_once(
     slot: &Arc<EnvSlot>,
     client: &reqwest::Client,
     config: &Config,
@@ -152,7 +152,7 @@ pub async fn poll_once(
 /// `status_4xx`, `status_5xx`, `status_other`, `invalid_json`, `rejected_document`,
 /// `pagination`, `config`, `internal`), `message` what the logs and the status page say.
 #[derive(Debug)]
-pub struct FetchError {
+pub(crate) struct FetchError {
     pub kind: &'static str,
     pub message: String,
 }

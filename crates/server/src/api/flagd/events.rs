@@ -31,7 +31,7 @@ use crate::store::EnvSlot;
 type Fingerprints = HashMap<String, (u64, bool)>;
 
 /// Whose changes a stream reports.
-pub enum Source {
+pub(super) enum Source {
     Env(Arc<EnvSlot>),
     /// Not known yet: the environment of the connection's first keyed call.
     Connection(Waiting),
@@ -39,7 +39,7 @@ pub enum Source {
 
 /// Opens a stream of one version's messages, built by `message(type, data)`; it ends when
 /// `stopping` is cancelled (shutdown) or its environment stops being served.
-pub fn open<T, F>(
+pub(super) fn open<T, F>(
     state: &AppState,
     source: Source,
     stopping: CancellationToken,

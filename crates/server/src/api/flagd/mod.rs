@@ -9,7 +9,7 @@
 //! as protobuf (`proto`), and changes arrive on a server stream (`events`). The two versions
 //! carry the same messages (v2 marks scalars `optional`), so one macro implements both.
 
-pub mod connect;
+pub(crate) mod connect;
 mod connect_json;
 mod events;
 mod keys;
@@ -31,16 +31,26 @@ use crate::telemetry::flagd::{self as calls, Method};
 use resolve::{Kind, Resolved, Typed};
 
 /// Code generated from the vendored flagd schemas (`proto/`, by `build.rs`).
-pub mod v1 {
+#[allow(
+    clippy::allow_attributes_without_reason,
+    unreachable_pub,
+    reason = "generated code: its visibility and its own allows are the generator's"
+)]
+pub(crate) mod v1 {
     tonic::include_proto!("flagd.evaluation.v1");
 }
-pub mod v2 {
+#[allow(
+    clippy::allow_attributes_without_reason,
+    unreachable_pub,
+    reason = "generated code: its visibility and its own allows are the generator's"
+)]
+pub(crate) mod v2 {
     tonic::include_proto!("flagd.evaluation.v2");
 }
 
 /// Both services, on the proxy's state (cheap to clone).
 #[derive(Clone)]
-pub struct Flagd {
+pub(crate) struct Flagd {
     state: AppState,
     /// Key-less event streams waiting for their connection's environment.
     peers: Arc<peers::Peers>,
@@ -49,7 +59,7 @@ pub struct Flagd {
 }
 
 impl Flagd {
-    pub fn new(state: AppState, stopping: CancellationToken) -> Flagd {
+    pub(crate) fn new(state: AppState, stopping: CancellationToken) -> Flagd {
         Flagd {
             state,
             peers: Arc::default(),
@@ -86,18 +96,18 @@ impl Flagd {
     }
 
     /// The v1 service, for a tonic router.
-    pub fn v1(&self) -> v1::service_server::ServiceServer<Flagd> {
+    pub(crate) fn v1(&self) -> v1::service_server::ServiceServer<Flagd> {
         v1::service_server::ServiceServer::new(self.clone())
     }
 
     /// The v2 service, for a tonic router.
-    pub fn v2(&self) -> v2::service_server::ServiceServer<Flagd> {
+    pub(crate) fn v2(&self) -> v2::service_server::ServiceServer<Flagd> {
         v2::service_server::ServiceServer::new(self.clone())
     }
 }
 
 /// A boxed event stream (tonic's associated stream type must be nameable).
-pub type Events<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+pub(crate) type Events<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// Implements one version's service. `$wrap` turns a scalar into the field's type: v1 fields are
 /// plain, v2's are `optional` (`Some`); `$value` and `$variant` mark where that applies.

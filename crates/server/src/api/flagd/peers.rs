@@ -22,7 +22,7 @@ type Binding = watch::Sender<Option<Arc<EnvSlot>>>;
 
 /// Waiting (or bound) key-less streams by peer address.
 #[derive(Default)]
-pub struct Peers {
+pub(super) struct Peers {
     waiting: Mutex<HashMap<SocketAddr, (u64, Binding)>>,
     /// How many there are: a keyed call looks further only when some exist.
     count: AtomicUsize,
@@ -30,7 +30,7 @@ pub struct Peers {
 }
 
 /// A key-less stream's place in [`Peers`]; removed when dropped.
-pub struct Waiting {
+pub(super) struct Waiting {
     peers: Arc<Peers>,
     peer: SocketAddr,
     id: u64,
@@ -39,7 +39,7 @@ pub struct Waiting {
 
 impl Peers {
     /// Registers a key-less stream from `peer`.
-    pub fn wait(self: &Arc<Self>, peer: SocketAddr) -> Waiting {
+    pub(super) fn wait(self: &Arc<Self>, peer: SocketAddr) -> Waiting {
         let (tx, rx) = watch::channel(None);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if self.waiting.lock().insert(peer, (id, tx)).is_none() {
@@ -54,7 +54,7 @@ impl Peers {
     }
 
     /// A keyed call from `peer` reached `env`: binds a stream waiting on that connection.
-    pub fn seen(&self, peer: Option<SocketAddr>, env: &Arc<EnvSlot>) {
+    pub(super) fn seen(&self, peer: Option<SocketAddr>, env: &Arc<EnvSlot>) {
         if self.count.load(Ordering::Relaxed) == 0 {
             return;
         }

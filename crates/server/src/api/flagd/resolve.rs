@@ -22,7 +22,7 @@ use crate::snapshot::{KeyKind, Snapshot};
 
 /// The type a resolver asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     Bool,
     String,
     Int,
@@ -32,7 +32,7 @@ pub enum Kind {
 
 /// A value in flagd's types; `None`: no value (the caller's default applies).
 #[derive(Debug)]
-pub enum Typed {
+pub(super) enum Typed {
     Bool(bool),
     String(String),
     Int(i64),
@@ -43,7 +43,7 @@ pub enum Typed {
 
 /// A resolved flag, ready for a response message.
 #[derive(Debug)]
-pub struct Resolved {
+pub(super) struct Resolved {
     pub value: Typed,
     pub reason: &'static str,
     pub variant: String,
@@ -51,7 +51,7 @@ pub struct Resolved {
 }
 
 /// One flag of the requested type.
-pub fn one(
+pub(super) fn one(
     state: &AppState,
     authorised: &Authorised,
     key: &str,
@@ -94,7 +94,7 @@ pub fn one(
 }
 
 /// Every flag the key may see, by key; values keep the flag's own type.
-pub fn all(
+pub(super) fn all(
     state: &AppState,
     authorised: &Authorised,
     context: Option<&Struct>,

@@ -13,7 +13,7 @@ use crate::api::request_body::{self, BodyError};
 use crate::api::{empty, AppState, Response};
 use crate::store::Source;
 
-pub async fn post_analytics(
+pub(crate) async fn post_analytics(
     state: &AppState,
     request: Request<Incoming>,
 ) -> Result<Response, ApiError> {

@@ -2,11 +2,11 @@
 //! `/api/v1/environment-document/`, the SDKs' flag analytics and the real-time stream, as the Flagsmith Edge Proxy serves
 //! them. Keys arrive in `X-Environment-Key`; errors use the `{"status","message"}` shape.
 
-pub mod analytics;
-pub mod document;
-pub mod flags;
-pub mod identities;
-pub mod realtime;
+pub(crate) mod analytics;
+pub(crate) mod document;
+pub(crate) mod flags;
+pub(crate) mod identities;
+pub(crate) mod realtime;
 
 use http::{HeaderMap, StatusCode};
 

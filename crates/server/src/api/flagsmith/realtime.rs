@@ -23,7 +23,7 @@ const GATE: Gate = Gate {
     server_keys: false,
 };
 
-pub fn stream(state: &AppState, client_key: &str) -> Result<Response, ApiError> {
+pub(crate) fn stream(state: &AppState, client_key: &str) -> Result<Response, ApiError> {
     // The key is in the path, so a refused one reads as a path that names nothing; the refusal
     // is counted by the shared step like any other.
     let entry =

@@ -27,7 +27,7 @@ const EVENTS_PATH: &str = "ofrep/v1/events";
 
 /// Answers an evaluation: of one flag, or of all (`flag` is `None`). CORS is added by the
 /// caller.
-pub async fn evaluate(
+pub(crate) async fn evaluate(
     state: &AppState,
     request: Request<Incoming>,
     flag: Option<&str>,

@@ -9,7 +9,7 @@ use crate::streams::Format;
 
 /// `GET /ofrep/v1/events` as a response (an open stream or an OFREP error), for a request whose
 /// head was read straight off the socket.
-pub fn events(state: &AppState, request: &http::request::Parts) -> Response {
+pub(crate) fn events(state: &AppState, request: &http::request::Parts) -> Response {
     stream(state, request).unwrap_or_else(|failure| failure.into_response(Asked::Events))
 }
 

@@ -16,8 +16,8 @@ mod evaluate;
 mod events;
 mod freshness;
 
-pub use evaluate::evaluate;
-pub use events::events;
+pub(crate) use evaluate::evaluate;
+pub(crate) use events::events;
 
 use std::sync::Arc;
 

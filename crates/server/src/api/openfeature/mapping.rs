@@ -20,7 +20,7 @@ use crate::snapshot::KeyKind;
 
 /// A flag as OpenFeature sees it, borrowing from the evaluation.
 #[derive(Debug)]
-pub struct Resolution<'a> {
+pub(crate) struct Resolution<'a> {
     pub key: &'a str,
     /// The on/off bit (`flagsmithEnabled`).
     pub enabled: bool,
@@ -40,7 +40,7 @@ pub struct Resolution<'a> {
 }
 
 /// Maps one evaluated flag; `can_vary` is [`flagpole_engine::Environment::can_vary`] of it.
-pub fn resolve<'a>(
+pub(crate) fn resolve<'a>(
     flag: &'a FlagResult<'a>,
     kind: KeyKind,
     parse_json_strings: bool,
@@ -70,7 +70,7 @@ pub fn resolve<'a>(
 }
 
 /// Writes one OFREP evaluation object.
-pub fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
+pub(crate) fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
     out.extend_from_slice(b"{\"key\":");
     crate::json::write(out, flag.key);
     if let Some(value) = &flag.value {
