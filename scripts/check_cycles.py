@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
-"""Fails when source files of a Rust crate import each other in a loop.
+"""Fails when source files of a Rust crate import each other in a loop, or when a module of the
+server crate imports from a layer above its own.
 
 The layering in ARCHITECTURE.md ("Invariants") says each module depends only on the layers
-below it; a cycle between files is the first sign that this stopped being true. This reads
+below it. Two checks keep it true. Layers: the numbered list under "The modules form layers"
+in ARCHITECTURE.md is read (each item names the server's top-level modules in backticks, as
+`name.rs` or `name/`; a module belongs to the first item naming it), every top-level module of
+`crates/server/src` must be in it, and a file may import only from its own layer or an earlier
+one. Cycles: a cycle between files is the first sign that the layering stopped being true. This reads
 every crate under the given folders (default: crates/ and bindings/), resolves each
 `use crate::…`, `use super::…`, `use self::…`, `use <child module>::…` and each inline
 `crate::…::name` / `super::…::name` path to the file that defines the module, and reports
 every strongly connected group of more than one file. Re-exports (`pub use …`) are a
 module's public face, not a dependency of its code, and are not counted.
 
-Usage: scripts/check_cycles.py [FOLDER ...]; exit status 1 when a cycle is found.
+Usage: scripts/check_cycles.py [FOLDER ...]; exit status 1 when a cycle or an import against
+the layers is found.
 """
 
 from __future__ import annotations
@@ -165,9 +171,69 @@ def cycles(graph: dict[Path, set[Path]]) -> list[list[Path]]:
     return out
 
 
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+LAYERED_CRATE = ROOT / "crates" / "server" / "src"
+
+
+def layers_listed(text: str) -> list[tuple[str, set[str]]]:
+    """The numbered layer list of ARCHITECTURE.md: (item title, names in backticks) per item."""
+    start = text.index("The modules form layers")
+    items: list[list[str]] = []
+    for line in text[start:].splitlines()[1:]:
+        numbered = re.match(r"\d+\. (.*)", line)
+        if numbered:
+            items.append([numbered.group(1)])
+        elif items and line.startswith("   "):
+            items[-1].append(line)
+        elif items and line.strip():
+            break
+    out = []
+    for lines in items:
+        item = " ".join(lines)
+        title = re.match(r"\*\*(.*?)\*\*", item)
+        names = set(re.findall(r"`(\w+)(?:\.rs|/)`", item))
+        out.append((title.group(1) if title else item[:40], names))
+    return out
+
+
+def layer_of_modules(src: Path, listed: list[tuple[str, set[str]]]) -> tuple[dict[str, int], list[str]]:
+    """Each top-level module's layer index (the crate root is the last layer), and the modules
+    the list does not place."""
+    top = {f.stem for f in src.glob("*.rs")} | {d.name for d in src.iterdir() if d.is_dir()}
+    top -= {"lib", "main"}
+    layer: dict[str, int] = {"lib": len(listed) - 1}
+    for i, (_, names) in enumerate(listed):
+        for name in names & top:
+            layer.setdefault(name, i)
+    return layer, sorted(top - set(layer))
+
+
+def layering(src: Path, graph: dict[Path, set[Path]]) -> int:
+    """Prints every import from a later layer; returns how many there are."""
+    listed = layers_listed(ARCHITECTURE.read_text(encoding="utf-8"))
+    layer, unplaced = layer_of_modules(src, listed)
+    for name in unplaced:
+        print(f"layering: module `{name}` is in no layer of ARCHITECTURE.md's list")
+
+    def top(file: Path) -> str:
+        path = module_path(src, file)
+        return path[0] if path else "lib"
+
+    found = len(unplaced)
+    for f in sorted(graph):
+        for g in sorted(graph[f]):
+            a, b = top(f), top(g)
+            if a in layer and b in layer and layer[b] > layer[a]:
+                found += 1
+                print(f"layering: {f.relative_to(ROOT)} ({listed[layer[a]][0]}) imports "
+                      f"{g.relative_to(ROOT)} ({listed[layer[b]][0]}), a later layer")
+    return found
+
+
 def main(folders: list[str]) -> int:
     found = 0
     crates = 0
+    misplaced = 0
     for folder in folders or ["crates", "bindings"]:
         for manifest in sorted((ROOT / folder).rglob("Cargo.toml")):
             src = manifest.parent / "src"
@@ -175,6 +241,8 @@ def main(folders: list[str]) -> int:
                 continue
             crates += 1
             graph = crate_graph(src)
+            if src == LAYERED_CRATE:
+                misplaced += layering(src, graph)
             for group in cycles(graph):
                 found += 1
                 names = [str(p.relative_to(ROOT)) for p in group]
@@ -182,8 +250,8 @@ def main(folders: list[str]) -> int:
                 for a in group:
                     for b in sorted(graph[a] & set(group)):
                         print(f"  {a.relative_to(ROOT)} -> {b.relative_to(ROOT)}")
-    print(f"{crates} crates checked, {found} import cycle(s)")
-    return 1 if found else 0
+    print(f"{crates} crates checked, {found} import cycle(s), {misplaced} import(s) against the layers")
+    return 1 if found or misplaced else 0
 
 
 if __name__ == "__main__":

@@ -23,16 +23,14 @@
 //!
 //! Timings are the median of batches after warm-up; a batch is sized to ~1/8 of the budget.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::borrow::Cow;
-use std::cell::UnsafeCell;
 use std::collections::{BTreeMap, HashMap};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use flagpole_bench::counting::{self, Counting, Event};
 use flagpole_bench::docgen::{self, DocSize};
 use flagpole_engine::python::number::PyInt;
 use flagpole_engine::{Environment, Identity, Trait, TraitValue};
@@ -49,132 +47,48 @@ mod served;
 // ---------------------------------------------------------------------------------------------
 // Counting allocator
 
-const MODE_OFF: u8 = 0;
-const MODE_COUNT: u8 = 1;
-const MODE_LOG: u8 = 2;
-static MODE: AtomicU8 = AtomicU8::new(MODE_OFF);
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-const EV_ALLOC: usize = 1;
-const EV_REALLOC: usize = 2;
-const EV_FREE: usize = 3;
-const LOG_CAPACITY: usize = 1 << 17;
-
-/// Allocator events of one logged call: `[kind, old pointer, new pointer]`. Written only by the
-/// allocator while `MODE == MODE_LOG` (the benchmark is single-threaded), read after.
-struct EventLog {
-    events: UnsafeCell<[[usize; 3]; LOG_CAPACITY]>,
-    len: AtomicUsize,
-}
-
-// SAFETY: only the benchmark thread allocates while logging is on; the log is read after logging
-// is switched off.
-unsafe impl Sync for EventLog {}
-
-static LOG: EventLog = EventLog {
-    events: UnsafeCell::new([[0; 3]; LOG_CAPACITY]),
-    len: AtomicUsize::new(0),
-};
-
-fn log_event(kind: usize, old: usize, new: usize) {
-    let i = LOG.len.fetch_add(1, Relaxed);
-    if i < LOG_CAPACITY {
-        // SAFETY: see `EventLog`; `i` is in bounds and claimed by this call alone.
-        unsafe { (*LOG.events.get())[i] = [kind, old, new] };
-    }
-}
-
-struct CountingAlloc;
-
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
-        note_alloc(EV_ALLOC, 0, p as usize);
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(layout);
-        note_alloc(EV_ALLOC, 0, p as usize);
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if MODE.load(Relaxed) == MODE_LOG {
-            log_event(EV_FREE, ptr as usize, 0);
-        }
-        System.dealloc(ptr, layout)
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, layout, new_size);
-        note_alloc(EV_REALLOC, ptr as usize, p as usize);
-        p
-    }
-}
-
-#[inline]
-fn note_alloc(kind: usize, old: usize, new: usize) {
-    match MODE.load(Relaxed) {
-        MODE_OFF => {}
-        MODE_COUNT => {
-            ALLOCATIONS.fetch_add(1, Relaxed);
-        }
-        _ => {
-            ALLOCATIONS.fetch_add(1, Relaxed);
-            log_event(kind, old, new);
-        }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: CountingAlloc = CountingAlloc;
+static GLOBAL: Counting = Counting;
 
 /// Allocator calls per call of `f`, averaged over `n` calls.
 fn allocations_per_call<R>(n: u64, mut f: impl FnMut() -> R) -> f64 {
     black_box(f()); // warm caches (lazy statics, regex caches…) out of the count
-    ALLOCATIONS.store(0, Relaxed);
-    MODE.store(MODE_COUNT, Relaxed);
+    counting::count(true);
+    let before = counting::calls();
     for _ in 0..n {
         black_box(f());
     }
-    MODE.store(MODE_OFF, Relaxed);
-    ALLOCATIONS.load(Relaxed) as f64 / n as f64
+    let calls = counting::calls() - before;
+    counting::count(false);
+    calls as f64 / n as f64
 }
 
 /// Allocation split of one call of `f`: `(total, output)` where output counts the allocator
 /// calls whose blocks are still alive when `f` returns (its result). `None` if the log overflowed.
 fn allocation_split<R>(mut f: impl FnMut() -> R) -> Option<(u64, u64)> {
     black_box(f());
-    LOG.len.store(0, Relaxed);
-    ALLOCATIONS.store(0, Relaxed);
-    MODE.store(MODE_LOG, Relaxed);
-    let result = f();
-    MODE.store(MODE_OFF, Relaxed);
-    let total = ALLOCATIONS.load(Relaxed);
-    let len = LOG.len.load(Relaxed);
-    let split = if len > LOG_CAPACITY {
-        None
-    } else {
-        // SAFETY: logging is off; nothing writes the log any more.
-        let events: &[[usize; 3]] = unsafe { &(&*LOG.events.get())[..len] };
+    let (result, events) = counting::logged(&mut f);
+    let split = events.map(|events| {
+        let mut total = 0;
         let mut live: HashMap<usize, u64> = HashMap::new();
-        for &[kind, old, new] in events {
-            match kind {
-                EV_ALLOC => {
+        for event in events {
+            match event {
+                Event::Alloc { new } => {
+                    total += 1;
                     live.insert(new, 1);
                 }
-                EV_REALLOC => {
+                Event::Realloc { old, new } => {
+                    total += 1;
                     let chain = live.remove(&old).unwrap_or(0);
                     live.insert(new, chain + 1);
                 }
-                _ => {
+                Event::Free { old } => {
                     live.remove(&old);
                 }
             }
         }
-        Some((total, live.values().sum()))
-    };
+        (total, live.values().sum())
+    });
     drop(black_box(result));
     split
 }

@@ -40,13 +40,15 @@ struct Compiler<'r> {
 }
 
 /// Compiles a context object (its `identity`, if any, is ignored: identities are per call).
-pub fn compile_context(context: &Value) -> Result<(Environment, Vec<Diagnostic>), InputError> {
+pub(crate) fn compile_context(
+    context: &Value,
+) -> Result<(Environment, Vec<Diagnostic>), InputError> {
     compile_context_sharing(context, None)
 }
 
 /// [`compile_context`], taking segment rule sets already compiled for other environments from
 /// `shared` (and leaving its own there for the next).
-pub fn compile_context_sharing(
+pub(crate) fn compile_context_sharing(
     context: &Value,
     shared: Option<&Shared>,
 ) -> Result<(Environment, Vec<Diagnostic>), InputError> {

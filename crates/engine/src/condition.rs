@@ -279,7 +279,7 @@ pub(crate) fn split_bucket(cv: &Scalar<'_>, segment_key: &str) -> f64 {
 impl Operator {
     /// Matches a context value (already resolved and coerced; for a percentage split with an
     /// empty property it is the raw identity key rendered with `str()`).
-    pub fn matches(&self, cv: &Scalar<'_>, segment_key: &str) -> Result<bool, EvalError> {
+    pub(crate) fn matches(&self, cv: &Scalar<'_>, segment_key: &str) -> Result<bool, EvalError> {
         match self {
             Operator::In(set) => {
                 let set = set.as_ref().map_err(Clone::clone)?;

@@ -99,7 +99,7 @@ pub(crate) struct Mapped {
 impl Mapped {
     /// Maps the environment, its features and the project's segments, failing on the first bad
     /// member in the order the SDK reads them.
-    pub fn new(doc: Members<'_>) -> Result<Mapped, InputError> {
+    pub(crate) fn new(doc: Members<'_>) -> Result<Mapped, InputError> {
         let api_key = match doc.api_key {
             Some(Value::String(k)) => k.clone(),
             _ => return Err(InputError::new("$.api_key", "must be a string")),
@@ -155,7 +155,7 @@ impl Mapped {
         })
     }
 
-    pub fn into_context(self) -> Value {
+    pub(crate) fn into_context(self) -> Value {
         object_of([
             ("environment", self.environment),
             ("features", Value::Object(self.features)),

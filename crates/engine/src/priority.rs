@@ -25,7 +25,7 @@ pub(crate) enum PriorityKey {
 }
 
 impl PriorityKey {
-    pub fn from_json(v: Option<&Value>) -> PriorityKey {
+    pub(crate) fn from_json(v: Option<&Value>) -> PriorityKey {
         match v {
             None => PriorityKey::Missing,
             Some(Value::Bool(b)) => PriorityKey::Int(PyInt::Small(*b as i64)),
@@ -50,12 +50,12 @@ impl PriorityKey {
     }
 
     /// Python `self < other`.
-    pub fn py_lt(&self, other: &PriorityKey) -> Result<bool, EvalError> {
+    pub(crate) fn py_lt(&self, other: &PriorityKey) -> Result<bool, EvalError> {
         Ok(self.py_cmp(other)? == Some(Ordering::Less))
     }
 
     /// Python ordering: `None` for unordered (NaN), an error for incomparable kinds.
-    pub fn py_cmp(&self, other: &PriorityKey) -> Result<Option<Ordering>, EvalError> {
+    pub(crate) fn py_cmp(&self, other: &PriorityKey) -> Result<Option<Ordering>, EvalError> {
         use PriorityKey::*;
         let inf = Float(f64::INFINITY);
         let a = if matches!(self, Missing) { &inf } else { self };

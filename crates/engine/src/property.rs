@@ -48,7 +48,7 @@ pub(crate) enum Step {
 impl Property {
     /// Compiles a property. `root` is the context without identity; `root_static` says whether a
     /// root key is static data (not `identity`/`flags`).
-    pub fn compile(
+    pub(crate) fn compile(
         property: &Value,
         percentage_split: bool,
         root: &serde_json::Map<String, Value>,

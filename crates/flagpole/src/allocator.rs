@@ -2,7 +2,7 @@
 //!
 //! A proxy that loads a thousand documents at start builds them on every core at once, and
 //! each build makes and frees many small blocks. glibc's allocator, held to one arena to keep
-//! resident memory down (see `flagpole_server::memory`), serialised those builds on the arena's
+//! resident memory down (see the server's `memory` module), serialised those builds on the arena's
 //! lock: 1,000 small documents were ready in ~0.5 s with it and ~0.22 s with jemalloc on two
 //! cores, at the same resident memory (bench/many.sh; bench/RESULTS.md).
 //!
@@ -23,14 +23,17 @@
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Has background work hand its thread's cache back when it finishes
-/// (`flagpole_server::memory::flush_thread_cache`).
-pub fn install() {
+/// (the server's `memory::flush_thread_cache`).
+pub(crate) fn install() {
     #[cfg(not(target_env = "msvc"))]
-    flagpole_server::memory::set_thread_cache_flush(flush_thread_cache);
+    flagpole_server::set_thread_cache_flush(flush_thread_cache);
 }
 
 #[cfg(not(target_env = "msvc"))]
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "jemalloc's control call is C; the crate's one unsafe call, reviewed"
+)]
 fn flush_thread_cache() {
     // SAFETY: `thread.tcache.flush` reads and writes nothing (all pointers null, length 0): it
     // returns the calling thread's cached blocks to their arenas. A failure (no cache on this

@@ -11,7 +11,7 @@ use flagpole_server::config::{self, Example, ServeOptions};
 
 use crate::CheckArgs;
 
-pub fn run(args: &CheckArgs) -> ExitCode {
+pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let env: Vec<(String, String)> = std::env::vars().collect();
     let options = ServeOptions {
         config: args.config.clone(),
@@ -32,7 +32,7 @@ fn check(options: &ServeOptions, env: &[(String, String)]) -> Result<(), String>
         eprintln!("warning: {warning}");
     }
     let startup = config::start(loaded, options).map_err(|e| e.to_string())?;
-    flagpole_server::preflight::run(&startup.config)?;
+    flagpole_server::preflight(&startup.config)?;
     let effective = serde_json::to_string_pretty(&config::effective(&startup.config))
         .map_err(|e| format!("cannot print the configuration: {e}"))?;
     println!("{effective}");

@@ -8,7 +8,7 @@ use flagpole_server::config;
 
 use crate::ConfigCommand;
 
-pub fn run(command: &ConfigCommand) -> ExitCode {
+pub(crate) fn run(command: &ConfigCommand) -> ExitCode {
     match command {
         ConfigCommand::Schema => match serde_json::to_string_pretty(config::schema()) {
             Ok(text) => println!("{text}"),

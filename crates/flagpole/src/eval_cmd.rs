@@ -11,9 +11,7 @@ use flagpole_engine::{Diagnostic, Environment, Identity, InputError, Trait, Trai
 use serde_json::{json, Value};
 
 use crate::{ContextArgs, EvalCommand, IdentityArgs};
-use flagpole_server::received::{Received, Rejected};
-use flagpole_server::snapshot::identity_response;
-use flagpole_server::snapshot::{KeyKind, Snapshot};
+use flagpole_server::{identity_response, KeyKind, Received, Rejected, Snapshot};
 
 /// Why a command failed, mapped to an exit code.
 enum Failure {
@@ -29,7 +27,7 @@ impl From<InputError> for Failure {
     }
 }
 
-pub fn run(cmd: EvalCommand) -> ExitCode {
+pub(crate) fn run(cmd: EvalCommand) -> ExitCode {
     let outcome = match cmd {
         EvalCommand::Context(args) => run_context(&args),
         EvalCommand::Identity(args) => run_identity(&args),

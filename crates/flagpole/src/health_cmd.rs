@@ -36,7 +36,7 @@ impl Target {
     }
 }
 
-pub fn run(args: &HealthArgs) -> ExitCode {
+pub(crate) fn run(args: &HealthArgs) -> ExitCode {
     let url = args.url.clone().unwrap_or_else(default_url);
     let target = match parse_url(&url) {
         Ok(t) => t,
@@ -63,7 +63,7 @@ pub fn run(args: &HealthArgs) -> ExitCode {
 }
 
 /// `--timeout`: positive, finite seconds.
-pub fn parse_timeout(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
         _ => Err("must be a number of seconds greater than 0".into()),

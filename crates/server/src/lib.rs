@@ -6,35 +6,50 @@
 
 // Layers, each depending only on those listed before it (ARCHITECTURE.md, "Invariants"):
 // foundations …
-pub mod background;
-pub mod body;
-pub mod canonical;
-pub mod canonical_text;
+mod background;
+mod body;
+mod canonical;
+mod canonical_text;
 pub mod config;
-pub mod json;
-pub mod keys;
-pub mod logging;
-pub mod memory;
-pub mod rate_limit;
-pub mod received;
-pub mod usage;
+mod json;
+mod keys;
+mod logging;
+mod memory;
+mod rate_limit;
+mod received;
+mod shutdown;
+mod tasks;
+mod usage;
 // … one environment at one revision, then all of them …
-pub mod snapshot;
-pub mod store;
+mod snapshot;
+mod store;
 // … what feeds and watches the store …
-pub mod analytics;
-pub mod shadow;
-pub mod shutdown;
-pub mod sources;
-pub mod streams;
-pub mod telemetry;
+mod analytics;
+mod shadow;
+mod sources;
+mod streams;
+mod telemetry;
 // … the front doors, and the listener they are served on.
-pub mod api;
-pub mod server;
+mod api;
+mod server;
 // … what `serve` (and `flagpole check`) checks before it listens, and what `serve` prints once
 // it listens.
-pub mod banner;
-pub mod preflight;
+mod banner;
+mod preflight;
+
+// The public API, and all of it: what the `flagpole` binary (`serve`, `check`, `eval`,
+// `health`) and the benchmarks use. Everything else is crate-private.
+pub use api::flagsmith::identities::IdentityRequest;
+pub use body::{Encoding, PreparedBody};
+pub use config::ServeOptions;
+pub use logging::fatal;
+pub use memory::{configure_allocator, on_worker_park, set_thread_cache_flush};
+pub use received::{Incoming, Received, Rejected};
+pub use server::tls::Tls;
+pub use snapshot::etag_memo::EtagMemo;
+pub use snapshot::{identity_cache, identity_response, KeyKind, Snapshot};
+pub use sources::local_file::read as read_document_file;
+pub use store::{build_snapshot, EnvSlot, Source, Store};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -46,15 +61,21 @@ use tokio::sync::Semaphore;
 use crate::config::Config;
 use crate::shutdown::Shutdown;
 use crate::sources::{local_file, upstream, warm_start::WarmStart};
-use crate::store::{EnvSlot, Source, Store};
 
 /// The bundled example environment, served when nothing is configured or with `--example`.
-pub const EXAMPLE_DOCUMENT: &str = include_str!("../../../examples/environment.json");
-pub const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
+const EXAMPLE_DOCUMENT: &str = include_str!("../../../examples/environment.json");
+const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
 
-pub use config::ServeOptions;
+/// Every check `serve` makes before it listens beyond the configuration's own (documents, TLS
+/// files, the snapshot directory): what `flagpole check` runs so that it passes only when `serve`
+/// would start.
+pub fn preflight(config: &config::Config) -> Result<(), String> {
+    preflight::run(config).map(drop)
+}
 
-/// Runs the proxy until SIGINT/SIGTERM. Errors are startup errors (bad config, port in use).
+/// Runs the proxy until SIGINT/SIGTERM, in start-up phases: configuration, the store and its
+/// environments, the ports, the first documents, polling, the front doors, then serving until
+/// the drain. Errors are start-up errors (bad config, port in use).
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let env: Vec<(String, String)> = std::env::vars().collect();
     let loaded = config::load(options.config.as_deref(), &env).map_err(|e| e.to_string())?;
@@ -68,19 +89,48 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let startup = config::start(loaded, &options).map_err(|e| e.to_string())?;
     let config = Arc::new(startup.config);
-    telemetry::init(&config);
-
     let shutdown = Shutdown::new();
+    telemetry::init(&config, &shutdown);
+
     let example = startup.plan.example != config::Example::No;
     // What would stop the start is found before anything listens (as `flagpole check` finds it).
     let ready = preflight::run(&config)?;
     let (store, plan) = build_store(&config, ready.documents, example, &shutdown)?;
     let store = Arc::new(store);
-    let tls = ready.tls.map(Arc::new);
-    // Bind at once, so orchestrators see a live process while documents load.
-    let listener = bind(&config.server.host, config.server.port).await?;
-    let address = listener.local_addr().map_err(|e| e.to_string())?;
-    let grpc_listener = match config.server.grpc_port {
+    let ports = listen(&config, ready.tls.map(Arc::new)).await?;
+    if let Some(tls) = &ports.tls {
+        shutdown.spawn(tls.clone().watch(shutdown.requested.clone()));
+    }
+    banner::print(
+        &store,
+        ports.address,
+        ports.tls.is_some(),
+        &startup.plan,
+        config.logging.json,
+    );
+    let warm = warm_start(&config)?;
+    load_documents(plan, warm.clone(), &shutdown).await?;
+    let pollers = start_polling(&config, &store, warm, &shutdown);
+    let state = front_doors(&config, &store, pollers.as_ref(), &shutdown).await;
+    run(ports, state, &config, &shutdown).await;
+    Ok(())
+}
+
+/// Every port the proxy listens on, bound and not yet accepting.
+struct Ports {
+    main: tokio::net::TcpListener,
+    address: std::net::SocketAddr,
+    tls: Option<Arc<server::tls::Tls>>,
+    plain: Option<tokio::net::TcpListener>,
+    grpc: Option<tokio::net::TcpListener>,
+}
+
+/// Binds every port at once, so orchestrators see a live process while documents load (a
+/// certificate that cannot be used has stopped the start in the preflight).
+async fn listen(config: &Config, tls: Option<Arc<server::tls::Tls>>) -> Result<Ports, String> {
+    let main = bind(&config.server.host, config.server.port).await?;
+    let address = main.local_addr().map_err(|e| e.to_string())?;
+    let grpc = match config.server.grpc_port {
         Some(port) => Some(
             bind(&config.server.host, port)
                 .await
@@ -92,28 +142,34 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         Some(port) => Some(bind(&config.server.host, port).await?),
         None => None,
     };
-    if let Some(tls) = &tls {
-        shutdown.spawn(tls.clone().watch(shutdown.requested.clone()));
-    }
-    banner::print(
-        &store,
+    Ok(Ports {
+        main,
         address,
-        tls.is_some(),
-        &startup.plan,
-        config.logging.json,
-    );
+        tls,
+        plain,
+        grpc,
+    })
+}
 
-    let warm = match &config.upstream.snapshot_dir {
-        Some(dir) => {
-            Some(Arc::new(WarmStart::new(dir.clone()).map_err(|e| {
-                format!("flagpole.snapshot_dir {}: {e}", dir.display())
-            })?))
-        }
-        None => None,
+/// The warm-start directory, when configured (created if missing).
+fn warm_start(config: &Config) -> Result<Option<Arc<WarmStart>>, String> {
+    let Some(dir) = &config.upstream.snapshot_dir else {
+        return Ok(None);
     };
-    // Documents are loaded in parallel, bounded by the cores (readiness counts them as they
-    // arrive); then one watcher follows every file. Compressing a large body a request asked
-    // for waits until they are all loaded (served uncompressed until then).
+    let warm = WarmStart::new(dir.clone())
+        .map_err(|e| format!("flagpole.snapshot_dir {}: {e}", dir.display()))?;
+    Ok(Some(Arc::new(warm)))
+}
+
+/// The first documents: the bundled example, local files and warm-start copies, loaded in
+/// parallel, bounded by the cores (readiness counts them as they arrive); then one watcher
+/// follows every file. Compressing a large body a request asked for waits until they are all
+/// loaded (served uncompressed until then).
+async fn load_documents(
+    plan: StartPlan,
+    warm: Option<Arc<WarmStart>>,
+    shutdown: &Shutdown,
+) -> Result<(), String> {
     let deferred = background::hold_deferred().await;
     let mut files = Vec::new();
     let mut loads = Vec::new();
@@ -158,32 +214,50 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         files,
         shutdown.requested.clone(),
     ));
-    // The HTTP client (TLS roots and all) only when something is polled: an offline proxy
-    // stays smaller without it.
+    Ok(())
+}
+
+/// A poller per upstream environment. The HTTP client (TLS roots and all) only when something
+/// is polled or discovered: an offline proxy stays smaller without it.
+fn start_polling(
+    config: &Arc<Config>,
+    store: &Store,
+    warm: Option<Arc<WarmStart>>,
+    shutdown: &Shutdown,
+) -> Option<upstream::Pollers> {
     let polled = store
         .environments()
         .iter()
         .any(|slot| matches!(slot.source, Source::Upstream { .. }));
-    let client = (polled || config.environments.proxy_key.is_some()).then(upstream::client);
-    let pollers = client.map(|client| upstream::Pollers {
-        client,
+    if !polled && config.environments.proxy_key.is_none() {
+        return None;
+    }
+    let pollers = upstream::Pollers {
+        client: upstream::client(),
         config: config.clone(),
         limit: Arc::new(Semaphore::new(config.upstream.max_concurrent_fetches)),
-        warm: warm.clone(),
+        warm,
         tasks: shutdown.tasks.clone(),
-    });
-    if let Some(pollers) = &pollers {
-        for slot in store.environments() {
-            if let Source::Upstream { .. } = &slot.source {
-                pollers.spawn(slot.clone());
-            }
+    };
+    for slot in store.environments() {
+        if let Source::Upstream { .. } = &slot.source {
+            pollers.spawn(slot.clone());
         }
     }
+    Some(pollers)
+}
 
-    let streams = Arc::new(streams::Streams::new(&config, &store));
-    if let (Some(proxy_key), Some(pollers)) = (&config.environments.proxy_key, &pollers) {
-        // The first listing is awaited (bounded by the poll timeout), so that the environments
-        // it names are known before requests are served.
+/// What the front doors share: change streams, `proxy_key` discovery (its first listing
+/// awaited, bounded by the poll timeout, so the environments it names are known before requests
+/// are served) and usage reports, flag analytics and their forwarder, shadow verification.
+async fn front_doors(
+    config: &Arc<Config>,
+    store: &Arc<Store>,
+    pollers: Option<&upstream::Pollers>,
+    shutdown: &Shutdown,
+) -> api::AppState {
+    let streams = Arc::new(streams::Streams::new(config, store));
+    if let (Some(proxy_key), Some(pollers)) = (&config.environments.proxy_key, pollers) {
         let mut discovery = sources::discovery::Discovery::new(
             proxy_key.clone(),
             store.clone(),
@@ -203,7 +277,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let analytics = Arc::new(analytics::Analytics::new(config.analytics.clone()));
     if config.analytics.enabled {
         // Offline environments are counted all the same; only a proxy that polls needs the client.
-        let upstream = pollers.as_ref().map(|p| analytics::forward::Upstream {
+        let upstream = pollers.map(|p| analytics::forward::Upstream {
             client: p.client.clone(),
             api_url: config.upstream.api_url.clone(),
             timeout: config.upstream.poll_timeout,
@@ -216,20 +290,23 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let shadow = (config.shadow.sample_rate > 0.0)
         .then(|| {
-            let client = pollers
-                .as_ref()
-                .map_or_else(upstream::client, |p| p.client.clone());
-            shadow::Shadow::start(&config, client, shutdown.requested.clone())
+            let client = pollers.map_or_else(upstream::client, |p| p.client.clone());
+            shadow::Shadow::start(config, client, shutdown)
         })
         .flatten();
-    let state = api::AppState {
+    api::AppState {
         store: store.clone(),
         config: config.clone(),
         streams,
         analytics,
         shadow,
-    };
-    let grpc = grpc_listener.map(|listener| {
+    }
+}
+
+/// Serves until a signal, then drains: the listeners, then the background work's last steps,
+/// all within one budget (`shutdown_timeout_seconds`).
+async fn run(ports: Ports, state: api::AppState, config: &Arc<Config>, shutdown: &Shutdown) {
+    let grpc = ports.grpc.map(|listener| {
         if let Ok(address) = listener.local_addr() {
             tracing::info!(%address, "flagd (gRPC) listening");
         }
@@ -238,7 +315,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             shutdown.requested.clone(),
             shutdown.tasks.clone(),
         );
-        tokio::spawn(server::grpc::serve(
+        shutdown.tasks.spawn(server::grpc::serve(
             listener,
             flagd,
             config.clone(),
@@ -246,24 +323,17 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         ))
     });
     let api = api::Api::new(state);
-    let requested = shutdown.requested.clone();
-    tokio::spawn(async move {
-        shutdown::signal().await;
-        tracing::info!("shutting down: draining requests in flight");
-        requested.cancel();
-    });
-    // The drain and the background work's last steps share one budget.
+    shutdown.spawn(shutdown::request_on_signal(shutdown.requested.clone()));
     let listeners = server::Listeners {
-        main: listener,
-        tls,
-        plain,
+        main: ports.main,
+        tls: ports.tls,
+        plain: ports.plain,
     };
-    let deadline = server::serve(listeners, api, &config, shutdown.requested.clone()).await;
+    let deadline = server::serve(listeners, api, config, shutdown.requested.clone()).await;
     if let Some(grpc) = grpc {
         let _ = tokio::time::timeout_at(deadline.into(), grpc).await;
     }
     shutdown.finish(deadline).await;
-    Ok(())
 }
 
 async fn bind(host: &str, port: u16) -> Result<tokio::net::TcpListener, String> {

@@ -13,17 +13,17 @@ use tracing_subscriber::EnvFilter;
 use crate::config::LogLevel;
 
 /// The `tracing` target of the access log (written by the front doors, let through here).
-pub const ACCESS_LOG_TARGET: &str = "flagpole::access";
+pub(crate) const ACCESS_LOG_TARGET: &str = "flagpole::access";
 
 /// The target of the lines printed at start (address, keys to try).
-pub const STARTUP_TARGET: &str = "flagpole::startup";
+pub(crate) const STARTUP_TARGET: &str = "flagpole::startup";
 
 /// Whether the installed subscriber writes JSON.
 static JSON: AtomicBool = AtomicBool::new(false);
 
 /// Installs the global subscriber (once; later calls are ignored). `level` is a name from the
 /// closed list `logging.log_level` takes (Python's names too), so it always yields a filter.
-pub fn init(level: &LogLevel, json: bool, access_log: bool) {
+pub(crate) fn init(level: &LogLevel, json: bool, access_log: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         let mut directives = level.directive().to_owned();
         directives.push(',');

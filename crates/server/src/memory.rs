@@ -24,7 +24,7 @@ pub fn set_thread_cache_flush(flush: fn()) {
 /// Hands the calling thread's cached freed blocks back to the shared heap, where the allocator
 /// has such caches (jemalloc's thread caches; a no-op otherwise). Background threads call it when
 /// their work is done: they may idle for long, and what an idle thread caches stays resident.
-pub fn flush_thread_cache() {
+pub(crate) fn flush_thread_cache() {
     if let Some(flush) = THREAD_CACHE_FLUSH.get() {
         flush();
     }
@@ -34,6 +34,10 @@ pub fn flush_thread_cache() {
 /// Document builds, compression and requests run on different threads; with one arena, what
 /// one of them frees the next can reuse, and trimming returns it all. Small allocations are
 /// still served from per-thread caches without locking. Call before the runtime starts threads.
+#[allow(
+    unsafe_code,
+    reason = "mallopt is a C call, made before other threads exist"
+)]
 pub fn configure_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
@@ -79,7 +83,7 @@ pub fn on_worker_park() {
 /// when it next idles ([`on_worker_park`]), and glibc's heap (a trim). Calls during a
 /// trim are coalesced into one more pass after it, so the last caller's memory is always
 /// returned. Blocks the calling (background) thread for the passes it runs.
-pub fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     flush_thread_cache();
     RELEASES.fetch_add(1, Ordering::Relaxed);
     ASKED.store(true, Ordering::Release);
@@ -100,6 +104,7 @@ pub fn release_free_memory() {
     }
 }
 
+#[allow(unsafe_code, reason = "malloc_trim is a C call with no preconditions")]
 fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only inspects and returns free allocator memory; it has no preconditions.

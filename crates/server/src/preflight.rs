@@ -12,15 +12,15 @@ use crate::server::tls::Tls;
 use crate::sources::startup::{read_all, DocumentFile};
 
 /// What the checks read, for `serve` to start with.
-pub struct Ready {
+pub(crate) struct Ready {
     /// The local documents (`flagpole.documents`, then `--document`), in order.
-    pub documents: Vec<DocumentFile>,
+    pub(crate) documents: Vec<DocumentFile>,
     /// The TLS acceptor, when `server.tls` is set.
-    pub tls: Option<Tls>,
+    pub(crate) tls: Option<Tls>,
 }
 
 /// Runs the checks; the first failure is the error that stops the start.
-pub fn run(config: &Config) -> Result<Ready, String> {
+pub(crate) fn run(config: &Config) -> Result<Ready, String> {
     let documents = read_all(&config.environments.documents)?;
     let tls = config.server.tls.as_ref().map(Tls::new).transpose()?;
     if let Some(dir) = &config.upstream.snapshot_dir {

@@ -29,7 +29,7 @@ fn limiter(rps: u32) -> Option<DefaultDirectRateLimiter> {
 }
 
 /// `Ok` if a request may go ahead now, else the whole seconds (≥ 1) after which it may.
-pub fn check(limiter: Option<&DefaultDirectRateLimiter>) -> Result<(), u64> {
+pub(crate) fn check(limiter: Option<&DefaultDirectRateLimiter>) -> Result<(), u64> {
     let Some(limiter) = limiter else {
         return Ok(());
     };

@@ -175,7 +175,7 @@ impl Received {
 /// hold), without compiling it: hashed from the text for bytes, from the tree for merged pages.
 /// `None` when the text is not what the text reading takes (a broken or unusual document: the
 /// build reads it as a tree and decides).
-pub fn content_revision(document: &Incoming, bytes: &[u8]) -> Option<String> {
+pub(crate) fn content_revision(document: &Incoming, bytes: &[u8]) -> Option<String> {
     let digest = match document {
         Incoming::Tree(doc) => crate::canonical::sha256(doc),
         Incoming::Bytes(_) => crate::canonical_text::sha256(std::str::from_utf8(bytes).ok()?)?,

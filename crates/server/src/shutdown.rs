@@ -7,32 +7,34 @@
 //!    background work that reports on served requests finishes — the usage reporter posts its
 //!    last batch, which then includes the requests of the drain.
 //!
-//! Every background task is spawned on `tasks`, so "stop" means: wait for them (bounded by
-//! what is left of the timeout), then exit. Nothing is aborted mid-write.
+//! Every background task is spawned on `tasks` (`crate::tasks`, the one place a task is
+//! spawned), so "stop" means: wait for them (bounded by what is left of the timeout), then exit.
+//! Nothing is aborted mid-write.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
+
+use crate::tasks::Tasks;
 
 #[derive(Clone, Debug, Default)]
-pub struct Shutdown {
+pub(crate) struct Shutdown {
     /// Phase 1: stop serving.
     pub requested: CancellationToken,
     /// Phase 2: requests have drained; background tasks finish.
     pub drained: CancellationToken,
     /// The background tasks waited for at exit.
-    pub tasks: TaskTracker,
+    pub tasks: Tasks,
 }
 
 impl Shutdown {
-    pub fn new() -> Shutdown {
+    pub(crate) fn new() -> Shutdown {
         Shutdown::default()
     }
 
     /// Runs `task` in the background until it returns; exit waits for it.
-    pub fn spawn<F>(&self, task: F)
+    pub(crate) fn spawn<F>(&self, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
@@ -40,7 +42,7 @@ impl Shutdown {
     }
 
     /// Phase 2, then waits for the background tasks until `deadline`.
-    pub async fn finish(&self, deadline: Instant) {
+    pub(crate) async fn finish(&self, deadline: Instant) {
         self.requested.cancel();
         self.drained.cancel();
         self.tasks.close();
@@ -54,8 +56,20 @@ impl Shutdown {
     }
 }
 
+/// Phase 1 on SIGINT or SIGTERM: cancels `requested` (the listeners stop accepting). Ends
+/// without doing anything if shutdown is requested some other way first.
+pub(crate) async fn request_on_signal(requested: CancellationToken) {
+    tokio::select! {
+        () = signal() => {
+            tracing::info!("shutting down: draining requests in flight");
+            requested.cancel();
+        }
+        () = requested.cancelled() => {}
+    }
+}
+
 /// Completes on SIGINT or SIGTERM.
-pub async fn signal() {
+async fn signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

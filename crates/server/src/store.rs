@@ -207,13 +207,10 @@ impl EnvSlot {
         if let Some(previous) = &previous {
             snapshot.compress_like(previous);
         }
-        tokio::spawn(async move {
-            let _ = crate::background::run(move || {
-                drop(document);
-                drop(previous);
-                crate::memory::release_free_memory();
-            })
-            .await;
+        crate::background::detach(move || {
+            drop(document);
+            drop(previous);
+            crate::memory::release_free_memory();
         });
         Ok(Published::NewRevision { revision, took })
     }

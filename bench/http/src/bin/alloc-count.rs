@@ -11,38 +11,9 @@
 //! the total allocated: a deep copy of environment data would show up here as a size in the
 //! order of the document, not of the response.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use flagpole_bench::counting::{self, Counting};
 use flagpole_engine::Identity;
-use flagpole_server::api::flagsmith::identities::IdentityRequest;
-use flagpole_server::snapshot::{identity_cache, identity_response};
-use flagpole_server::snapshot::{KeyKind, Snapshot};
-
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-static BYTES: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(l.size() as u64, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(l.size() as u64, Ordering::Relaxed);
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(n as u64, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, n) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-}
+use flagpole_server::{identity_cache, identity_response, IdentityRequest, KeyKind, Snapshot};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -52,17 +23,11 @@ const POST_BODY: &[u8] = br#"{"identifier":"load-1-000001","traits":[{"trait_key
 
 fn counted(mut f: impl FnMut()) -> (f64, f64) {
     f(); // warm (lazy statics, first-use caches)
-    let (a0, b0) = (
-        ALLOCS.load(Ordering::Relaxed),
-        BYTES.load(Ordering::Relaxed),
-    );
+    let (a0, b0) = (counting::calls(), counting::bytes());
     for _ in 0..N {
         f();
     }
-    let (a1, b1) = (
-        ALLOCS.load(Ordering::Relaxed),
-        BYTES.load(Ordering::Relaxed),
-    );
+    let (a1, b1) = (counting::calls(), counting::bytes());
     ((a1 - a0) as f64 / N as f64, (b1 - b0) as f64 / N as f64)
 }
 
@@ -89,6 +54,7 @@ fn timed(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
+    counting::count(true);
     let mut out = serde_json::Map::new();
     for path in std::env::args().skip(1) {
         let name = std::path::Path::new(&path)

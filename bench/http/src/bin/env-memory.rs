@@ -5,44 +5,16 @@
 //! from the bytes), and reports the bytes each step keeps alive per environment. Prints one
 //! JSON object; `bench/many.sh` turns it into the table in bench/RESULTS.md.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use flagpole_server::body::{Encoding, PreparedBody};
-use flagpole_server::received::Received;
-use flagpole_server::snapshot::{KeyKind, Snapshot};
-use flagpole_server::store::{EnvSlot, Source, Store};
-
-struct Counting;
-static LIVE: AtomicI64 = AtomicI64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as i64, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as i64, Ordering::Relaxed);
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        LIVE.fetch_add(n as i64 - l.size() as i64, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, n) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as i64, Ordering::Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-}
+use flagpole_bench::counting::{self, live, Counting};
+use flagpole_server::{
+    Encoding, EnvSlot, EtagMemo, KeyKind, PreparedBody, Received, Snapshot, Source, Store,
+};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn live() -> i64 {
-    LIVE.load(Ordering::Relaxed)
-}
 
 /// Live bytes per item that `make` keeps, over `n` items (the items are kept until the end).
 fn per_item<T>(n: usize, mut make: impl FnMut(usize) -> T) -> (f64, Vec<T>) {
@@ -54,6 +26,7 @@ fn per_item<T>(n: usize, mut make: impl FnMut(usize) -> T) -> (f64, Vec<T>) {
 }
 
 fn main() {
+    counting::count(true);
     let mut args = std::env::args().skip(1);
     let path = args.next().expect("usage: env-memory DOC.json [N]");
     let n: usize = args.next().map_or(100, |a| a.parse().expect("N"));
@@ -105,9 +78,7 @@ fn main() {
     });
     let flags_body = snapshots[0].flags(KeyKind::Server).len();
     // The OFREP ETag memo and the identity cache, as a new snapshot has them.
-    let (etag_memo_bytes, _memos) = per_item(n, |_| {
-        flagpole_server::snapshot::etag_memo::EtagMemo::default()
-    });
+    let (etag_memo_bytes, _memos) = per_item(n, |_| EtagMemo::default());
     let snapshot_struct = std::mem::size_of::<Snapshot>();
     let slots_in_store = Arc::strong_count(&slots[0]);
     let out = serde_json::json!({

@@ -27,7 +27,7 @@ impl Groups {
     /// Adds an identity whose override set has the group key `key`. `overrides` makes the
     /// group's override contexts (see [`override_context`]); it is called only for the first
     /// identity of a group, and an error from it is returned as is.
-    pub fn add<E>(
+    pub(super) fn add<E>(
         &mut self,
         key: &str,
         identifier: Value,
@@ -45,7 +45,7 @@ impl Groups {
 
     /// Inserts one segment per group, keyed `identity_overrides:<n>`, after those already there
     /// (a key already present is replaced in place, as the tree mapping always did).
-    pub fn into_segments(self, segments: &mut Map<String, Value>) {
+    pub(super) fn into_segments(self, segments: &mut Map<String, Value>) {
         for (i, (_, (overrides, identifiers))) in self.groups.into_iter().enumerate() {
             let key = format!("identity_overrides:{i}");
             let condition = object_of([

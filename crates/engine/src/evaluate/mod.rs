@@ -46,7 +46,7 @@ pub(crate) struct ChosenVariant<'a> {
 
 /// Evaluates the environment for an identity (`None` = no identity, as for an absent, null or
 /// empty `identity` in a context).
-pub fn evaluate<'a>(
+pub(crate) fn evaluate<'a>(
     env: &'a Environment,
     identity: Option<&'a Identity<'a>>,
 ) -> Result<EvaluationResult<'a>, EvalError> {
@@ -56,7 +56,7 @@ pub fn evaluate<'a>(
 /// The environment's own flags: the evaluation, for no identity, of the context without its
 /// `segments` (every feature at its environment state, `STATIC`). This is what the Flagsmith API's
 /// `/flags` and the SDKs' environment flags are, without compiling that context separately.
-pub fn own_flags(env: &Environment) -> Result<EvaluationResult<'_>, EvalError> {
+pub(crate) fn own_flags(env: &Environment) -> Result<EvaluationResult<'_>, EvalError> {
     evaluate_scope(env, None, Scope::Unsegmented)
 }
 
@@ -76,7 +76,7 @@ fn evaluate_scope<'a>(
 /// to it: `features` reduced to that feature, `segments` to those that override it. `None` when
 /// the context has no such feature (or, in a context whose feature is named differently from its
 /// key, when the trimmed result holds no flag under `key`).
-pub fn evaluate_feature<'a>(
+pub(crate) fn evaluate_feature<'a>(
     env: &'a Environment,
     key: &str,
     identity: Option<&'a Identity<'a>>,

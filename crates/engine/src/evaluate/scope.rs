@@ -40,7 +40,7 @@ pub(crate) struct FeatureScope<'a> {
 }
 
 impl<'a> FeatureScope<'a> {
-    pub fn new(env: &'a Environment, key: &'a str, ctx: usize) -> Self {
+    pub(crate) fn new(env: &'a Environment, key: &'a str, ctx: usize) -> Self {
         let name_id = env.name_ids.get(key).copied();
         let segments = name_id.map_or(&[][..], |id| &env.segments_by_name[id as usize]);
         FeatureScope {
@@ -51,12 +51,12 @@ impl<'a> FeatureScope<'a> {
         }
     }
 
-    pub fn has_segment(&self, segment: usize) -> bool {
+    pub(crate) fn has_segment(&self, segment: usize) -> bool {
         self.segments.binary_search(&segment).is_ok()
     }
 
     /// The segments in scope that the identifier index does not cover.
-    pub fn unindexed(&self, env: &'a Environment) -> &'a [usize] {
+    pub(crate) fn unindexed(&self, env: &'a Environment) -> &'a [usize] {
         match self.name_id {
             Some(id) => &env.identifier_index.others_by_name[id as usize],
             None => &[],
@@ -66,7 +66,7 @@ impl<'a> FeatureScope<'a> {
 
 impl Scope<'_> {
     /// Whether `$.flags.<key>` can resolve: every feature, or only the scope's own.
-    pub fn has_feature(&self, key: &str) -> bool {
+    pub(crate) fn has_feature(&self, key: &str) -> bool {
         match self {
             Scope::All | Scope::Unsegmented => true,
             Scope::Feature(scope) => scope.key == key,
@@ -84,21 +84,21 @@ pub(super) enum Overrides {
 }
 
 impl Overrides {
-    pub fn new(env: &Environment, scope: Scope<'_>) -> Self {
+    pub(super) fn new(env: &Environment, scope: Scope<'_>) -> Self {
         match scope {
             Scope::All => Overrides::Dense(vec![None; env.names.len()]),
             Scope::Feature(_) | Scope::Unsegmented => Overrides::Sparse(Vec::new()),
         }
     }
 
-    pub fn get(&self, id: NameId) -> Option<(usize, usize)> {
+    pub(super) fn get(&self, id: NameId) -> Option<(usize, usize)> {
         match self {
             Overrides::Dense(slots) => slots[id as usize],
             Overrides::Sparse(list) => list.iter().find(|(n, _)| *n == id).map(|&(_, w)| w),
         }
     }
 
-    pub fn set(&mut self, id: NameId, winner: (usize, usize)) {
+    pub(super) fn set(&mut self, id: NameId, winner: (usize, usize)) {
         match self {
             Overrides::Dense(slots) => slots[id as usize] = Some(winner),
             Overrides::Sparse(list) => match list.iter_mut().find(|(n, _)| *n == id) {

@@ -33,7 +33,10 @@ pub(crate) const INIT: [u32; 4] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x1032547
 
 /// One MD5 step for every lane: `a = b + rotl(a + f(b, c, d) + k + w, s)`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the MD5 step as the specification writes it: state words, message word, constant, shift, round function"
+)]
 fn step(
     a: &mut Lanes,
     b: Lanes,

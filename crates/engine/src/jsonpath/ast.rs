@@ -51,7 +51,7 @@ pub(super) enum ExprType {
 }
 
 impl Func {
-    pub fn from_name(name: &str) -> Option<Func> {
+    pub(super) fn from_name(name: &str) -> Option<Func> {
         Some(match name {
             "length" => Func::Length,
             "count" => Func::Count,
@@ -62,7 +62,7 @@ impl Func {
         })
     }
 
-    pub fn arg_types(self) -> &'static [ExprType] {
+    pub(super) fn arg_types(self) -> &'static [ExprType] {
         match self {
             Func::Length => &[ExprType::Value],
             Func::Count | Func::Value => &[ExprType::Nodes],
@@ -70,7 +70,7 @@ impl Func {
         }
     }
 
-    pub fn return_type(self) -> ExprType {
+    pub(super) fn return_type(self) -> ExprType {
         match self {
             Func::Length | Func::Count | Func::Value => ExprType::Value,
             Func::Match | Func::Search => ExprType::Logical,
@@ -103,7 +103,7 @@ pub(super) enum Expr {
 
 impl Query {
     /// `JSONPathQuery.singular_query()`.
-    pub fn singular(&self) -> bool {
+    pub(super) fn singular(&self) -> bool {
         self.segments.iter().all(|s| match s {
             Segment::Child(sel) => {
                 sel.len() == 1 && matches!(sel[0], Selector::Name(_) | Selector::Index(_))

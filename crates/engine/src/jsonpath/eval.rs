@@ -51,7 +51,7 @@ pub(super) enum NV<'a> {
 }
 
 impl NV<'_> {
-    pub fn json(&self) -> Option<&Value> {
+    pub(super) fn json(&self) -> Option<&Value> {
         match self {
             NV::Ref(v) => Some(v),
             NV::Own(v) => Some(v),
@@ -60,7 +60,7 @@ impl NV<'_> {
     }
 
     /// `isinstance(value, (dict, list))`.
-    pub fn is_container(&self) -> bool {
+    pub(super) fn is_container(&self) -> bool {
         match self.json() {
             Some(v) => v.is_object() || v.is_array(),
             None => true,
@@ -90,7 +90,7 @@ fn runtime_error() -> Raise {
 }
 
 impl<'a, 'l> Eval<'a, 'l> {
-    pub fn new(doc_root: &'a Value, lazy: &'l mut dyn LazyFlags) -> Self {
+    pub(super) fn new(doc_root: &'a Value, lazy: &'l mut dyn LazyFlags) -> Self {
         Eval {
             doc_root,
             lazy,
@@ -100,12 +100,12 @@ impl<'a, 'l> Eval<'a, 'l> {
     }
 
     /// The value to expose for `$.flags` itself.
-    pub fn flags_object(&self) -> Value {
+    pub(super) fn flags_object(&self) -> Value {
         Value::Object(self.lazy.entries().into_iter().collect())
     }
 
     /// The Python value of a node as JSON (the document root with `flags` filled in).
-    pub fn to_json(&self, nv: &NV<'a>) -> Value {
+    pub(super) fn to_json(&self, nv: &NV<'a>) -> Value {
         match nv {
             NV::Ref(v) if std::ptr::eq(*v, self.doc_root) => {
                 let mut root = (*v).clone();
@@ -119,11 +119,11 @@ impl<'a, 'l> Eval<'a, 'l> {
         }
     }
 
-    pub fn is_doc_root(&self, nv: &NV<'a>) -> bool {
+    pub(super) fn is_doc_root(&self, nv: &NV<'a>) -> bool {
         matches!(nv, NV::Ref(v) if std::ptr::eq(*v, self.doc_root))
     }
 
-    pub fn find_first(&mut self, q: &Query) -> Result<Found, Raise> {
+    pub(super) fn find_first(&mut self, q: &Query) -> Result<Found, Raise> {
         let mut found = None;
         let start = NV::Ref(self.doc_root);
         self.resolve(&q.segments, start, &mut |_, n| {
@@ -137,7 +137,7 @@ impl<'a, 'l> Eval<'a, 'l> {
     }
 
     /// `query.find(value)`: every node, with `value` as the query's root.
-    pub fn find_all(&mut self, q: &Query, value: NV<'a>) -> Result<Vec<NV<'a>>, Raise> {
+    pub(super) fn find_all(&mut self, q: &Query, value: NV<'a>) -> Result<Vec<NV<'a>>, Raise> {
         let saved = std::mem::replace(&mut self.root, value.clone());
         let mut out = Vec::new();
         let r = self.resolve(&q.segments, value, &mut |_, n| {
@@ -191,7 +191,7 @@ impl<'a, 'l> Eval<'a, 'l> {
     }
 
     /// Iterates a dict's values or a list's items (`items()` / `enumerate`); nothing otherwise.
-    pub fn for_each_member(&mut self, node: &NV<'a>, f: &mut Emit<'_, 'a, 'l>) -> Step {
+    pub(super) fn for_each_member(&mut self, node: &NV<'a>, f: &mut Emit<'_, 'a, 'l>) -> Step {
         match node {
             NV::Ref(v) => {
                 let v: &'a Value = v;

@@ -88,7 +88,7 @@ impl<'a> Eval<'a, '_> {
     }
 
     /// `FilterExpression.evaluate`: is `child` kept by the filter?
-    pub fn filter_matches(&mut self, expr: &Expr, current: &NV<'a>) -> Result<bool, Raise> {
+    pub(super) fn filter_matches(&mut self, expr: &Expr, current: &NV<'a>) -> Result<bool, Raise> {
         let o = self.evaluate(expr, current)?;
         Ok(self.is_truthy(&o))
     }

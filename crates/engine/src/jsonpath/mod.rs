@@ -44,7 +44,7 @@ use crate::error::{EvalError, PyErrorKind};
 
 /// Why `compile` failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ParseError {
+pub(crate) enum ParseError {
     /// `JSONPathSyntaxError`: the reference's engine catches it and falls back to a plain trait
     /// lookup of the whole property string.
     Syntax(String),
@@ -71,7 +71,7 @@ pub(crate) fn raises(kind: PyErrorKind, class: &str, msg: impl std::fmt::Display
 
 /// The first node of a query.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Found {
+pub(crate) enum Found {
     /// No node (also: a `JSONPathError` was raised during evaluation, which the engine swallows).
     Nothing,
     /// A node and its value; `Value(Null)` is a node whose value is null. `$.flags` itself is
@@ -81,7 +81,7 @@ pub enum Found {
 
 /// The reference's `_LazyFlags`: the `$.flags` mapping, a `dict` subclass that resolves a flag
 /// when a missing key is looked up.
-pub trait LazyFlags {
+pub(crate) trait LazyFlags {
     /// `flags[name]`: `Ok(Some(v))` a node with value `v` (`Null` when `__missing__` returned
     /// `None`), `Ok(None)` the lookup raised `KeyError` (swallowed by the name selector: no
     /// node), `Err` any other exception (it propagates and aborts the evaluation).
@@ -103,13 +103,13 @@ pub trait LazyFlags {
 
 /// A compiled query (`jsonpath_rfc9535.compile(text)`).
 #[derive(Clone, Debug)]
-pub struct JsonPathQuery {
+pub(crate) struct JsonPathQuery {
     query: ast::Query,
 }
 
 impl JsonPathQuery {
     /// `jsonpath_rfc9535.compile(text)`.
-    pub fn parse(text: &str) -> Result<JsonPathQuery, ParseError> {
+    pub(crate) fn parse(text: &str) -> Result<JsonPathQuery, ParseError> {
         let tokens = lexer::tokenize(text).map_err(ParseError::Syntax)?;
         let query = parser::parse(tokens)?;
         Ok(JsonPathQuery { query })
@@ -119,7 +119,11 @@ impl JsonPathQuery {
     /// nodes are never computed, so their errors and flag lookups never happen). A
     /// `JSONPathError` raised on the way (the descendant segment's recursion limit) reads as
     /// [`Found::Nothing`], as the engine catches it; other exceptions are `Err`.
-    pub fn find_first(&self, root: &Value, lazy: &mut dyn LazyFlags) -> Result<Found, EvalError> {
+    pub(crate) fn find_first(
+        &self,
+        root: &Value,
+        lazy: &mut dyn LazyFlags,
+    ) -> Result<Found, EvalError> {
         let mut ev = eval::Eval::new(root, lazy);
         match ev.find_first(&self.query) {
             Ok(found) => Ok(found),

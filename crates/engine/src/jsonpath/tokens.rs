@@ -69,7 +69,7 @@ pub(super) struct TokenStream {
 }
 
 impl TokenStream {
-    pub fn new(tokens: Vec<Token>) -> TokenStream {
+    pub(super) fn new(tokens: Vec<Token>) -> TokenStream {
         let mut s = TokenStream {
             tokens: tokens.into_iter(),
             pushed: VecDeque::new(),
@@ -79,7 +79,7 @@ impl TokenStream {
         s
     }
 
-    pub fn next_token(&mut self) -> Token {
+    pub(super) fn next_token(&mut self) -> Token {
         let next = if let Some(t) = self.pushed.pop_front() {
             t
         } else if self.current.kind != Tk::Eof {
@@ -92,23 +92,23 @@ impl TokenStream {
         std::mem::replace(&mut self.current, next)
     }
 
-    pub fn peek_kind(&mut self) -> Tk {
+    pub(super) fn peek_kind(&mut self) -> Tk {
         let current = self.next_token();
         let result = self.current.kind;
         self.push(current);
         result
     }
 
-    pub fn push(&mut self, tok: Token) {
+    pub(super) fn push(&mut self, tok: Token) {
         let cur = std::mem::replace(&mut self.current, tok);
         self.pushed.push_back(cur);
     }
 
-    pub fn kind(&self) -> Tk {
+    pub(super) fn kind(&self) -> Tk {
         self.current.kind
     }
 
-    pub fn expect(&self, kind: Tk) -> Result<(), String> {
+    pub(super) fn expect(&self, kind: Tk) -> Result<(), String> {
         if self.current.kind != kind {
             return Err(format!("expected {kind:?}, found {:?}", self.current.kind));
         }

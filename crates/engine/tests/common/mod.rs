@@ -1,13 +1,16 @@
 //! Shared helpers for the engine's integration tests: evaluate a context through the public API
 //! exactly as `flagpole eval context` does, and a one-condition context builder.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test files, each using a part of it"
+)]
 
 use flagpole_engine::{Environment, Identity, TraitValue};
 use serde_json::{json, Value};
 
 /// What evaluating a context gave.
 #[derive(Debug, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The result JSON, parsed back.
     Ok(Value),
     /// `Environment::from_context` (or the identity's shape) rejected the input.
@@ -20,7 +23,7 @@ pub enum Outcome {
 
 /// Compiles `ctx`, builds its identity the way the CLI does and evaluates it. A panic is caught
 /// and reported as [`Outcome::Panicked`].
-pub fn eval(ctx: &Value) -> Outcome {
+pub(crate) fn eval(ctx: &Value) -> Outcome {
     std::panic::catch_unwind(|| eval_unguarded(ctx)).unwrap_or_else(|panic| {
         let message = panic
             .downcast_ref::<String>()
@@ -66,13 +69,13 @@ fn eval_unguarded(ctx: &Value) -> Outcome {
 }
 
 /// Parses JSON text (big integers and `1e400` survive: `arbitrary_precision` is on).
-pub fn parse(text: &str) -> Value {
+pub(crate) fn parse(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("bad JSON in test table {text:?}: {e}"))
 }
 
 /// Checks one table case: `expected` is the reference's result as JSON text, or `"ERR"` when the
 /// reference raises. Returns a description of the mismatch, if any.
-pub fn check(name: &str, ctx: &Value, expected: &str) -> Option<String> {
+pub(crate) fn check(name: &str, ctx: &Value, expected: &str) -> Option<String> {
     let got = eval(ctx);
     let ok = match (&got, expected) {
         (Outcome::Raises(_), "ERR") => true,
@@ -85,7 +88,7 @@ pub fn check(name: &str, ctx: &Value, expected: &str) -> Option<String> {
 }
 
 /// Runs a table of `(name, context, expected)` and fails listing every mismatch.
-pub fn run_cases(cases: &[(&str, Value, &str)]) {
+pub(crate) fn run_cases(cases: &[(&str, Value, &str)]) {
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|(name, ctx, expected)| check(name, ctx, expected))
@@ -101,7 +104,7 @@ pub fn run_cases(cases: &[(&str, Value, &str)]) {
 
 /// Expected verdict of a one-condition case (taken from the reference).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Exp {
+pub(crate) enum Exp {
     /// The segment matches: the override wins.
     M,
     /// The segment does not match.
@@ -111,14 +114,19 @@ pub enum Exp {
 }
 
 /// The reference's result for [`cond_ctx`] when the segment matches.
-pub const MATCHED: &str = r#"{"flags":{"f":{"enabled":true,"name":"f","reason":"TARGETING_MATCH; segment=s","value":"on","variant":null}},"segments":[{"name":"s"}]}"#;
+pub(crate) const MATCHED: &str = r#"{"flags":{"f":{"enabled":true,"name":"f","reason":"TARGETING_MATCH; segment=s","value":"on","variant":null}},"segments":[{"name":"s"}]}"#;
 /// The reference's result for [`cond_ctx`] when the segment does not match.
-pub const UNMATCHED: &str = r#"{"flags":{"f":{"enabled":false,"name":"f","reason":"DEFAULT","value":"off","variant":null}},"segments":[]}"#;
+pub(crate) const UNMATCHED: &str = r#"{"flags":{"f":{"enabled":false,"name":"f","reason":"DEFAULT","value":"off","variant":null}},"segments":[]}"#;
 
 /// A context with one feature `f` (off) and one segment `s` (key `"1"`) whose single condition
 /// `{property, operator, value}` turns `f` on. The identity is `user` with `traits`, or absent
 /// when `traits` is `None`.
-pub fn cond_ctx(traits: Option<Value>, property: &str, operator: &str, value: Value) -> Value {
+pub(crate) fn cond_ctx(
+    traits: Option<Value>,
+    property: &str,
+    operator: &str,
+    value: Value,
+) -> Value {
     let identity = match traits {
         Some(traits) => json!({"identifier": "user", "traits": traits}),
         None => Value::Null,
@@ -127,7 +135,7 @@ pub fn cond_ctx(traits: Option<Value>, property: &str, operator: &str, value: Va
 }
 
 /// [`cond_ctx`] with the whole `identity` object given, and the segment's hashing `key`.
-pub fn ident_ctx(
+pub(crate) fn ident_ctx(
     identity: Value,
     segment_key: &str,
     property: &str,
@@ -151,7 +159,7 @@ pub fn ident_ctx(
 /// A context with one multivariate feature `mv` (hashing key `feature_key`, control value
 /// `"control"`) and no segments; the identity has the explicit hashing key `identity_key`, or
 /// there is no identity.
-pub fn mv_ctx(feature_key: &str, identity_key: Option<&str>, variants: Value) -> Value {
+pub(crate) fn mv_ctx(feature_key: &str, identity_key: Option<&str>, variants: Value) -> Value {
     let identity = match identity_key {
         Some(key) => json!({"identifier": "user", "key": key}),
         None => Value::Null,
@@ -169,7 +177,7 @@ pub fn mv_ctx(feature_key: &str, identity_key: Option<&str>, variants: Value) ->
 
 /// One row of a multivariate table: feature key, identity key (`None`: no identity), variants
 /// (JSON text), the reference's result (JSON text).
-pub type MvRow = (
+pub(crate) type MvRow = (
     &'static str,
     Option<&'static str>,
     &'static str,
@@ -177,7 +185,7 @@ pub type MvRow = (
 );
 
 /// Runs a multivariate table, failing with every mismatch.
-pub fn run_mv_rows(rows: &[MvRow]) {
+pub(crate) fn run_mv_rows(rows: &[MvRow]) {
     let cases: Vec<(String, Value, &str)> = rows
         .iter()
         .map(|&(feature_key, identity_key, variants, expected)| {
@@ -198,10 +206,10 @@ pub fn run_mv_rows(rows: &[MvRow]) {
 
 /// One row of a condition table: traits (JSON text), property, operator, value (JSON text),
 /// expected verdict.
-pub type Row = (&'static str, &'static str, &'static str, &'static str, Exp);
+pub(crate) type Row = (&'static str, &'static str, &'static str, &'static str, Exp);
 
 /// Runs a condition table (with an identity when `with_identity`), failing with every mismatch.
-pub fn run_rows(rows: &[Row], with_identity: bool) {
+pub(crate) fn run_rows(rows: &[Row], with_identity: bool) {
     let failures: Vec<String> = rows
         .iter()
         .filter_map(|&(traits, property, operator, value, exp)| {
@@ -231,7 +239,7 @@ pub fn run_rows(rows: &[Row], with_identity: bool) {
 
 /// One row of an identity table: the identity object (JSON text), segment key, property,
 /// operator, value (JSON text), expected verdict.
-pub type IdRow = (
+pub(crate) type IdRow = (
     &'static str,
     &'static str,
     &'static str,
@@ -241,7 +249,7 @@ pub type IdRow = (
 );
 
 /// Runs an identity table through [`ident_ctx`], failing with every mismatch.
-pub fn run_id_rows(rows: &[IdRow]) {
+pub(crate) fn run_id_rows(rows: &[IdRow]) {
     let failures: Vec<String> = rows
         .iter()
         .filter_map(|&(identity, segment_key, property, operator, value, exp)| {

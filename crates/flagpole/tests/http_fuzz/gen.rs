@@ -14,8 +14,8 @@ use proptest::prelude::*;
 use proptest::sample::select;
 
 /// The keys of the environment the test server serves (`examples/environment.json`).
-pub const CLIENT_KEY: &str = "example_client_key";
-pub const SERVER_KEY: &str = "ser.fuzz_server_key";
+pub(crate) const CLIENT_KEY: &str = "example_client_key";
+pub(crate) const SERVER_KEY: &str = "ser.fuzz_server_key";
 
 const ROUTES: &[&str] = &[
     "/api/v1/flags/",
@@ -69,7 +69,7 @@ const FEATURES: &[&str] = &[
 
 /// How the body is framed on the wire.
 #[derive(Clone, Debug)]
-pub enum Framing {
+pub(crate) enum Framing {
     /// `Content-Length` equal to the body.
     Length,
     /// `Transfer-Encoding: chunked` with chunks of this size.
@@ -87,7 +87,7 @@ pub enum Framing {
 
 /// One generated request.
 #[derive(Clone)]
-pub struct Case {
+pub(crate) struct Case {
     pub method: Vec<u8>,
     pub target: Vec<u8>,
     pub version: Vec<u8>,
@@ -99,7 +99,7 @@ pub struct Case {
 impl Case {
     /// The bytes to send, and whether they form complete request(s) that must be answered
     /// without the client closing first.
-    pub fn wire(&self) -> (Vec<u8>, bool) {
+    pub(crate) fn wire(&self) -> (Vec<u8>, bool) {
         let mut out = Vec::with_capacity(256 + self.body.len());
         out.extend_from_slice(&self.method);
         out.push(b' ');
@@ -154,7 +154,7 @@ impl Case {
     }
 
     /// Whether the method is HEAD (its response has no body).
-    pub fn is_head(&self) -> bool {
+    pub(crate) fn is_head(&self) -> bool {
         self.method == b"HEAD"
     }
 }
@@ -193,7 +193,7 @@ impl fmt::Debug for Case {
 /// A third of the cases are well-formed POSTs with a valid key to the endpoints that read a
 /// body (so that the bodies reach the parsers), a third well-formed HTTP/1.1 to any route with
 /// plausible headers, a third wild (anything may be malformed).
-pub fn case() -> impl Strategy<Value = Case> {
+pub(crate) fn case() -> impl Strategy<Value = Case> {
     prop_oneof![body_case(), clean_case(), wild_case()]
 }
 

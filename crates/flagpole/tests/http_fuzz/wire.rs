@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// One parsed response.
 #[derive(Debug)]
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -20,7 +20,7 @@ pub struct Response {
 }
 
 impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -30,7 +30,7 @@ impl Response {
 
 /// What came back for one request.
 #[derive(Debug)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// Final responses (interim 1xx skipped), in order.
     pub responses: Vec<Response>,
     /// The connection was reset (RST) rather than closed.
@@ -40,7 +40,7 @@ pub struct Exchange {
 /// Sends `raw` and reads responses. `complete`: the first request is whole, so it must be
 /// answered (else we close our side once written and only expect a close). `head`: the first
 /// request is a HEAD. Errors describe a protocol violation or a hang.
-pub fn exchange(
+pub(crate) fn exchange(
     port: u16,
     raw: &[u8],
     complete: bool,
@@ -283,7 +283,7 @@ fn dechunk(mut b: &[u8]) -> Result<Option<(Vec<u8>, usize)>, String> {
 }
 
 /// The checks every response must pass.
-pub fn check(response: &Response) -> Result<(), String> {
+pub(crate) fn check(response: &Response) -> Result<(), String> {
     let status = response.status;
     if !(200..600).contains(&status) {
         return Err(format!("status {status} out of range"));
@@ -383,7 +383,7 @@ fn http_slug(status: u16) -> String {
     reason.to_ascii_lowercase().replace([' ', '-'], "_")
 }
 
-pub fn show(body: &[u8]) -> String {
+pub(crate) fn show(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let shown: String = text.chars().take(300).collect();
     format!("{shown:?}")

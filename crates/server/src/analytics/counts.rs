@@ -13,13 +13,13 @@ use parking_lot::Mutex;
 /// Shards of the live counts: enough that SDKs of one environment rarely meet on a lock.
 const SHARDS: usize = 16;
 
-pub const EVENTS: &str = "flagpole_analytics_events_total";
-pub const FORWARDED: &str = "flagpole_analytics_forwarded_total";
-pub const FAILED: &str = "flagpole_analytics_failed_total";
-pub const DROPPED: &str = "flagpole_analytics_dropped_total";
+pub(crate) const EVENTS: &str = "flagpole_analytics_events_total";
+pub(crate) const FORWARDED: &str = "flagpole_analytics_forwarded_total";
+pub(crate) const FAILED: &str = "flagpole_analytics_failed_total";
+pub(crate) const DROPPED: &str = "flagpole_analytics_dropped_total";
 
 /// The metrics' help texts (shown once the recorder is installed).
-pub fn describe() {
+pub(crate) fn describe() {
     use metrics::{describe_counter, Unit};
     describe_counter!(
         EVENTS,
@@ -41,7 +41,7 @@ pub fn describe() {
 
 /// Why evaluations were dropped (the `reason` label).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropReason {
+pub(crate) enum DropReason {
     /// Upstream refused them with a 4xx.
     Refused,
     /// Past `max_pending_features`: the oldest kept counts, or names past the cap.
@@ -68,7 +68,7 @@ impl DropReason {
 
 /// What the last flush did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlushOutcome {
+pub(crate) enum FlushOutcome {
     /// Upstream accepted the counts.
     Delivered,
     /// A 5xx or a network error: kept for a retry.
@@ -80,7 +80,7 @@ pub enum FlushOutcome {
 }
 
 impl FlushOutcome {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FlushOutcome::Delivered => "delivered",
             FlushOutcome::Failed => "failed",
@@ -91,7 +91,7 @@ impl FlushOutcome {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub struct LastFlush {
+pub(crate) struct LastFlush {
     pub at: SystemTime,
     pub outcome: FlushOutcome,
     /// Evaluations the flush carried.
@@ -100,14 +100,14 @@ pub struct LastFlush {
 
 /// Counts taken out of the live shards: one flush interval's worth.
 #[derive(Debug, Default)]
-pub struct Batch {
+pub(crate) struct Batch {
     pub counts: HashMap<String, u64>,
     pub events: u64,
 }
 
 impl Batch {
     /// Adds `other` into this batch.
-    pub fn merge(&mut self, other: &Batch) {
+    pub(crate) fn merge(&mut self, other: &Batch) {
         for (name, n) in &other.counts {
             let slot = self.counts.entry(name.clone()).or_default();
             *slot = slot.saturating_add(*n);
@@ -116,7 +116,7 @@ impl Batch {
     }
 }
 
-pub struct EnvCounts {
+pub(crate) struct EnvCounts {
     pub client_key: String,
     pub fingerprint: String,
     /// Whether the environment has an upstream to forward to.
@@ -144,7 +144,7 @@ struct Handles {
 
 /// What the status page shows of one environment's analytics.
 #[derive(Clone, Debug)]
-pub struct Facts {
+pub(crate) struct Facts {
     pub fingerprint: String,
     pub received: u64,
     pub forwarded: u64,
@@ -155,7 +155,7 @@ pub struct Facts {
 }
 
 impl EnvCounts {
-    pub fn new(client_key: &str, forwarded_upstream: bool) -> EnvCounts {
+    pub(crate) fn new(client_key: &str, forwarded_upstream: bool) -> EnvCounts {
         let fingerprint = crate::keys::fingerprint(client_key);
         let label = fingerprint.clone();
         let metrics = Handles {
@@ -185,7 +185,7 @@ impl EnvCounts {
 
     /// Adds one request's counts. A name not yet held once `max_names` are is dropped (and
     /// counted as dropped), so a flood of made-up names cannot grow memory without bound.
-    pub fn record(&self, counts: &[(String, u64)], max_names: usize) {
+    pub(crate) fn record(&self, counts: &[(String, u64)], max_names: usize) {
         let mut received = 0u64;
         let mut overflow = 0u64;
         for (name, n) in counts {
@@ -209,7 +209,7 @@ impl EnvCounts {
     }
 
     /// Everything received since the last call (the forwarder's, once per interval).
-    pub fn take(&self) -> Batch {
+    pub(crate) fn take(&self) -> Batch {
         let mut batch = Batch::default();
         for shard in &self.shards {
             let taken = std::mem::take(&mut *shard.lock());
@@ -222,22 +222,22 @@ impl EnvCounts {
         batch
     }
 
-    pub fn delivered(&self, events: u64) {
+    pub(crate) fn delivered(&self, events: u64) {
         self.forwarded.fetch_add(events, Ordering::Relaxed);
         self.metrics.forwarded.increment(events);
     }
 
-    pub fn failed(&self) {
+    pub(crate) fn failed(&self) {
         self.failed_requests.fetch_add(1, Ordering::Relaxed);
         self.metrics.failed.increment(1);
     }
 
-    pub fn drop_events(&self, reason: DropReason, events: u64) {
+    pub(crate) fn drop_events(&self, reason: DropReason, events: u64) {
         self.dropped.fetch_add(events, Ordering::Relaxed);
         self.metrics.dropped[reason as usize].increment(events);
     }
 
-    pub fn flushed(&self, outcome: FlushOutcome, events: u64) {
+    pub(crate) fn flushed(&self, outcome: FlushOutcome, events: u64) {
         *self.last_flush.lock() = Some(LastFlush {
             at: SystemTime::now(),
             outcome,
@@ -245,7 +245,7 @@ impl EnvCounts {
         });
     }
 
-    pub fn facts(&self) -> Facts {
+    pub(crate) fn facts(&self) -> Facts {
         Facts {
             fingerprint: self.fingerprint.clone(),
             received: self.received.load(Ordering::Relaxed),

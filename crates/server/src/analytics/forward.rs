@@ -20,7 +20,7 @@ use super::registry::Analytics;
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 /// Where counts go, and how.
-pub struct Upstream {
+pub(crate) struct Upstream {
     pub client: reqwest::Client,
     pub api_url: String,
     pub timeout: Duration,
@@ -71,7 +71,7 @@ impl Queue {
 
 /// Flushes every interval until `drained`, then once more. `upstream`: `None` when the proxy
 /// has no upstream at all (counts are then only counted).
-pub async fn run(
+pub(crate) async fn run(
     analytics: Arc<Analytics>,
     upstream: Option<Upstream>,
     drained: CancellationToken,

@@ -7,10 +7,9 @@
 //! failures within a bound, and flushed once more at shutdown. Environments without an upstream
 //! (local files, the example) are counted and shown, not forwarded.
 
-pub mod counts;
-pub mod forward;
-pub mod registry;
-pub mod request;
+pub(crate) mod counts;
+pub(crate) mod forward;
+pub(crate) mod registry;
+pub(crate) mod request;
 
-pub use counts::{EnvCounts, FlushOutcome, LastFlush};
-pub use registry::Analytics;
+pub(crate) use registry::Analytics;

@@ -10,13 +10,13 @@ use parking_lot::RwLock;
 use super::counts::{EnvCounts, Facts};
 use crate::config::AnalyticsConfig;
 
-pub struct Analytics {
+pub(crate) struct Analytics {
     pub config: AnalyticsConfig,
     envs: RwLock<HashMap<String, Arc<EnvCounts>>>,
 }
 
 impl Analytics {
-    pub fn new(config: AnalyticsConfig) -> Analytics {
+    pub(crate) fn new(config: AnalyticsConfig) -> Analytics {
         super::counts::describe();
         Analytics {
             config,
@@ -26,7 +26,7 @@ impl Analytics {
 
     /// Adds one request's counts to the environment of `client_key`; `upstream`: whether that
     /// environment has an upstream to forward them to.
-    pub fn record(&self, client_key: &str, upstream: bool, counts: &[(String, u64)]) {
+    pub(crate) fn record(&self, client_key: &str, upstream: bool, counts: &[(String, u64)]) {
         let env = self.envs.read().get(client_key).cloned();
         let env = env.unwrap_or_else(|| {
             self.envs
@@ -39,12 +39,12 @@ impl Analytics {
     }
 
     /// The environments that have reported, in no particular order.
-    pub fn environments(&self) -> Vec<Arc<EnvCounts>> {
+    pub(crate) fn environments(&self) -> Vec<Arc<EnvCounts>> {
         self.envs.read().values().cloned().collect()
     }
 
     /// Per environment, what the status page shows (sorted by fingerprint).
-    pub fn facts(&self) -> Vec<Facts> {
+    pub(crate) fn facts(&self) -> Vec<Facts> {
         let mut facts: Vec<Facts> = self.environments().iter().map(|e| e.facts()).collect();
         facts.sort_by(|a, b| a.fingerprint.cmp(&b.fingerprint));
         facts

@@ -11,19 +11,10 @@ const MAX_NAME_CHARS: usize = 2000;
 
 /// Counts in request order, one entry per name (a repeated name is added up).
 #[derive(Debug, PartialEq, Eq)]
-pub struct Evaluations(pub Vec<(String, u64)>);
-
-impl Evaluations {
-    /// The evaluations the request reports in all.
-    pub fn total(&self) -> u64 {
-        self.0
-            .iter()
-            .fold(0u64, |sum, (_, n)| sum.saturating_add(*n))
-    }
-}
+pub(crate) struct Evaluations(pub Vec<(String, u64)>);
 
 /// Parses and validates a body; the error says what was wrong, for a 422.
-pub fn parse(body: &[u8], max_features: usize) -> Result<Evaluations, String> {
+pub(crate) fn parse(body: &[u8], max_features: usize) -> Result<Evaluations, String> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let parsed = de
         .deserialize_any(Counts { max_features })
@@ -126,8 +117,7 @@ mod tests {
     fn sdk_bodies_parse_and_repeats_add_up() {
         let got = parse(br#"{"a": 3, "b": 0, "a": 2}"#, 10).unwrap();
         assert_eq!(got, Evaluations(vec![("a".into(), 5), ("b".into(), 0)]));
-        assert_eq!(got.total(), 5);
-        assert_eq!(parse(b"{}", 10).unwrap().total(), 0);
+        assert_eq!(parse(b"{}", 10).unwrap(), Evaluations(vec![]));
     }
 
     #[test]

@@ -10,13 +10,13 @@ use crate::config::Config;
 /// How a preflight is answered: the Flagsmith API echoes the requested method with a 200;
 /// OFREP lists its methods with a 204.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Preflight {
+pub(super) enum Preflight {
     Flagsmith,
     Ofrep,
 }
 
 /// The answer to a preflight request, if this is one.
-pub fn preflight(
+pub(super) fn preflight(
     config: &Config,
     method: &Method,
     headers: &HeaderMap,
@@ -69,7 +69,7 @@ fn origin_allowed(config: &Config, origin: &HeaderValue) -> bool {
 
 /// OFREP responses expose their `ETag` and `Retry-After` to scripts (a cross-origin web
 /// provider could not revalidate otherwise).
-pub fn expose_ofrep_headers(response: &mut Response) {
+pub(super) fn expose_ofrep_headers(response: &mut Response) {
     response.headers_mut().insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static("ETag, Retry-After"),
@@ -77,7 +77,7 @@ pub fn expose_ofrep_headers(response: &mut Response) {
 }
 
 /// Adds the CORS headers of a simple request and `origin` to `Vary` (one merged header).
-pub fn finish(config: &Config, origin: Option<HeaderValue>, response: &mut Response) {
+pub(super) fn finish(config: &Config, origin: Option<HeaderValue>, response: &mut Response) {
     let h = response.headers_mut();
     if let Some(origin) = origin.filter(|o| origin_allowed(config, o)) {
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);

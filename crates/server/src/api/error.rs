@@ -59,7 +59,7 @@ impl ApiError {
 }
 
 /// `Not Found` → `not_found`.
-pub fn status_slug(status: StatusCode) -> String {
+pub(crate) fn status_slug(status: StatusCode) -> String {
     status
         .canonical_reason()
         .unwrap_or("error")
@@ -69,6 +69,6 @@ pub fn status_slug(status: StatusCode) -> String {
 }
 
 /// The JSON error body for a status and message.
-pub fn error_body(status: StatusCode, message: &str) -> Vec<u8> {
+pub(crate) fn error_body(status: StatusCode, message: &str) -> Vec<u8> {
     crate::json::to_vec(&serde_json::json!({"status": status_slug(status), "message": message}))
 }

@@ -9,18 +9,18 @@
 //! middleware futures, body conversions) cost more CPU than serving a prepared `/flags` body
 //! itself (measured in bench/RESULTS.md).
 
-pub mod authorise;
+pub(crate) mod authorise;
 mod cors;
-pub mod error;
-pub mod flagd;
-pub mod flagsmith;
+pub(crate) mod error;
+pub(crate) mod flagd;
+pub(crate) mod flagsmith;
 mod observe;
-pub mod ofrep;
-pub mod openfeature;
+pub(crate) mod ofrep;
+pub(crate) mod openfeature;
 mod ops;
 mod request_body;
 mod respond;
-pub mod route;
+pub(crate) mod route;
 mod service;
 
 use std::sync::Arc;
@@ -32,15 +32,15 @@ use http_body_util::{Either, Full};
 use crate::config::Config;
 use crate::store::Store;
 use crate::streams::{EventStream, Streams};
-pub use service::Api;
+pub(crate) use service::Api;
 
 /// A response body: whole bytes written at once, or a change stream.
-pub type Body = Either<Full<Bytes>, Box<EventStream>>;
-pub type Response = http::Response<Body>;
+pub(crate) type Body = Either<Full<Bytes>, Box<EventStream>>;
+pub(crate) type Response = http::Response<Body>;
 
 /// Shared, read-only state of the front doors.
 #[derive(Clone)]
-pub struct AppState {
+pub(crate) struct AppState {
     pub store: Arc<Store>,
     pub config: Arc<Config>,
     /// Change streams: tokens, open connections.

@@ -19,13 +19,13 @@ use crate::logging::ACCESS_LOG_TARGET;
 
 /// What the service observes, fixed at start.
 #[derive(Clone, Copy)]
-pub struct Observer {
+pub(super) struct Observer {
     metrics: Option<&'static HttpMetrics>,
     access_log: bool,
 }
 
 impl Observer {
-    pub fn new(config: &crate::config::Config) -> Observer {
+    pub(super) fn new(config: &crate::config::Config) -> Observer {
         let metrics = (config.telemetry.metrics && crate::telemetry::prometheus().is_some())
             .then(HttpMetrics::global);
         Observer {
@@ -36,7 +36,7 @@ impl Observer {
 
     /// Starts observing a request (`None`, at no cost, when there is nothing to observe).
     #[inline(always)]
-    pub fn start(&self, method: &Method, uri: &Uri) -> Option<Observation> {
+    pub(super) fn start(&self, method: &Method, uri: &Uri) -> Option<Observation> {
         if self.metrics.is_none() && !self.access_log {
             return None;
         }
@@ -60,7 +60,7 @@ impl Observer {
 }
 
 /// One request being observed.
-pub struct Observation {
+pub(crate) struct Observation {
     started: Instant,
     pub route: RouteLabel,
     metrics: Option<&'static HttpMetrics>,
@@ -74,7 +74,7 @@ struct Logged {
 
 impl Observation {
     /// Records the response (for a stream: its opening).
-    pub fn finish(self, response: &Response) {
+    pub(crate) fn finish(self, response: &Response) {
         let took = self.started.elapsed();
         let status = response.status();
         if let Some(metrics) = self.metrics {

@@ -6,7 +6,7 @@ use hyper::body::Incoming;
 
 /// Why a body was not read.
 #[derive(Debug)]
-pub enum BodyError {
+pub(super) enum BodyError {
     /// Longer than the limit.
     TooLarge,
     /// The connection failed or the framing was broken.
@@ -16,7 +16,7 @@ pub enum BodyError {
 /// Reads a request body of at most `limit` bytes. The body is read up to the limit even when
 /// `Content-Length` already says it is too large: a client still sending would otherwise see a
 /// broken connection instead of the 413.
-pub async fn read(body: Incoming, limit: usize) -> Result<bytes::Bytes, BodyError> {
+pub(super) async fn read(body: Incoming, limit: usize) -> Result<bytes::Bytes, BodyError> {
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),

@@ -11,7 +11,7 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const ACCEPT_ENCODING: HeaderValue = HeaderValue::from_static("Accept-Encoding");
 
 /// Whether `If-None-Match` matches `etag` (a list, weak forms, or `*`).
-pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+pub(super) fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
     headers
         .get_all(header::IF_NONE_MATCH)
         .iter()
@@ -25,7 +25,7 @@ pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
 
 /// A prepared body: 304 when the client has it, else the best encoding it accepts. Headers are
 /// prepared values: nothing is parsed or formatted per request.
-pub fn prepared(
+pub(super) fn prepared(
     headers: &HeaderMap,
     body: &PreparedBody,
     last_modified: Option<&HeaderValue>,
@@ -56,7 +56,7 @@ pub fn prepared(
 }
 
 /// An identity's answer: gzipped (once per answer, see [`Answer`]) when large and accepted.
-pub fn answer(headers: &HeaderMap, answer: &Answer) -> Response {
+pub(super) fn answer(headers: &HeaderMap, answer: &Answer) -> Response {
     let bytes = &answer.plain;
     let mut response = if bytes.len() >= COMPRESS_MIN_BYTES {
         let accept = headers

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use crate::telemetry::http::RouteLabel;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Route<'a> {
+pub(crate) enum Route<'a> {
     Flags,
     Identities,
     EnvironmentDocument,
@@ -39,7 +39,7 @@ const OFREP_BULK: &str = "ofrep/v1/evaluate/flags";
 const OFREP_EVENTS: &str = "ofrep/v1/events";
 
 impl<'a> Route<'a> {
-    pub fn of(path: &'a str) -> Route<'a> {
+    pub(crate) fn of(path: &'a str) -> Route<'a> {
         if let Some(route) = ofrep(path) {
             return route;
         }
@@ -60,7 +60,7 @@ impl<'a> Route<'a> {
     }
 
     /// Whether the route is one of OFREP's (its own CORS preflight and error shape).
-    pub fn is_ofrep(&self) -> bool {
+    pub(crate) fn is_ofrep(&self) -> bool {
         matches!(
             self,
             Route::OfrepBulk | Route::OfrepFlag(_) | Route::OfrepBadKey | Route::OfrepEvents
@@ -69,12 +69,12 @@ impl<'a> Route<'a> {
 
     /// Whether a `GET` of this route opens a change stream (such a request may be served
     /// straight on the socket).
-    pub fn is_change_stream(&self) -> bool {
+    pub(crate) fn is_change_stream(&self) -> bool {
         matches!(self, Route::RealtimeStream(_) | Route::OfrepEvents)
     }
 
     /// The `route` label of its metrics.
-    pub fn label(&self) -> RouteLabel {
+    pub(crate) fn label(&self) -> RouteLabel {
         match self {
             Route::Flags => RouteLabel::Flags,
             Route::Identities => RouteLabel::Identities,
@@ -92,7 +92,7 @@ impl<'a> Route<'a> {
     }
 
     /// The `Allow` header of a Flagsmith or operator route.
-    pub fn allow(&self) -> &'static str {
+    pub(crate) fn allow(&self) -> &'static str {
         match self {
             Route::Identities => "GET, HEAD, POST",
             Route::Analytics => "POST",

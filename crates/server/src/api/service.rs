@@ -22,20 +22,20 @@ use crate::telemetry::http::RouteLabel;
 
 /// The Flagpole HTTP service (cheap to clone: one per connection).
 #[derive(Clone)]
-pub struct Api {
+pub(crate) struct Api {
     state: AppState,
     observer: Observer,
 }
 
 impl Api {
-    pub fn new(state: AppState) -> Api {
+    pub(crate) fn new(state: AppState) -> Api {
         let observer = Observer::new(&state.config);
         Api { state, observer }
     }
 }
 
 /// A response now, or one that waits for the request body (observed when it is ready).
-pub enum ApiFuture {
+pub(crate) enum ApiFuture {
     Ready(Option<Response>),
     Body(
         Pin<Box<dyn Future<Output = Response> + Send>>,
@@ -216,13 +216,13 @@ impl Api {
 
     /// Whether a `GET` of `path` opens a change stream (OFREP's or the Flagsmith real-time one):
     /// such requests may be served straight on the socket (see `server::direct_stream`).
-    pub fn is_change_stream(path: &str) -> bool {
+    pub(crate) fn is_change_stream(path: &str) -> bool {
         Route::of(path).is_change_stream()
     }
 
     /// The answer to a `GET` change-stream request read off the socket, CORS included: an open
     /// stream or an error with a whole body. `None` if the request is not one.
-    pub fn change_stream(&self, request: &http::request::Parts) -> Option<Response> {
+    pub(crate) fn change_stream(&self, request: &http::request::Parts) -> Option<Response> {
         let config = &self.state.config;
         if request.method != Method::GET {
             return None;
@@ -252,13 +252,8 @@ impl Api {
     }
 
     /// The 431 for a head over the limits (JSON body, connection closed).
-    pub fn headers_too_large(&self) -> Response {
+    pub(crate) fn headers_too_large(&self) -> Response {
         too_large_headers(self.state.config.limits.max_header_bytes)
-    }
-
-    /// The configuration the service answers with.
-    pub fn config(&self) -> &crate::config::Config {
-        &self.state.config
     }
 
     /// OFREP: CORS preflight, a 404 for a key that is not UTF-8, else the evaluation (which

@@ -36,7 +36,7 @@ macro_rules! schema {
 /// A non-negative number of seconds, as a JSON number or a numeric string (the Edge Proxy's
 /// settings accept both).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Seconds(pub Duration);
+pub(super) struct Seconds(pub Duration);
 
 impl<'de> Deserialize<'de> for Seconds {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -82,16 +82,16 @@ schema!(Seconds, "Seconds", {"type": "number", "minimum": 0});
 /// An integer greater than zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct Positive(pub u64);
+pub(super) struct Positive(pub u64);
 
 schema!(Positive, "Positive", {"type": "integer", "minimum": 1});
 
 impl Positive {
-    pub fn usize(self) -> usize {
+    pub(super) fn usize(self) -> usize {
         usize::try_from(self.0).unwrap_or(usize::MAX)
     }
 
-    pub fn u32(self) -> u32 {
+    pub(super) fn u32(self) -> u32 {
         u32::try_from(self.0).unwrap_or(u32::MAX)
     }
 }
@@ -124,7 +124,7 @@ impl<'de> Deserialize<'de> for Positive {
 /// A TCP port: an integer from 0 to 65535 (0: any free port).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct Port(pub u16);
+pub(super) struct Port(pub u16);
 
 schema!(Port, "Port", {"type": "integer", "minimum": 0, "maximum": 65535});
 
@@ -154,7 +154,7 @@ impl<'de> Deserialize<'de> for Port {
 /// An absolute URL, kept as written minus trailing slashes (paths are appended to it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct BaseUrl(pub String);
+pub(super) struct BaseUrl(pub String);
 
 schema!(BaseUrl, "BaseUrl", {"type": "string", "format": "uri"});
 
@@ -169,7 +169,7 @@ impl<'de> Deserialize<'de> for BaseUrl {
 /// A non-empty string, surrounding whitespace removed (as the Edge Proxy strips keys).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct Key(pub String);
+pub(super) struct Key(pub String);
 
 schema!(Key, "Key", {"type": "string", "pattern": "\\S"});
 
@@ -187,7 +187,7 @@ impl<'de> Deserialize<'de> for Key {
 /// A non-empty string, kept exactly as written (a secret is used byte for byte).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct NonEmpty(pub String);
+pub(super) struct NonEmpty(pub String);
 
 schema!(NonEmpty, "NonEmpty", {"type": "string", "minLength": 1});
 
@@ -204,7 +204,7 @@ impl<'de> Deserialize<'de> for NonEmpty {
 /// client key in its place would fetch nothing).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
-pub struct ServerKey(pub String);
+pub(super) struct ServerKey(pub String);
 
 schema!(ServerKey, "ServerKey", {"type": "string", "pattern": "^\\s*ser\\."});
 
@@ -222,7 +222,7 @@ impl<'de> Deserialize<'de> for ServerKey {
 /// its members by position).
 #[derive(Debug, Serialize)]
 #[serde(transparent)]
-pub struct Object<T>(pub T);
+pub(super) struct Object<T>(pub T);
 
 impl<T: JsonSchema> JsonSchema for Object<T> {
     fn inline_schema() -> bool {
@@ -337,7 +337,7 @@ impl JsonSchema for LogLevel {
 
 /// For a field where `null` means something other than absent: absent → `None`, present →
 /// `Some(the value)`, so `Option<Option<T>>` tells `null` (`Some(None)`) from absent.
-pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+pub(super) fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
@@ -346,7 +346,7 @@ where
 }
 
 /// Whole seconds as an integer, anything else as a decimal number.
-pub fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     if d.subsec_nanos() == 0 {
         s.serialize_u64(d.as_secs())
     } else {

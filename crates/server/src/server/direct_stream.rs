@@ -25,7 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use crate::api::{Api, Response};
 
 /// What the first bytes of a connection turned out to be.
-pub enum Sniffed {
+pub(crate) enum Sniffed {
     /// A change-stream request, its head parsed (and its buffer already freed).
     Stream(Box<http::request::Parts>),
     /// Anything else: the bytes read so far, for hyper to read first.
@@ -45,7 +45,7 @@ const REQUEST_LINE_MAX: usize = 4096;
 const HYPER_MAX_HEADERS: usize = 100;
 
 /// hyper's read buffer limit for heads (set in `server.rs`).
-pub fn hyper_head_limit(max_head_bytes: usize) -> usize {
+pub(crate) fn hyper_head_limit(max_head_bytes: usize) -> usize {
     (max_head_bytes * 4).max(64 * 1024)
 }
 
@@ -66,7 +66,7 @@ const MAX_HEADERS: usize = 64;
 
 /// Reads until it is clear whether the first request is a change stream. The caller bounds
 /// the time this may take (the header read timeout).
-pub async fn sniff<S: AsyncRead + Unpin>(stream: &mut S, max_head_bytes: usize) -> Sniffed {
+pub(crate) async fn sniff<S: AsyncRead + Unpin>(stream: &mut S, max_head_bytes: usize) -> Sniffed {
     let mut buf = Vec::with_capacity(1024);
     loop {
         if buf.len() == buf.capacity() {
@@ -167,7 +167,7 @@ fn classify(buf: &[u8], max_head_bytes: usize) -> Decision {
 /// Writes `response` on `stream`: a whole body with its length (only the length for a `HEAD`),
 /// or an event stream as chunks until it ends (shutdown) or the client goes away. The
 /// connection closes afterwards.
-pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     response: Response,
     head_only: bool,
@@ -252,7 +252,7 @@ fn chunk(data: &Bytes) -> Vec<u8> {
 /// A socket with bytes already read from it put back in front, for hyper; and a write-stall
 /// limit, which hyper lacks: a client that stops reading would otherwise pin its connection and
 /// the response it was being sent forever.
-pub struct Prefixed<S> {
+pub(crate) struct Prefixed<S> {
     /// Unread bytes and how far they have been read; freed once read.
     prefix: Option<(Vec<u8>, usize)>,
     inner: S,
@@ -262,7 +262,7 @@ pub struct Prefixed<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Prefixed<S> {
-    pub fn new(prefix: Vec<u8>, inner: S, write_timeout: Duration) -> Prefixed<S> {
+    pub(crate) fn new(prefix: Vec<u8>, inner: S, write_timeout: Duration) -> Prefixed<S> {
         Prefixed {
             prefix: (!prefix.is_empty()).then_some((prefix, 0)),
             inner,

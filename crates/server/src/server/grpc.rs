@@ -28,10 +28,11 @@ use tower_service::Service as _;
 
 use crate::api::flagd::{connect, Connection, Flagd};
 use crate::config::Config;
+use crate::tasks::Tasks;
 
 /// Serves `flagd` on `listener` until `stopping` is cancelled and the calls in flight end (at
 /// most `config.server.shutdown_timeout`).
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     flagd: Flagd,
     config: Arc<Config>,
@@ -59,6 +60,8 @@ pub async fn serve(
     let builder = Arc::new(builder);
     let capacity = Arc::new(Semaphore::new(config.limits.max_connections));
     let graceful = GracefulShutdown::new();
+    // Every connection task: the drain waits for them.
+    let connections = Tasks::new();
     loop {
         let permit = tokio::select! {
             permit = capacity.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
@@ -89,15 +92,18 @@ pub async fn serve(
                 .serve_connection(TokioIo::new(stream), service)
                 .into_owned(),
         );
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let _ = connection.await;
             drop(permit);
         });
     }
     drop(listener);
-    if tokio::time::timeout(drain, graceful.shutdown())
-        .await
-        .is_err()
+    connections.close();
+    if tokio::time::timeout(drain, async {
+        tokio::join!(graceful.shutdown(), connections.wait())
+    })
+    .await
+    .is_err()
     {
         tracing::warn!("flagd listener: calls still in flight at the shutdown timeout");
     }

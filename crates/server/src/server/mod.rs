@@ -9,10 +9,10 @@
 //! bounded by the same header read timeout, and then the very same code reads the decrypted
 //! stream; an optional plain-HTTP port beside it serves the operators' routes (`plain_port`).
 
-pub mod direct_stream;
-pub mod grpc;
-pub mod plain_port;
-pub mod tls;
+pub(crate) mod direct_stream;
+pub(crate) mod grpc;
+pub(crate) mod plain_port;
+pub(crate) mod tls;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,17 +24,17 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::api::Api;
 use crate::config::Config;
+use crate::tasks::Tasks;
 use direct_stream::{Prefixed, Sniffed};
 use plain_port::OpsOnly;
 use tls::Tls;
 
 /// Where connections arrive: the main port (HTTPS with `tls`), and the plain-HTTP port beside
 /// an HTTPS one.
-pub struct Listeners {
+pub(crate) struct Listeners {
     pub main: TcpListener,
     pub tls: Option<Arc<Tls>>,
     pub plain: Option<TcpListener>,
@@ -50,7 +50,7 @@ struct Connections {
     write_timeout: Duration,
     /// Every connection task: the drain waits for all of them, hyper's and the streams served
     /// on the socket alike.
-    tasks: TaskTracker,
+    tasks: Tasks,
     /// At the connection cap the loops stop accepting: new connections wait in the kernel's
     /// backlog until one closes (idle keep-alive connections close after the header read
     /// timeout, so the cap cannot be held by idle clients for long). Shared by both ports.
@@ -72,7 +72,7 @@ enum Door {
 /// environments' tokens are children of `stopping`).
 /// Returns the time by which the whole shutdown should be over: the drain began, plus
 /// `shutdown_timeout` (what is left of it is the background work's budget).
-pub async fn serve(
+pub(crate) async fn serve(
     listeners: Listeners,
     api: Api,
     config: &Config,
@@ -99,7 +99,7 @@ pub async fn serve(
         header_read_timeout,
         max_head_bytes: config.limits.max_header_bytes,
         write_timeout: config.limits.write_timeout,
-        tasks: TaskTracker::new(),
+        tasks: Tasks::new(),
         capacity: Arc::new(Semaphore::new(config.limits.max_connections)),
         stopping,
     };

@@ -17,7 +17,7 @@ use crate::api::{Api, Response};
 
 /// [`Api`] limited to the operators' routes.
 #[derive(Clone)]
-pub struct OpsOnly(pub Api);
+pub(crate) struct OpsOnly(pub Api);
 
 type ApiFuture = <Api as Service<Request<Incoming>>>::Future;
 

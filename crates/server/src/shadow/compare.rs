@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// One flag of an answer.
 #[derive(Clone, Debug, PartialEq)]
-pub struct FlagState {
+pub(crate) struct FlagState {
     pub enabled: Value,
     pub value: Value,
 }
@@ -27,7 +27,7 @@ impl std::fmt::Display for FlagState {
 
 /// A feature whose flag differs: `None` where a side has no such flag.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Difference {
+pub(crate) struct Difference {
     pub feature: String,
     pub ours: Option<FlagState>,
     pub theirs: Option<FlagState>,
@@ -35,7 +35,7 @@ pub struct Difference {
 
 /// The flags of an identities answer (`{"flags": [{"feature": {"name"}, "enabled",
 /// "feature_state_value"}, …], …}`), by feature name.
-pub fn flags_of(body: &[u8]) -> Result<BTreeMap<String, FlagState>, String> {
+pub(crate) fn flags_of(body: &[u8]) -> Result<BTreeMap<String, FlagState>, String> {
     let doc: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
     let flags = doc
         .get("flags")
@@ -62,7 +62,7 @@ pub fn flags_of(body: &[u8]) -> Result<BTreeMap<String, FlagState>, String> {
 }
 
 /// Every feature whose flag differs, by name.
-pub fn differences(
+pub(crate) fn differences(
     ours: &BTreeMap<String, FlagState>,
     theirs: &BTreeMap<String, FlagState>,
 ) -> Vec<Difference> {

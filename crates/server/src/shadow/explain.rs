@@ -7,7 +7,12 @@ use flagpole_engine::explain::{self, Explanation};
 use flagpole_engine::{Environment, Identity, Trait};
 
 /// The explanation of `feature` for this identity, or why there is none.
-pub fn feature(env: &Environment, identifier: &str, traits: &[Trait<'_>], feature: &str) -> String {
+pub(crate) fn feature(
+    env: &Environment,
+    identifier: &str,
+    traits: &[Trait<'_>],
+    feature: &str,
+) -> String {
     let identity = Identity::new(identifier, traits);
     match explain::explain(env, Some(&identity)) {
         Ok(explanation) => line(env, &explanation, feature),

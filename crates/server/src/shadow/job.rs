@@ -13,7 +13,7 @@ use crate::keys::KeyKind;
 use crate::snapshot::Snapshot;
 use crate::store::EnvSlot;
 
-pub struct Job {
+pub(crate) struct Job {
     pub env: Arc<EnvSlot>,
     pub snapshot: Arc<Snapshot>,
     pub kind: KeyKind,
@@ -24,7 +24,7 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn new(
+    pub(crate) fn new(
         env: &Arc<EnvSlot>,
         snapshot: &Arc<Snapshot>,
         kind: KeyKind,
@@ -44,7 +44,7 @@ impl Job {
 
     /// The body of `POST {api_url}/identities/`: the identity, its traits, and `transient` so
     /// that the Flagsmith API stores neither.
-    pub fn request_body(&self) -> Vec<u8> {
+    pub(crate) fn request_body(&self) -> Vec<u8> {
         let traits: Vec<Value> = self
             .traits
             .iter()

@@ -7,11 +7,11 @@
 //! value, type-strict); a mismatch is logged once per (feature, revision) with the identity's
 //! fingerprint and why Flagpole decided as it did (`explain`).
 
-pub mod compare;
-pub mod explain;
-pub mod job;
-pub mod outcome;
-pub mod sampler;
-pub mod verify;
+pub(crate) mod compare;
+pub(crate) mod explain;
+pub(crate) mod job;
+pub(crate) mod outcome;
+pub(crate) mod sampler;
+pub(crate) mod verify;
 
-pub use sampler::Shadow;
+pub(crate) use sampler::Shadow;

@@ -2,13 +2,11 @@
 //! `flagpole_shadow_comparisons_total`, and `flagpole_shadow_dropped_total` for samples never
 //! compared (the queue was full, or over the rate limit).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-pub const COMPARISONS: &str = "flagpole_shadow_comparisons_total";
-pub const DROPPED: &str = "flagpole_shadow_dropped_total";
+pub(crate) const COMPARISONS: &str = "flagpole_shadow_comparisons_total";
+pub(crate) const DROPPED: &str = "flagpole_shadow_dropped_total";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Every feature equal.
     Match,
     /// At least one feature differs.
@@ -27,7 +25,7 @@ impl Outcome {
         Outcome::Error,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Outcome::Match => "match",
             Outcome::Mismatch => "mismatch",
@@ -37,11 +35,10 @@ impl Outcome {
     }
 }
 
-/// Counters of outcomes and drops (Prometheus handles, plus totals for tests and logs).
-pub struct Tally {
+/// Counters of outcomes and drops (Prometheus handles).
+pub(crate) struct Tally {
     comparisons: [metrics::Counter; 4],
     dropped: [metrics::Counter; 2],
-    totals: [AtomicU64; 4],
 }
 
 impl Default for Tally {
@@ -60,23 +57,17 @@ impl Default for Tally {
             comparisons: Outcome::ALL.map(|o| metrics::counter!(COMPARISONS, "result" => o.name())),
             dropped: ["queue_full", "rate_limited"]
                 .map(|reason| metrics::counter!(DROPPED, "reason" => reason)),
-            totals: Default::default(),
         }
     }
 }
 
 impl Tally {
-    pub fn record(&self, outcome: Outcome) {
+    pub(crate) fn record(&self, outcome: Outcome) {
         self.comparisons[outcome as usize].increment(1);
-        self.totals[outcome as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     /// A sample dropped before comparison: `rate_limited`, else the queue was full.
-    pub fn dropped(&self, rate_limited: bool) {
+    pub(crate) fn dropped(&self, rate_limited: bool) {
         self.dropped[usize::from(rate_limited)].increment(1);
-    }
-
-    pub fn total(&self, outcome: Outcome) -> u64 {
-        self.totals[outcome as usize].load(Ordering::Relaxed)
     }
 }

@@ -15,8 +15,10 @@ use super::job::Job;
 use super::outcome::Tally;
 use super::verify::Verifier;
 use crate::config::Config;
+use crate::shutdown::Shutdown;
+use crate::tasks::Tasks;
 
-pub struct Shadow {
+pub(crate) struct Shadow {
     sample_rate: f64,
     limiter: DefaultDirectRateLimiter,
     queue: mpsc::Sender<Job>,
@@ -24,11 +26,12 @@ pub struct Shadow {
 }
 
 impl Shadow {
-    /// Starts the dispatcher (it ends with `stop`), or `None` when shadowing is off.
-    pub fn start(
+    /// Starts the dispatcher (it ends when shutdown is requested; comparisons under way finish
+    /// as background work), or `None` when shadowing is off.
+    pub(crate) fn start(
         config: &Config,
         client: reqwest::Client,
-        stop: CancellationToken,
+        shutdown: &Shutdown,
     ) -> Option<Arc<Shadow>> {
         let shadow = &config.shadow;
         if shadow.sample_rate <= 0.0 {
@@ -46,7 +49,13 @@ impl Shadow {
             tally: tally.clone(),
             logged: Default::default(),
         });
-        tokio::spawn(dispatch(jobs, verifier, shadow.max_concurrency, stop));
+        shutdown.spawn(dispatch(
+            jobs,
+            verifier,
+            shadow.max_concurrency,
+            shutdown.tasks.clone(),
+            shutdown.requested.clone(),
+        ));
         let rps = NonZeroU32::new(shadow.max_per_second).unwrap_or(NonZeroU32::MIN);
         Some(Arc::new(Shadow {
             sample_rate: shadow.sample_rate,
@@ -57,12 +66,12 @@ impl Shadow {
     }
 
     /// Whether this request is one of the sample (call first: it costs one random number).
-    pub fn sampled(&self) -> bool {
+    pub(crate) fn sampled(&self) -> bool {
         self.sample_rate >= 1.0 || rand::random::<f64>() < self.sample_rate
     }
 
     /// Queues a sampled request for comparison, unless over the rate or the queue is full.
-    pub fn offer(&self, job: impl FnOnce() -> Job) {
+    pub(crate) fn offer(&self, job: impl FnOnce() -> Job) {
         if self.limiter.check().is_err() {
             self.tally.dropped(true);
             return;
@@ -73,11 +82,12 @@ impl Shadow {
     }
 }
 
-/// Runs queued comparisons, at most `concurrency` at once, until `stop`.
+/// Runs queued comparisons on `tasks`, at most `concurrency` at once, until `stop`.
 async fn dispatch(
     mut jobs: mpsc::Receiver<Job>,
     verifier: Arc<Verifier>,
     concurrency: usize,
+    tasks: Tasks,
     stop: CancellationToken,
 ) {
     let permits = Arc::new(Semaphore::new(concurrency));
@@ -92,7 +102,7 @@ async fn dispatch(
             _ = stop.cancelled() => return,
         };
         let verifier = verifier.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             verifier.verify(job).await;
             drop(permit);
         });

@@ -21,7 +21,7 @@ use crate::keys::{fingerprint, KeyKind};
 /// (feature, content revision) pairs logged at most; past it the memory starts over.
 const MAX_LOGGED: usize = 10_000;
 
-pub struct Verifier {
+pub(crate) struct Verifier {
     pub client: reqwest::Client,
     pub api_url: String,
     pub timeout: Duration,
@@ -30,7 +30,7 @@ pub struct Verifier {
 }
 
 impl Verifier {
-    pub async fn verify(&self, job: Job) {
+    pub(crate) async fn verify(&self, job: Job) {
         let outcome = self.compare(&job).await;
         self.tally.record(outcome);
     }

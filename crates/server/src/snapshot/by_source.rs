@@ -20,7 +20,7 @@ use super::{KeyKind, Snapshot};
 
 /// Writes one source's bytes: `(out, source, setting)`, the setting being the front door's
 /// (it is kept with the table so that the next revision is written the same way).
-pub type Writer = fn(&mut Vec<u8>, &SourcedValue<'_>, bool);
+pub(crate) type Writer = fn(&mut Vec<u8>, &SourcedValue<'_>, bool);
 
 #[derive(Debug)]
 struct Entry {

@@ -5,11 +5,11 @@
 //! A snapshot is immutable; a new document builds a new snapshot off to the side, and the store
 //! swaps it in whole.
 
-pub mod by_source;
-pub mod etag_memo;
+pub(crate) mod by_source;
+pub(crate) mod etag_memo;
 pub mod identity_cache;
 pub mod identity_response;
-pub mod prepared_flags;
+pub(crate) mod prepared_flags;
 
 use std::sync::OnceLock;
 
@@ -26,7 +26,7 @@ use crate::received::{Received, Rejected};
 
 /// What the REST API shows about one feature, pre-serialised.
 #[derive(Debug)]
-pub struct FeatureMeta {
+pub(crate) struct FeatureMeta {
     /// `{"feature":{"id":…,"name":…,"type":…},"enabled":`: the part of a flag object that only
     /// depends on the document (its name is the key in `feature_index`).
     pub prefix: Box<[u8]>,
@@ -411,7 +411,7 @@ fn parse_rfc3339(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 /// RFC 3339 (`2023-07-14T16:12:00.000000Z`) → IMF-fixdate (`Fri, 14 Jul 2023 16:12:00 GMT`).
-pub fn http_date(rfc3339: &str) -> Option<String> {
+pub(crate) fn http_date(rfc3339: &str) -> Option<String> {
     let parsed = parse_rfc3339(rfc3339)?;
     Some(parsed.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
 }

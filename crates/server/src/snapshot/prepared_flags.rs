@@ -23,7 +23,7 @@ struct PreparedFlag {
 }
 
 #[derive(Debug, Default)]
-pub struct PreparedFlags {
+pub(crate) struct PreparedFlags {
     /// Per context, the index of its own value's entry in `flags`; its variants follow it.
     first: Vec<u32>,
     flags: Vec<Option<PreparedFlag>>,
@@ -34,7 +34,7 @@ pub struct PreparedFlags {
 impl PreparedFlags {
     /// Prepares every source's object with `write_flag(out, kind, name, enabled, value)`, the
     /// snapshot's writer of one flag (which returns whether a key of that kind sees it).
-    pub fn build(
+    pub(crate) fn build(
         env: &Environment,
         write_flag: impl Fn(&mut Vec<u8>, KeyKind, &str, &Value, &Value) -> bool,
     ) -> PreparedFlags {
@@ -92,7 +92,12 @@ impl PreparedFlags {
 
     /// Appends the prepared object of this flag if the key kind sees it. `None` when nothing is
     /// prepared for it (the caller writes it the general way); `Some(wrote)` otherwise.
-    pub fn write(&self, out: &mut Vec<u8>, kind: KeyKind, flag: &FlagResult<'_>) -> Option<bool> {
+    pub(crate) fn write(
+        &self,
+        out: &mut Vec<u8>,
+        kind: KeyKind,
+        flag: &FlagResult<'_>,
+    ) -> Option<bool> {
         let ValueSource { context, variant } = flag.source();
         let first = *self.first.get(context)?;
         let index = first.checked_add(u32::try_from(variant.map_or(0, |v| v + 1)).ok()?)?;

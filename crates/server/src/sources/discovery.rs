@@ -17,7 +17,7 @@ use crate::store::{DiscoveredEnv, Store};
 use crate::streams::Streams;
 
 /// The discovery loop's state: what it polls with, and the pollers it started.
-pub struct Discovery {
+pub(crate) struct Discovery {
     proxy_key: String,
     store: Arc<Store>,
     streams: Arc<Streams>,
@@ -47,7 +47,7 @@ fn yes() -> bool {
 }
 
 impl Discovery {
-    pub fn new(
+    pub(crate) fn new(
         proxy_key: String,
         store: Arc<Store>,
         streams: Arc<Streams>,
@@ -63,7 +63,7 @@ impl Discovery {
     }
 
     /// Polls the listing until `stop` is cancelled (the proxy shutting down).
-    pub async fn run(mut self, stop: CancellationToken) {
+    pub(crate) async fn run(mut self, stop: CancellationToken) {
         loop {
             let period = self
                 .pollers
@@ -81,7 +81,7 @@ impl Discovery {
     }
 
     /// Fetches the listing once and applies it.
-    pub async fn sync_once(&mut self) {
+    pub(crate) async fn sync_once(&mut self) {
         let config = &self.pollers.config;
         let fetched = tokio::time::timeout(config.upstream.poll_timeout, self.fetch()).await;
         let listed = match fetched {

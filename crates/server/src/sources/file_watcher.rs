@@ -32,13 +32,29 @@ fn watched_path(path: &Path) -> PathBuf {
     }
 }
 
-/// Watches every `(environment, file)` and reloads an environment when its file changes, until
-/// `stop` is cancelled. Directories are watched rather than files: editors and `mv` replace a
-/// file instead of writing into it.
-pub async fn watch(files: Vec<(Arc<EnvSlot>, PathBuf)>, stop: CancellationToken) {
-    if files.is_empty() {
-        return;
+/// Watches every `(environment, file)`: the watches are in place when this returns (so a change
+/// made once the proxy reports ready is seen), and the returned future reloads an environment
+/// when its file changes, until `stop` is cancelled. Directories are watched rather than files:
+/// editors and `mv` replace a file instead of writing into it.
+pub(crate) fn watch(
+    files: Vec<(Arc<EnvSlot>, PathBuf)>,
+    stop: CancellationToken,
+) -> impl std::future::Future<Output = ()> {
+    let watching = (!files.is_empty()).then(|| start(&files)).flatten();
+    async move {
+        if let Some((watcher, rx)) = watching {
+            reload_on_change(files, watcher, rx, stop).await;
+        }
     }
+}
+
+/// The watcher, with a watch on every directory, and where it sends the index of a changed file.
+fn start(
+    files: &[(Arc<EnvSlot>, PathBuf)],
+) -> Option<(
+    notify::RecommendedWatcher,
+    tokio::sync::mpsc::UnboundedReceiver<usize>,
+)> {
     // Full watched path → the environments reading that file (usually one).
     let mut routes: HashMap<PathBuf, Vec<usize>> = HashMap::new();
     for (index, (_, path)) in files.iter().enumerate() {
@@ -49,7 +65,7 @@ pub async fn watch(files: Vec<(Arc<EnvSlot>, PathBuf)>, stop: CancellationToken)
         .filter_map(|p| p.parent().map(Path::to_path_buf))
         .collect();
     let routes = Arc::new(routes);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
     let table = routes.clone();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
@@ -75,7 +91,7 @@ pub async fn watch(files: Vec<(Arc<EnvSlot>, PathBuf)>, stop: CancellationToken)
         Ok(w) => w,
         Err(e) => {
             tracing::warn!(error = %e, files = files.len(), "cannot watch the document files; changes need a restart");
-            return;
+            return None;
         }
     };
     for dir in &directories {
@@ -88,6 +104,17 @@ pub async fn watch(files: Vec<(Arc<EnvSlot>, PathBuf)>, stop: CancellationToken)
         directories = directories.len(),
         "watching document files"
     );
+    Some((watcher, rx))
+}
+
+/// Reloads each changed file (a burst of writes settled first) until `stop`; the watcher lives as
+/// long as this runs.
+async fn reload_on_change(
+    files: Vec<(Arc<EnvSlot>, PathBuf)>,
+    _watcher: notify::RecommendedWatcher,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<usize>,
+    stop: CancellationToken,
+) {
     loop {
         let first = tokio::select! {
             first = rx.recv() => first,

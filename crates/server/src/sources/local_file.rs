@@ -28,7 +28,7 @@ pub fn read(path: &Path) -> Result<(Value, Vec<u8>), String> {
 
 /// Loads the file into the slot now (reading it on a blocking thread; it is parsed once, when
 /// its snapshot is built).
-pub async fn load(slot: &Arc<EnvSlot>, path: &Path) {
+pub(crate) async fn load(slot: &Arc<EnvSlot>, path: &Path) {
     let owned = path.to_path_buf();
     let read = crate::background::run(move || std::fs::read(&owned))
         .await
@@ -42,7 +42,7 @@ pub async fn load(slot: &Arc<EnvSlot>, path: &Path) {
 
 /// Publishes the file's bytes, already read, into the slot; logs a new revision, records a
 /// rejection.
-pub async fn publish(slot: &Arc<EnvSlot>, path: &Path, bytes: bytes::Bytes) {
+pub(crate) async fn publish(slot: &Arc<EnvSlot>, path: &Path, bytes: bytes::Bytes) {
     match slot.publish(Incoming::Bytes(bytes)).await {
         Ok(published) => {
             slot.mark_success(SystemTime::now());

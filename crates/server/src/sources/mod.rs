@@ -2,11 +2,11 @@
 //! and the snapshot directory (warm start). Each source hands documents to
 //! [`EnvSlot::publish`](crate::store::EnvSlot::publish), which keeps the last good one on failure.
 
-pub mod discovery;
-pub mod file_watcher;
-pub mod local_file;
-pub mod poll_schedule;
-pub mod startup;
-pub mod upstream;
-pub mod usage_report;
-pub mod warm_start;
+pub(crate) mod discovery;
+pub(crate) mod file_watcher;
+pub(crate) mod local_file;
+pub(crate) mod poll_schedule;
+pub(crate) mod startup;
+pub(crate) mod upstream;
+pub(crate) mod usage_report;
+pub(crate) mod warm_start;

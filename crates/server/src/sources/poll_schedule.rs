@@ -17,7 +17,7 @@ const JITTER: f64 = 0.02;
 
 /// One environment's poll times.
 #[derive(Debug, Clone)]
-pub struct PollSchedule {
+pub(crate) struct PollSchedule {
     period: Duration,
     /// The anchor of the current slot: start + phase + k × period.
     slot: Instant,
@@ -26,12 +26,12 @@ pub struct PollSchedule {
 impl PollSchedule {
     /// A schedule for polls every `period` from `start` (the first poll, which is immediate),
     /// at a random phase.
-    pub fn new(period: Duration, start: Instant) -> PollSchedule {
+    pub(crate) fn new(period: Duration, start: Instant) -> PollSchedule {
         Self::with_phase(period, start, rand::random::<f64>())
     }
 
     /// The same with the phase given as a fraction of the period (`0.0..1.0`).
-    pub fn with_phase(period: Duration, start: Instant, phase: f64) -> PollSchedule {
+    pub(crate) fn with_phase(period: Duration, start: Instant, phase: f64) -> PollSchedule {
         PollSchedule {
             period,
             // The first slot after the immediate poll: its phase within the first period, so
@@ -42,12 +42,12 @@ impl PollSchedule {
 
     /// When to poll next, after a poll that ended at `now`: the next slot not in the past, with
     /// jitter.
-    pub fn next_after(&mut self, now: Instant) -> Instant {
+    pub(crate) fn next_after(&mut self, now: Instant) -> Instant {
         self.next_with(now, rand::random::<f64>() * 2.0 - 1.0)
     }
 
     /// The same with the jitter given as a fraction of [`JITTER`] (`-1.0..=1.0`).
-    pub fn next_with(&mut self, now: Instant, jitter: f64) -> Instant {
+    pub(crate) fn next_with(&mut self, now: Instant, jitter: f64) -> Instant {
         // A fetch that ran past its slot (a slow upstream) waits for the next one.
         while self.slot <= now {
             self.slot += self.period;

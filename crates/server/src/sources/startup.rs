@@ -12,12 +12,12 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 
 /// How many documents are worked on at once: the cores this process may use.
-pub fn workers() -> usize {
+pub(crate) fn workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Runs `jobs`, at most [`workers`] at a time, until all have finished.
-pub async fn bounded<F: Future<Output = ()>>(jobs: impl IntoIterator<Item = F>) {
+pub(crate) async fn bounded<F: Future<Output = ()>>(jobs: impl IntoIterator<Item = F>) {
     futures_util::stream::iter(jobs)
         .for_each_concurrent(workers(), |job| job)
         .await;
@@ -25,7 +25,7 @@ pub async fn bounded<F: Future<Output = ()>>(jobs: impl IntoIterator<Item = F>) 
 
 /// A local document file read at start: its path, its bytes, and the `api_key` that names its
 /// environment.
-pub struct DocumentFile {
+pub(crate) struct DocumentFile {
     pub path: PathBuf,
     pub bytes: Bytes,
     pub api_key: String,
@@ -34,7 +34,7 @@ pub struct DocumentFile {
 /// Reads every file and finds its `api_key`, on [`workers`] threads, in order. The first file
 /// that cannot be read, is not JSON or has no `api_key` is the error (as the file watcher and
 /// `local_file::read` word it), and nothing starts.
-pub fn read_all(paths: &[PathBuf]) -> Result<Vec<DocumentFile>, String> {
+pub(crate) fn read_all(paths: &[PathBuf]) -> Result<Vec<DocumentFile>, String> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }

@@ -17,7 +17,6 @@ use reqwest::header::{HeaderMap, HeaderValue, ETAG, IF_MODIFIED_SINCE, IF_NONE_M
 use reqwest::StatusCode;
 use serde_json::Value;
 use tokio::sync::Semaphore;
-use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::received::{Incoming, Rejected};
@@ -32,7 +31,7 @@ const MAX_PAGES: usize = 1000;
 const MAX_FETCH_STARTS: usize = 3;
 
 /// The HTTP client for upstream requests (timeouts are applied per poll, body included).
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .user_agent(concat!("flagpole/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::limited(5))
@@ -43,18 +42,18 @@ pub fn client() -> reqwest::Client {
 /// What every upstream poller shares; `spawn` starts one for an environment (at startup, and
 /// when key discovery adds one).
 #[derive(Clone)]
-pub struct Pollers {
+pub(crate) struct Pollers {
     pub client: reqwest::Client,
     pub config: Arc<Config>,
     /// Bounds concurrent fetches across environments.
     pub limit: Arc<Semaphore>,
     pub warm: Option<Arc<WarmStart>>,
     /// Where pollers run (the proxy's shutdown waits for them).
-    pub tasks: TaskTracker,
+    pub tasks: crate::tasks::Tasks,
 }
 
 impl Pollers {
-    pub fn spawn(&self, slot: Arc<EnvSlot>) {
+    pub(crate) fn spawn(&self, slot: Arc<EnvSlot>) {
         self.tasks.spawn(poll(slot, self.clone()));
     }
 }
@@ -98,7 +97,7 @@ async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
 }
 
 /// One poll: fetch (bounded by the poll timeout, body included), publish, record the outcome.
-pub async fn poll_once(
+pub(crate) async fn poll_once(
     slot: &Arc<EnvSlot>,
     client: &reqwest::Client,
     config: &Config,
@@ -160,7 +159,7 @@ pub async fn poll_once(
 /// `status_4xx`, `status_5xx`, `status_other`, `invalid_json`, `rejected_document`,
 /// `pagination`, `config`, `internal`), `message` what the logs and the status page say.
 #[derive(Debug)]
-pub struct FetchError {
+pub(crate) struct FetchError {
     pub kind: &'static str,
     pub message: String,
 }

@@ -35,7 +35,7 @@ struct Row {
 
 /// Reports until `drained` (the proxy has stopped serving and its requests in flight have
 /// finished), then makes one last attempt that includes them.
-pub async fn run(
+pub(crate) async fn run(
     store: Arc<Store>,
     client: reqwest::Client,
     config: Arc<Config>,

@@ -13,12 +13,12 @@ use crate::snapshot::Snapshot;
 use crate::store::EnvSlot;
 
 #[derive(Debug)]
-pub struct WarmStart {
+pub(crate) struct WarmStart {
     dir: PathBuf,
 }
 
 impl WarmStart {
-    pub fn new(dir: PathBuf) -> std::io::Result<WarmStart> {
+    pub(crate) fn new(dir: PathBuf) -> std::io::Result<WarmStart> {
         std::fs::create_dir_all(&dir)?;
         Ok(WarmStart { dir })
     }
@@ -32,7 +32,7 @@ impl WarmStart {
     }
 
     /// Saves the snapshot's document and when it was last confirmed by upstream.
-    pub async fn save(&self, slot: &EnvSlot, snapshot: &Arc<Snapshot>, at: SystemTime) {
+    pub(crate) async fn save(&self, slot: &EnvSlot, snapshot: &Arc<Snapshot>, at: SystemTime) {
         let stem = self.stem(&slot.client_key);
         let document = snapshot.document.bytes_once();
         let meta = json!({
@@ -55,7 +55,7 @@ impl WarmStart {
     }
 
     /// Serves the saved document, if any, with its saved age. Returns whether one was loaded.
-    pub async fn restore(&self, slot: &Arc<EnvSlot>) -> bool {
+    pub(crate) async fn restore(&self, slot: &Arc<EnvSlot>) -> bool {
         let stem = self.stem(&slot.client_key);
         let Ok(bytes) = std::fs::read(stem.with_extension("json")) else {
             return false;

@@ -26,14 +26,14 @@ use crate::store::Revision;
 
 /// The latest announcement of one environment, rendered once and shared by its streams.
 #[derive(Debug, Default)]
-pub struct Announcements {
+pub(super) struct Announcements {
     latest: ArcSwapOption<Rendered>,
 }
 
 impl Announcements {
     /// `revision` rendered: the shared rendering when it is current, else rendered now and
     /// shared from then on (two streams racing render twice; both results are equal).
-    pub fn of(&self, revision: &Revision) -> Arc<Rendered> {
+    pub(super) fn of(&self, revision: &Revision) -> Arc<Rendered> {
         if let Some(latest) = self.latest.load_full() {
             if latest.renders(revision) {
                 return latest;

@@ -11,14 +11,14 @@ use crate::store::Revision;
 
 /// Which protocol a stream speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Ofrep,
     Flagsmith,
 }
 
 /// A revision's announcement, ready to write.
 #[derive(Debug)]
-pub struct Rendered {
+pub(super) struct Rendered {
     seq: u64,
     rev: String,
     ofrep: Bytes,
@@ -26,7 +26,7 @@ pub struct Rendered {
 }
 
 impl Rendered {
-    pub fn of(revision: &Revision) -> Rendered {
+    pub(super) fn of(revision: &Revision) -> Rendered {
         let seq = revision.updated_at_ms;
         let rev = revision.content_revision.clone();
         let id = format!("{seq}-{rev}");
@@ -53,11 +53,11 @@ impl Rendered {
     }
 
     /// Whether this is the rendering of `revision`.
-    pub fn renders(&self, revision: &Revision) -> bool {
+    pub(super) fn renders(&self, revision: &Revision) -> bool {
         self.seq == revision.updated_at_ms && self.rev == revision.content_revision
     }
 
-    pub fn bytes(&self, format: Format) -> Bytes {
+    pub(super) fn bytes(&self, format: Format) -> Bytes {
         match format {
             Format::Ofrep => self.ofrep.clone(),
             Format::Flagsmith => self.flagsmith.clone(),
@@ -67,7 +67,7 @@ impl Rendered {
 
 /// Whether an OFREP client that has `last_id` should be sent `current` at once: yes unless it
 /// has it, or it has seen a newer revision than this replica (which sends when it catches up).
-pub fn catch_up(last_id: Option<&str>, current: &Revision) -> bool {
+pub(super) fn catch_up(last_id: Option<&str>, current: &Revision) -> bool {
     let Some((seq, rev)) = last_id.and_then(|id| id.split_once('-')) else {
         return true;
     };

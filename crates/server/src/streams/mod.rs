@@ -10,8 +10,8 @@
 mod body;
 mod event;
 
-pub use body::EventStream;
-pub use event::Format;
+pub(crate) use body::EventStream;
+pub(crate) use event::Format;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,7 +32,7 @@ use body::{Announcements, OpenGuard};
 /// Per-environment stream facts, fixed at start: the URL token and the ETag settings hash
 /// (which includes the token, so a rotated secret changes every ETag).
 #[derive(Debug)]
-pub struct EnvStream {
+pub(crate) struct EnvStream {
     pub token: String,
     pub etag_settings: String,
     /// The environment's latest announcement, rendered once for all its streams.
@@ -41,7 +41,7 @@ pub struct EnvStream {
 
 /// Every environment's stream facts and the open-connection count.
 #[derive(Debug)]
-pub struct Streams {
+pub(crate) struct Streams {
     tokens: ArcSwap<Tokens>,
     /// `ofrep.sse.secret`, and the settings every ETag hashes.
     secret: Option<String>,
@@ -58,7 +58,7 @@ struct Tokens {
 }
 
 impl Streams {
-    pub fn new(config: &Config, store: &Store) -> Streams {
+    pub(crate) fn new(config: &Config, store: &Store) -> Streams {
         let streams = Streams {
             tokens: ArcSwap::default(),
             secret: config.ofrep.sse.secret.clone(),
@@ -106,7 +106,7 @@ impl Streams {
     /// Gives `env` its token. The HMAC key: `ofrep.sse.secret`, else the environment's
     /// configured server key, else its client key (discovered environments: their server keys
     /// rotate, and a token must outlive a rotation).
-    pub fn register(&self, env: &Arc<EnvSlot>, configured_server_key: Option<&str>) {
+    pub(crate) fn register(&self, env: &Arc<EnvSlot>, configured_server_key: Option<&str>) {
         self.tokens.rcu(|current| {
             let mut next = Tokens::clone(current);
             self.insert(&mut next, env, configured_server_key);
@@ -115,7 +115,7 @@ impl Streams {
     }
 
     /// Forgets a removed environment's token and ends its open streams.
-    pub fn unregister(&self, env: &EnvSlot) {
+    pub(crate) fn unregister(&self, env: &EnvSlot) {
         self.tokens.rcu(|current| {
             let mut next = Tokens::clone(current);
             if let Some(stream) = next.by_client_key.remove(&env.client_key) {
@@ -126,23 +126,23 @@ impl Streams {
         env.retire();
     }
 
-    pub fn of(&self, client_key: &str) -> Option<Arc<EnvStream>> {
+    pub(crate) fn of(&self, client_key: &str) -> Option<Arc<EnvStream>> {
         self.tokens.load().by_client_key.get(client_key).cloned()
     }
 
-    pub fn by_token(&self, token: &str) -> Option<Arc<EnvSlot>> {
+    pub(crate) fn by_token(&self, token: &str) -> Option<Arc<EnvSlot>> {
         self.tokens.load().by_token.get(token).cloned()
     }
 
     /// Open streams now.
-    pub fn open_count(&self) -> usize {
+    pub(crate) fn open_count(&self) -> usize {
         self.open.load(Ordering::Relaxed)
     }
 
     /// Opens a stream on `env` if under `max` connections. `last_id` is what an OFREP client
     /// already has (`Last-Event-ID`, else `since`); a Flagsmith SDK is always sent the current
     /// change (it compares `updated_at` with its own document's).
-    pub fn open(
+    pub(crate) fn open(
         &self,
         env: &EnvSlot,
         format: Format,
@@ -187,7 +187,7 @@ impl Streams {
 
 /// `t`: the first 22 characters of unpadded base64url of
 /// HMAC-SHA256(secret, "flagpole-ofrep-sse/1\n" + client key).
-pub fn token(secret: &str, client_key: &str) -> String {
+pub(crate) fn token(secret: &str, client_key: &str) -> String {
     let mut mac =
         Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes keys of any length");
     mac.update(b"flagpole-ofrep-sse/1\n");

@@ -10,7 +10,7 @@ use crate::store::{EnvSlot, Source};
 use crate::usage::Resource;
 
 /// What the metrics and the status page say about one environment, read once.
-pub struct EnvFacts {
+pub(crate) struct EnvFacts {
     pub fingerprint: String,
     pub source: &'static str,
     /// `(revision, content revision, document bytes, document updated_at in Unix ms)` once a
@@ -29,7 +29,7 @@ pub struct EnvFacts {
 }
 
 impl EnvFacts {
-    pub fn of(env: &EnvSlot, now: SystemTime) -> EnvFacts {
+    pub(crate) fn of(env: &EnvSlot, now: SystemTime) -> EnvFacts {
         let document = env.snapshot().map(|s| {
             (
                 s.revision,
@@ -55,7 +55,7 @@ impl EnvFacts {
 }
 
 /// `upstream`, `file` or `example`.
-pub fn source_name(source: &Source) -> &'static str {
+pub(crate) fn source_name(source: &Source) -> &'static str {
     match source {
         Source::Upstream { .. } => "upstream",
         Source::File(_) => "file",
@@ -115,7 +115,7 @@ fn bool_value(b: bool) -> f64 {
 }
 
 /// Appends `flagpole_sse_connections` alone (the per-environment families turned off).
-pub fn render_connections(out: &mut String, open_streams: usize) {
+pub(crate) fn render_connections(out: &mut String, open_streams: usize) {
     let _ = writeln!(
         out,
         "# HELP flagpole_sse_connections Open change-stream connections (OFREP and Flagsmith real-time).\n\
@@ -124,7 +124,7 @@ pub fn render_connections(out: &mut String, open_streams: usize) {
 }
 
 /// Appends the per-environment families and `flagpole_sse_connections`.
-pub fn render(out: &mut String, facts: &[EnvFacts], open_streams: usize) {
+pub(crate) fn render(out: &mut String, facts: &[EnvFacts], open_streams: usize) {
     render_connections(out, open_streams);
     family(
         out,

@@ -12,7 +12,7 @@ use tonic::{Code, Status};
 
 /// A flagd evaluation method (v1 and v2 count together: the same call in either version).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     ResolveBoolean,
     ResolveString,
     ResolveInt,
@@ -25,7 +25,7 @@ pub enum Method {
 impl Method {
     const COUNT: usize = 7;
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Method::ResolveBoolean => "resolve_boolean",
             Method::ResolveString => "resolve_string",
@@ -76,7 +76,7 @@ fn table() -> &'static Table {
 /// Counts one call that began at `started` and passes its outcome through (streams count when
 /// opened, as the HTTP table counts them).
 #[inline]
-pub fn observed<T>(
+pub(crate) fn observed<T>(
     method: Method,
     started: Instant,
     outcome: Result<T, Status>,

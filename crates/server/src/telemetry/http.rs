@@ -10,7 +10,7 @@ use http::StatusCode;
 
 /// What a request was for: the `route` label (a small fixed set, never the raw path).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RouteLabel {
+pub(crate) enum RouteLabel {
     Flags,
     Identities,
     EnvironmentDocument,
@@ -30,7 +30,7 @@ pub enum RouteLabel {
 impl RouteLabel {
     const COUNT: usize = 13;
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RouteLabel::Flags => "flags",
             RouteLabel::Identities => "identities",
@@ -92,13 +92,13 @@ struct Cell {
 }
 
 /// Handles for every route × status, registered on first use.
-pub struct HttpMetrics {
+pub(crate) struct HttpMetrics {
     cells: [OnceLock<Cell>; RouteLabel::COUNT * STATUS_SLOTS],
 }
 
 impl HttpMetrics {
     /// The process-wide table (handles belong to the global recorder).
-    pub fn global() -> &'static HttpMetrics {
+    pub(crate) fn global() -> &'static HttpMetrics {
         static TABLE: OnceLock<HttpMetrics> = OnceLock::new();
         TABLE.get_or_init(|| HttpMetrics {
             cells: std::array::from_fn(|_| OnceLock::new()),
@@ -107,7 +107,7 @@ impl HttpMetrics {
 
     /// Counts one request and its latency.
     #[inline]
-    pub fn record(&self, route: RouteLabel, status: StatusCode, took: Duration) {
+    pub(crate) fn record(&self, route: RouteLabel, status: StatusCode, took: Duration) {
         let slot = status_slot(status);
         let cell = self.cells[route as usize * STATUS_SLOTS + slot].get_or_init(|| {
             let labels = [("route", route.name()), ("status", status_name(slot))];

@@ -12,10 +12,10 @@
 //! environment that key discovery removes disappears from the next scrape instead of lingering
 //! as a stale series.
 
-pub mod environments;
-pub mod flagd;
-pub mod http;
-pub mod summary;
+pub(crate) mod environments;
+pub(crate) mod flagd;
+pub(crate) mod http;
+pub(crate) mod summary;
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::config::Config;
+use crate::shutdown::Shutdown;
 
 /// Request latency buckets, seconds: a prepared `/flags` body takes a few µs, an identity with
 /// many segments some tens of µs, a large environment document or a slow client milliseconds.
@@ -38,13 +39,13 @@ const FETCH_BUCKETS: &[f64] = &[
 /// exporter holds between scrapes: about 16 bytes per request in between).
 const UPKEEP_EVERY: Duration = Duration::from_secs(2);
 
-pub const HTTP_REQUESTS: &str = "flagpole_http_requests_total";
-pub const HTTP_DURATION: &str = "flagpole_http_request_duration_seconds";
-pub const UPSTREAM_FETCHES: &str = "flagpole_upstream_fetches_total";
-pub const UPSTREAM_DURATION: &str = "flagpole_upstream_fetch_duration_seconds";
-pub const IDENTITY_CACHE: &str = "flagpole_identity_cache_requests_total";
-pub const FLAGD_CALLS: &str = "flagpole_flagd_calls_total";
-pub const FLAGD_DURATION: &str = "flagpole_flagd_call_duration_seconds";
+pub(crate) const HTTP_REQUESTS: &str = "flagpole_http_requests_total";
+pub(crate) const HTTP_DURATION: &str = "flagpole_http_request_duration_seconds";
+pub(crate) const UPSTREAM_FETCHES: &str = "flagpole_upstream_fetches_total";
+pub(crate) const UPSTREAM_DURATION: &str = "flagpole_upstream_fetch_duration_seconds";
+pub(crate) const IDENTITY_CACHE: &str = "flagpole_identity_cache_requests_total";
+pub(crate) const FLAGD_CALLS: &str = "flagpole_flagd_calls_total";
+pub(crate) const FLAGD_DURATION: &str = "flagpole_flagd_call_duration_seconds";
 const BUILD_INFO: &str = "flagpole_build_info";
 const START_TIME: &str = "flagpole_start_time_seconds";
 
@@ -57,10 +58,15 @@ struct Process {
 static PROCESS: OnceLock<Process> = OnceLock::new();
 
 /// Records the start time and, when metrics are enabled, installs the Prometheus recorder and
-/// starts its upkeep (inside a Tokio runtime). Later calls change nothing.
-pub fn init(config: &Config) {
+/// starts its upkeep (inside a Tokio runtime; a background task of `shutdown`, ending when
+/// shutdown is requested). Later calls change nothing.
+pub(crate) fn init(config: &Config, shutdown: &Shutdown) {
     PROCESS.get_or_init(|| {
-        let prometheus = config.telemetry.metrics.then(install).flatten();
+        let prometheus = config
+            .telemetry
+            .metrics
+            .then(|| install(shutdown))
+            .flatten();
         Process {
             started: Instant::now(),
             started_at: SystemTime::now(),
@@ -69,7 +75,7 @@ pub fn init(config: &Config) {
     });
 }
 
-fn install() -> Option<PrometheusHandle> {
+fn install(shutdown: &Shutdown) -> Option<PrometheusHandle> {
     let recorder = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Full(HTTP_DURATION.into()), HTTP_BUCKETS)
         .and_then(|b| {
@@ -87,11 +93,15 @@ fn install() -> Option<PrometheusHandle> {
     metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     metrics::gauge!(START_TIME).set(unix_seconds(SystemTime::now()));
     let upkeep = handle.clone();
-    tokio::spawn(async move {
+    let stop = shutdown.requested.clone();
+    shutdown.spawn(async move {
         let mut ticks = tokio::time::interval(UPKEEP_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticks.tick().await;
+            tokio::select! {
+                _ = ticks.tick() => {}
+                () = stop.cancelled() => return,
+            }
             let handle = upkeep.clone();
             let _ = crate::background::run(move || handle.run_upkeep()).await;
         }
@@ -145,12 +155,12 @@ fn describe() {
 }
 
 /// The exporter, when metrics are enabled.
-pub fn prometheus() -> Option<&'static PrometheusHandle> {
+pub(crate) fn prometheus() -> Option<&'static PrometheusHandle> {
     PROCESS.get()?.prometheus.as_ref()
 }
 
 /// Since when the process runs (as a wall-clock time) and for how long.
-pub fn uptime() -> (SystemTime, Duration) {
+pub(crate) fn uptime() -> (SystemTime, Duration) {
     match PROCESS.get() {
         Some(p) => (p.started_at, p.started.elapsed()),
         None => (SystemTime::now(), Duration::ZERO),
@@ -159,14 +169,14 @@ pub fn uptime() -> (SystemTime, Duration) {
 
 /// Counts one upstream document fetch. `result`: `200`, `304`, or a failure kind (see
 /// `sources::upstream::FetchError`). Once per poll, so a registry lookup is fine here.
-pub fn upstream_fetch(result: &'static str, took: Duration) {
+pub(crate) fn upstream_fetch(result: &'static str, took: Duration) {
     metrics::counter!(UPSTREAM_FETCHES, "result" => result).increment(1);
     metrics::histogram!(UPSTREAM_DURATION).record(took.as_secs_f64());
 }
 
 /// Counts one identity request answered from the identity cache (`hit`) or evaluated. On the
 /// request path: the two handles are registered once, then each count is one atomic add.
-pub fn identity_cache(hit: bool) {
+pub(crate) fn identity_cache(hit: bool) {
     static HANDLES: std::sync::OnceLock<[metrics::Counter; 2]> = std::sync::OnceLock::new();
     let handles = HANDLES.get_or_init(|| {
         ["miss", "hit"].map(|result| metrics::counter!(IDENTITY_CACHE, "result" => result))
@@ -175,7 +185,7 @@ pub fn identity_cache(hit: bool) {
 }
 
 /// `at` in Unix seconds (fractional).
-pub fn unix_seconds(at: SystemTime) -> f64 {
+pub(crate) fn unix_seconds(at: SystemTime) -> f64 {
     at.duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs_f64()

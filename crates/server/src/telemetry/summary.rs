@@ -10,7 +10,7 @@ use crate::usage::Resource;
 
 /// What the environments add up to.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub environments: usize,
     /// With a document to serve.
     pub loaded: usize,
@@ -26,7 +26,7 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn of(facts: &[EnvFacts]) -> Summary {
+    pub(crate) fn of(facts: &[EnvFacts]) -> Summary {
         let mut sum = Summary {
             environments: facts.len(),
             loaded: 0,
@@ -55,7 +55,7 @@ impl Summary {
 }
 
 /// Appends the totals as Prometheus families.
-pub fn render(out: &mut String, facts: &[EnvFacts]) {
+pub(crate) fn render(out: &mut String, facts: &[EnvFacts]) {
     let sum = Summary::of(facts);
     let mut gauge = |name: &str, help: &str, value: f64| {
         let _ = writeln!(

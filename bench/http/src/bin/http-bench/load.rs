@@ -1,6 +1,9 @@
 //! The load matrix: wrk runs per endpoint × concurrency × server, medians, and the table rows.
 
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "the driver's common imports, of which each file uses a part"
+)]
 use super::*;
 
 #[derive(Clone, Debug, Default)]

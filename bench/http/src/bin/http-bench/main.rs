@@ -20,29 +20,24 @@
 //!   their cells, a table of RPS and each server's RSS).
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 mod load;
 mod memory;
-mod net;
-mod procs;
 mod setup;
 mod verdicts;
-mod wrk_report;
 
+use flagpole_http_bench::net::*;
+use flagpole_http_bench::procs::*;
+use flagpole_http_bench::wrk_report::*;
 use load::*;
 use memory::*;
-use net::*;
-use procs::*;
 use setup::*;
 use verdicts::*;
-use wrk_report::*;
 
 // ---------------------------------------------------------------------------------------------
 // Options

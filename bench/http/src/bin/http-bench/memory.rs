@@ -1,7 +1,10 @@
 //! Memory and update measurements: idle RSS, RSS with a document loaded and across updates,
 //! update-to-served latency, identity latency during an update burst.
 
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "the driver's common imports, of which each file uses a part"
+)]
 use super::*;
 
 pub(crate) const MARKER: &str = "__FLAGPOLE_BENCH_MARKER__";

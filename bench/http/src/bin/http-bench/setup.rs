@@ -1,7 +1,10 @@
 //! Documents, Flagpole configuration and start-up, the endpoints under test, and the bodies
 //! the limit server replays.
 
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "the driver's common imports, of which each file uses a part"
+)]
 use super::*;
 
 pub(crate) struct Doc {

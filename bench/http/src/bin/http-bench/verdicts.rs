@@ -1,6 +1,9 @@
 //! The target-by-target verdicts printed after the tables.
 
-#[allow(unused_imports)]
+#[allow(
+    unused_imports,
+    reason = "the driver's common imports, of which each file uses a part"
+)]
 use super::*;
 
 pub(crate) fn verdicts(cells: &[Cell], mem: &Value, allocs: &Value) -> Vec<Value> {

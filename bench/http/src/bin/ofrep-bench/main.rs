@@ -26,32 +26,20 @@
 //!   --no-pin  --no-rps  --no-sse  --out FILE [bench/out/ofrep.json]  --work DIR [bench/out/ofrep]
 //!   --docs-dir DIR [bench/out/docs]  --bin-dir DIR [target/profiling]  --lua-dir DIR [bench/http/lua]
 
-// What the modules shared with `http-bench` (net.rs, procs.rs) expect from their parent.
-#[allow(unused_imports)]
 use std::{
-    io::{Read, Write},
-    net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use serde_json::{json, Value};
 
-#[allow(dead_code)]
-#[path = "../http-bench/net.rs"]
-mod net;
-#[allow(dead_code)]
-#[path = "../http-bench/procs.rs"]
-mod procs;
 mod rps;
 mod sse;
-#[path = "../http-bench/wrk_report.rs"]
-mod wrk_report;
 
-use net::*;
-use procs::*;
-use wrk_report::*;
+use flagpole_http_bench::net::*;
+use flagpole_http_bench::procs::*;
+use flagpole_http_bench::wrk_report::*;
 
 pub(crate) struct Opts {
     pub(crate) conns: usize,

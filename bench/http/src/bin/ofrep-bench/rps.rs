@@ -66,7 +66,10 @@ struct Scripts {
     ofrep: PathBuf,
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one run's settings, passed as the driver's loop has them"
+)]
 fn run_wrk(
     o: &Opts,
     scripts: &Scripts,

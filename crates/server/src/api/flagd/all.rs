@@ -33,11 +33,11 @@ use crate::snapshot::by_source::{BySource, Prepared};
 use crate::snapshot::{KeyKind, Snapshot};
 
 /// The request header (gRPC metadata) that asks for each flag's metadata.
-pub const METADATA_HEADER: &str = "flagpole-metadata";
+pub(super) const METADATA_HEADER: &str = "flagpole-metadata";
 
 /// How the answer is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Form {
+pub(super) enum Form {
     /// `ResolveAllResponse` as protobuf; `v2` marks `variant` optional (sent even when empty).
     Proto { v2: bool },
     /// Connect's JSON (protobuf's JSON mapping).
@@ -46,7 +46,7 @@ pub enum Form {
 
 /// What shapes an answer besides the flags.
 #[derive(Clone, Copy, Debug)]
-pub struct Options {
+pub(super) struct Options {
     pub form: Form,
     pub metadata: bool,
     /// `ofrep.parse_json_strings`.
@@ -54,7 +54,7 @@ pub struct Options {
 }
 
 /// Whether the call asks for per-flag metadata (`flagpole-metadata: true` or `1`).
-pub fn asks_metadata(metadata: &MetadataMap) -> bool {
+pub(super) fn asks_metadata(metadata: &MetadataMap) -> bool {
     metadata
         .get(METADATA_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -62,7 +62,7 @@ pub fn asks_metadata(metadata: &MetadataMap) -> bool {
 }
 
 /// The answer to a `ResolveAll` call.
-pub fn answer(
+pub(super) fn answer(
     state: &AppState,
     authorised: &Authorised,
     context: Option<&Struct>,
@@ -118,7 +118,7 @@ struct Piece<'a> {
 }
 
 /// The answer's bytes for these evaluated flags.
-pub fn write(
+pub(super) fn write(
     snapshot: &Snapshot,
     kind: KeyKind,
     flags: &[FlagResult<'_>],

@@ -26,7 +26,7 @@ use super::connect_json::Json;
 use super::{all, v1, v2, Connection, Flagd};
 
 /// What a Connect response is made of.
-pub type Body = tonic::body::Body;
+pub(crate) type Body = tonic::body::Body;
 
 /// The largest request body accepted.
 const MAX_REQUEST_BYTES: usize = 1 << 20;
@@ -38,7 +38,7 @@ enum Codec {
 }
 
 /// Serves one Connect request (anything on the flagd listener that is not gRPC).
-pub async fn handle(
+pub(crate) async fn handle(
     flagd: &Flagd,
     request: http::Request<Incoming>,
     peer: Option<SocketAddr>,

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use super::{proto, v1, v2};
 
 /// A message read from, or written as, Connect JSON.
-pub trait Json: Sized {
+pub(super) trait Json: Sized {
     fn from_json(value: &Value) -> Result<Self, String>;
     fn to_json(&self) -> Value;
 }

@@ -24,13 +24,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use crate::tasks::Tasks;
 use parking_lot::Mutex;
 use prost_types::Struct;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::{ReceiverStream, WatchStream};
 use tokio_stream::{StreamExt, StreamMap};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use tonic::Status;
 
 use super::peers::Presented;
@@ -43,7 +43,7 @@ use crate::snapshot::{KeyKind, Snapshot};
 type Fingerprints = HashMap<String, (u64, bool, bool)>;
 
 /// Whose changes a stream reports.
-pub enum Source {
+pub(super) enum Source {
     /// The stream's own key.
     Key(Presented),
     /// No key: every environment its connection presents a key for, now or later.
@@ -53,7 +53,7 @@ pub enum Source {
 /// What the stream tasks of one front door share: each snapshot's fingerprints, computed once
 /// however many streams follow its environment.
 #[derive(Default)]
-pub struct Shared {
+pub(super) struct Shared {
     /// By snapshot address; the weak pointer keeps the address from being reused meanwhile.
     fingerprints: Mutex<HashMap<usize, Known>>,
 }
@@ -82,9 +82,9 @@ struct Followed {
 
 /// Opens a stream of one version's messages, built by `message(type, data)`; its task runs on
 /// `tasks` (the proxy's exit waits for it) and ends when `stopping` is cancelled.
-pub fn open<T, F>(
+pub(super) fn open<T, F>(
     state: &AppState,
-    tasks: &TaskTracker,
+    tasks: &Tasks,
     shared: Arc<Shared>,
     source: Source,
     stopping: CancellationToken,

@@ -15,7 +15,7 @@ use crate::api::authorise::{self, Authorised, Family, Gate, Refusal};
 use crate::api::AppState;
 
 /// The key presented (`None`: none at all); two different keys are refused.
-pub fn presented(metadata: &MetadataMap) -> Result<Option<String>, Status> {
+pub(super) fn presented(metadata: &MetadataMap) -> Result<Option<String>, Status> {
     let text = |name: &str| metadata.get(name).and_then(|v| v.to_str().ok());
     let authorization = text("authorization").map(from_authorization);
     let candidates = [
@@ -80,7 +80,7 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// The key → environment → snapshot, refusals as gRPC statuses.
-pub fn authorise(state: &AppState, metadata: &MetadataMap) -> Result<Authorised, Status> {
+pub(super) fn authorise(state: &AppState, metadata: &MetadataMap) -> Result<Authorised, Status> {
     let key = match presented(metadata) {
         Ok(Some(key)) => key,
         Ok(None) => {
@@ -96,7 +96,6 @@ pub fn authorise(state: &AppState, metadata: &MetadataMap) -> Result<Authorised,
         family: Family::Ofrep,
         client_keys: state.config.ofrep.client_keys,
         server_keys: state.config.ofrep.server_keys,
-        counts_as: None,
     };
     authorise::authorise(&state.store, &key, gate).map_err(|refusal| match refusal {
         Refusal::UnknownKey => Status::unauthenticated("unknown key"),

@@ -11,52 +11,66 @@
 //! carry the same messages (v2 marks scalars `optional`), so one macro implements both.
 
 mod all;
-pub mod connect;
+pub(crate) mod connect;
 mod connect_json;
 mod events;
 mod keys;
 mod peers;
 mod proto;
 mod resolve;
-pub mod wire;
+pub(crate) mod wire;
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::tasks::Tasks;
 use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use tonic::{Request, Response, Status};
 
 use super::authorise::Authorised;
 use super::AppState;
 use crate::telemetry::flagd::{self as calls, Method};
-pub use peers::Connection;
+pub(crate) use peers::Connection;
 use resolve::{Kind, Resolved, Typed};
 
 /// Code generated from the vendored flagd schemas (`proto/`, by `build.rs`).
-pub mod v1 {
+#[allow(
+    clippy::allow_attributes_without_reason,
+    unreachable_pub,
+    dead_code,
+    reason = "generated code: its visibility and its own allows are the generator's; \
+              `ResolveAll`'s messages are written as bytes (`all`), so theirs go unused"
+)]
+pub(crate) mod v1 {
     tonic::include_proto!("flagd.evaluation.v1");
 }
-pub mod v2 {
+#[allow(
+    clippy::allow_attributes_without_reason,
+    unreachable_pub,
+    dead_code,
+    reason = "generated code: its visibility and its own allows are the generator's; \
+              `ResolveAll`'s messages are written as bytes (`all`), so theirs go unused"
+)]
+pub(crate) mod v2 {
     tonic::include_proto!("flagd.evaluation.v2");
 }
 
 /// Both services, on the proxy's state (cheap to clone).
 #[derive(Clone)]
-pub struct Flagd {
+pub(crate) struct Flagd {
     state: AppState,
     /// The proxy's shutdown: open event streams end (with `UNAVAILABLE`: providers reconnect).
     stopping: CancellationToken,
     /// Where event stream tasks run: the proxy's exit waits for them.
-    tasks: TaskTracker,
+    tasks: Tasks,
     /// What the event streams share.
     events: Arc<events::Shared>,
 }
 
 impl Flagd {
-    pub fn new(state: AppState, stopping: CancellationToken, tasks: TaskTracker) -> Flagd {
+    pub(crate) fn new(state: AppState, stopping: CancellationToken, tasks: Tasks) -> Flagd {
         Flagd {
             state,
             stopping,
@@ -117,18 +131,18 @@ impl Flagd {
     }
 
     /// The v1 service, for a tonic router.
-    pub fn v1(&self) -> v1::service_server::ServiceServer<Flagd> {
+    pub(crate) fn v1(&self) -> v1::service_server::ServiceServer<Flagd> {
         v1::service_server::ServiceServer::new(self.clone())
     }
 
     /// The v2 service, for a tonic router.
-    pub fn v2(&self) -> v2::service_server::ServiceServer<Flagd> {
+    pub(crate) fn v2(&self) -> v2::service_server::ServiceServer<Flagd> {
         v2::service_server::ServiceServer::new(self.clone())
     }
 }
 
 /// A boxed event stream (tonic's associated stream type must be nameable).
-pub type Events<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+pub(crate) type Events<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// Implements one version's service. `$wrap` turns a scalar into the field's type: v1 fields are
 /// plain, v2's are `optional` (`Some`); `$value` and `$variant` mark where that applies. `$v2`:

@@ -21,7 +21,7 @@ use crate::store::EnvSlot;
 
 /// An environment a connection has presented a key for.
 #[derive(Clone)]
-pub struct Presented {
+pub(crate) struct Presented {
     pub env: Arc<EnvSlot>,
     /// The widest kind presented for it: client keys are told only of what they may see.
     pub kind: KeyKind,
@@ -30,7 +30,7 @@ pub struct Presented {
 }
 
 impl Presented {
-    pub fn of(authorised: &Authorised) -> Presented {
+    pub(crate) fn of(authorised: &Authorised) -> Presented {
         Presented {
             env: authorised.env.clone(),
             kind: authorised.kind,
@@ -45,12 +45,12 @@ impl Presented {
 }
 
 /// One connection's environments; its key-less streams watch them.
-pub struct Connection {
+pub(crate) struct Connection {
     presented: watch::Sender<Vec<Presented>>,
 }
 
 impl Connection {
-    pub fn new() -> Arc<Connection> {
+    pub(crate) fn new() -> Arc<Connection> {
         Arc::new(Connection {
             presented: watch::Sender::new(Vec::new()),
         })
@@ -58,7 +58,7 @@ impl Connection {
 
     /// A keyed call on this connection reached `authorised.env`. Once per environment and
     /// kind it writes; every other call only reads a short list.
-    pub fn seen(&self, authorised: &Authorised) {
+    pub(crate) fn seen(&self, authorised: &Authorised) {
         let (env, kind) = (&authorised.env, authorised.kind);
         if self.presented.borrow().iter().any(|p| p.covers(env, kind)) {
             return;
@@ -76,7 +76,7 @@ impl Connection {
     }
 
     /// What a key-less stream follows: the list now, and each time it grows.
-    pub fn watch(&self) -> watch::Receiver<Vec<Presented>> {
+    pub(crate) fn watch(&self) -> watch::Receiver<Vec<Presented>> {
         self.presented.subscribe()
     }
 }

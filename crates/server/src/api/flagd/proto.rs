@@ -13,7 +13,7 @@ use serde_json::{Map, Number, Value};
 const EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// A `Struct` as a JSON object.
-pub fn to_json(s: &Struct) -> Value {
+pub(super) fn to_json(s: &Struct) -> Value {
     Value::Object(
         s.fields
             .iter()
@@ -34,7 +34,7 @@ fn value_to_json(v: &PValue) -> Value {
 }
 
 /// A protobuf number as JSON: an integer when it is one.
-pub fn number_json(n: f64) -> Value {
+pub(super) fn number_json(n: f64) -> Value {
     if n.fract() == 0.0 && n.abs() <= EXACT {
         Value::Number(Number::from(n as i64))
     } else {
@@ -43,14 +43,14 @@ pub fn number_json(n: f64) -> Value {
 }
 
 /// A JSON object as a `Struct` (numbers become doubles).
-pub fn object(map: &Map<String, Value>) -> Struct {
+pub(super) fn object(map: &Map<String, Value>) -> Struct {
     Struct {
         fields: map.iter().map(|(k, v)| (k.clone(), value(v))).collect(),
     }
 }
 
 /// A JSON value as a protobuf `Value`.
-pub fn value(v: &Value) -> PValue {
+pub(super) fn value(v: &Value) -> PValue {
     let kind = match v {
         Value::Null => Kind::NullValue(0),
         Value::Bool(b) => Kind::BoolValue(*b),
@@ -65,19 +65,19 @@ pub fn value(v: &Value) -> PValue {
 }
 
 /// Small constructors for metadata.
-pub fn string(s: impl Into<String>) -> PValue {
+pub(super) fn string(s: impl Into<String>) -> PValue {
     PValue {
         kind: Some(Kind::StringValue(s.into())),
     }
 }
 
-pub fn boolean(b: bool) -> PValue {
+pub(super) fn boolean(b: bool) -> PValue {
     PValue {
         kind: Some(Kind::BoolValue(b)),
     }
 }
 
-pub fn number(n: f64) -> PValue {
+pub(super) fn number(n: f64) -> PValue {
     PValue {
         kind: Some(Kind::NumberValue(n)),
     }

@@ -22,7 +22,7 @@ use crate::snapshot::{KeyKind, Snapshot};
 
 /// The type a resolver asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     Bool,
     String,
     Int,
@@ -32,7 +32,7 @@ pub enum Kind {
 
 /// A value in flagd's types; `None`: no value (the caller's default applies).
 #[derive(Debug)]
-pub enum Typed {
+pub(super) enum Typed {
     Bool(bool),
     String(String),
     Int(i64),
@@ -43,7 +43,7 @@ pub enum Typed {
 
 /// A resolved flag, ready for a response message.
 #[derive(Debug)]
-pub struct Resolved {
+pub(super) struct Resolved {
     pub value: Typed,
     pub reason: &'static str,
     pub variant: String,
@@ -51,7 +51,7 @@ pub struct Resolved {
 }
 
 /// One flag of the requested type.
-pub fn one(
+pub(super) fn one(
     state: &AppState,
     authorised: &Authorised,
     key: &str,
@@ -94,7 +94,7 @@ pub fn one(
 }
 
 /// The request's context as Flagsmith inputs (`INVALID_ARGUMENT` as OFREP's 400).
-pub fn input<'a>(state: &AppState, context: Option<&'a Value>) -> Result<Input<'a>, Status> {
+pub(super) fn input<'a>(state: &AppState, context: Option<&'a Value>) -> Result<Input<'a>, Status> {
     context::of_context(context, state.config.limits.max_trait_value_length)
         .map_err(|(code, details)| Status::invalid_argument(format!("{code}: {details}")))
 }
@@ -170,13 +170,13 @@ fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool) -> Resolved {
     }
 }
 
-pub fn evaluation_failed(e: impl std::fmt::Display) -> Status {
+pub(super) fn evaluation_failed(e: impl std::fmt::Display) -> Status {
     tracing::error!(error = %e, "flagd evaluation failed");
     Status::internal("the flag could not be evaluated")
 }
 
 /// Counted like OFREP: with an identity as `/identities`, else as `/flags`.
-pub fn usage_resource(input: &Input<'_>) -> crate::usage::Resource {
+pub(super) fn usage_resource(input: &Input<'_>) -> crate::usage::Resource {
     if input.identifier.is_some() {
         crate::usage::Resource::Identities
     } else {

@@ -10,11 +10,11 @@ use bytes::BufMut;
 use serde_json::{Map, Value};
 
 /// Wire types.
-pub const VARINT: u8 = 0;
-pub const FIXED64: u8 = 1;
-pub const LEN: u8 = 2;
+pub(crate) const VARINT: u8 = 0;
+pub(crate) const FIXED64: u8 = 1;
+pub(crate) const LEN: u8 = 2;
 
-pub fn varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;
@@ -22,22 +22,22 @@ pub fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-pub fn varint_len(v: u64) -> usize {
+pub(crate) fn varint_len(v: u64) -> usize {
     // 1 byte per 7 bits, at least one.
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
-pub fn key(out: &mut Vec<u8>, field: u32, wire: u8) {
+pub(crate) fn key(out: &mut Vec<u8>, field: u32, wire: u8) {
     varint(out, u64::from((field << 3) | u32::from(wire)));
 }
 
 /// A length-delimited field's size (its key is one byte: fields 1–15).
-pub fn len_field_size(len: usize) -> usize {
+pub(crate) fn len_field_size(len: usize) -> usize {
     1 + varint_len(len as u64) + len
 }
 
 /// A length-delimited field: key, length, bytes.
-pub fn bytes_field(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
+pub(crate) fn bytes_field(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     key(out, field, LEN);
     varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
@@ -45,29 +45,29 @@ pub fn bytes_field(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
 
 /// A length-delimited field whose body `write` appends (written aside, then copied: for what is
 /// prepared once, or small).
-pub fn nested(out: &mut Vec<u8>, field: u32, write: impl FnOnce(&mut Vec<u8>)) {
+pub(crate) fn nested(out: &mut Vec<u8>, field: u32, write: impl FnOnce(&mut Vec<u8>)) {
     let mut body = Vec::new();
     write(&mut body);
     bytes_field(out, field, &body);
 }
 
-pub fn bool_field(out: &mut Vec<u8>, field: u32, b: bool) {
+pub(crate) fn bool_field(out: &mut Vec<u8>, field: u32, b: bool) {
     key(out, field, VARINT);
     out.push(u8::from(b));
 }
 
-pub fn double_field(out: &mut Vec<u8>, field: u32, f: f64) {
+pub(crate) fn double_field(out: &mut Vec<u8>, field: u32, f: f64) {
     key(out, field, FIXED64);
     out.extend_from_slice(&f.to_le_bytes());
 }
 
 /// A JSON number as protobuf's one number type.
-pub fn number(n: &serde_json::Number) -> f64 {
+pub(crate) fn number(n: &serde_json::Number) -> f64 {
     n.as_f64().unwrap_or(f64::NAN)
 }
 
 /// `google.protobuf.Value`'s body (`kind` is a oneof: written whatever its value).
-pub fn value(out: &mut Vec<u8>, v: &Value) {
+pub(crate) fn value(out: &mut Vec<u8>, v: &Value) {
     match v {
         Value::Null => {
             key(out, 1, VARINT);
@@ -87,7 +87,7 @@ pub fn value(out: &mut Vec<u8>, v: &Value) {
 
 /// `google.protobuf.Struct`'s body: one map entry per member, sorted by key (an empty key and
 /// an empty value are left out of an entry, as prost leaves out default map keys and values).
-pub fn object(out: &mut Vec<u8>, map: &Map<String, Value>) {
+pub(crate) fn object(out: &mut Vec<u8>, map: &Map<String, Value>) {
     let mut members: Vec<_> = map.iter().collect();
     members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     for (name, v) in members {
@@ -103,7 +103,7 @@ pub fn object(out: &mut Vec<u8>, map: &Map<String, Value>) {
 /// A message that is its encoding: what a handler wrote here is what tonic sends. Decoding one
 /// keeps the bytes as they came.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Encoded(pub bytes::Bytes);
+pub(crate) struct Encoded(pub bytes::Bytes);
 
 impl prost::Message for Encoded {
     fn encode_raw(&self, buf: &mut impl BufMut) {

@@ -1,7 +1,8 @@
 //! `POST /api/v1/analytics/flags/`: the SDKs' flag analytics. Answered at once with what the
 //! Flagsmith API answers (200, empty body); the counts are added to the environment's and
 //! forwarded later by `analytics::forward`. Client and server keys are both accepted, and the
-//! environment need not have its document yet (counting needs none).
+//! environment need not have its document yet (counting needs none): the key is admitted by
+//! the shared authorisation step without a snapshot, with the rate limit and counts of `/flags`.
 
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
@@ -12,7 +13,7 @@ use crate::api::request_body::{self, BodyError};
 use crate::api::{empty, AppState, Response};
 use crate::store::Source;
 
-pub async fn post_analytics(
+pub(crate) async fn post_analytics(
     state: &AppState,
     request: Request<Incoming>,
 ) -> Result<Response, ApiError> {
@@ -23,28 +24,9 @@ pub async fn post_analytics(
         ));
     }
     let (parts, body) = request.into_parts();
-    let unrecognised = |message: &str| {
-        state.store.unrecognised.count();
-        ApiError::unauthorized(message)
-    };
-    let key = parts
-        .headers
-        .get("x-environment-key")
-        .ok_or_else(|| unrecognised("missing X-Environment-Key header"))?
-        .to_str()
-        .map_err(|_| unrecognised("X-Environment-Key is not valid text"))?
-        .trim();
-    let Some(entry) = state.store.lookup(key) else {
-        state.store.unrecognised.count();
-        let shown: String = key.chars().take(64).collect();
-        return Err(ApiError::unauthorized(format!("unknown key '{shown}'")));
-    };
-    if let Err(seconds) = crate::rate_limit::check(entry.limits.flagsmith.as_ref()) {
-        entry.env.usage.reject();
-        return Err(ApiError::too_many_requests(seconds));
-    }
+    let admitted = super::admit(state, &parts.headers)?;
     let refuse = |e: ApiError| {
-        entry.env.usage.reject();
+        admitted.env.usage.reject();
         e
     };
     let body = request_body::read(body, config.max_body_bytes)
@@ -63,9 +45,9 @@ pub async fn post_analytics(
         .map_err(refuse)?;
     let evaluations = request::parse(&body, config.max_features_per_request)
         .map_err(|m| refuse(ApiError::unprocessable(m)))?;
-    let upstream = matches!(entry.env.source, Source::Upstream { .. });
+    let upstream = matches!(admitted.env.source, Source::Upstream { .. });
     state
         .analytics
-        .record(&entry.env.client_key, upstream, &evaluations.0);
+        .record(&admitted.env.client_key, upstream, &evaluations.0);
     Ok(empty(StatusCode::OK))
 }

@@ -11,7 +11,10 @@ use crate::snapshot::KeyKind;
 use crate::snapshot::Snapshot;
 use crate::usage::Resource;
 
-pub fn environment_document(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
+pub(crate) fn environment_document(
+    state: &AppState,
+    request: &Parts,
+) -> Result<Response, ApiError> {
     let authorised = authorise(state, &request.headers)?;
     let answer = answer(request, authorised.kind, &authorised.snapshot);
     tally(&authorised.env, Resource::EnvironmentDocument, answer)

@@ -9,7 +9,7 @@ use crate::body::PreparedBody;
 use crate::snapshot::FeatureFlag;
 use crate::usage::Resource;
 
-pub fn flags(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
+pub(crate) fn flags(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
     let headers = &request.headers;
     let authorised = authorise(state, headers)?;
     let (kind, snapshot) = (authorised.kind, &authorised.snapshot);

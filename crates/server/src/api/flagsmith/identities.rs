@@ -24,7 +24,7 @@ use crate::snapshot::{KeyKind, Snapshot};
 use crate::telemetry;
 use crate::usage::Resource;
 
-pub fn get_identity(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
+pub(crate) fn get_identity(state: &AppState, request: &Parts) -> Result<Response, ApiError> {
     let authorised = authorise(state, &request.headers)?;
     let answer = get_answer(state, request, &authorised);
     tally(&authorised.env, Resource::Identities, answer)
@@ -53,7 +53,7 @@ fn get_answer(
     Ok(respond::answer(headers, &body))
 }
 
-pub async fn post_identity(
+pub(crate) async fn post_identity(
     state: &AppState,
     request: Request<Incoming>,
 ) -> Result<Response, ApiError> {
@@ -105,7 +105,10 @@ struct WireRequest<'a> {
     #[serde(borrow, default)]
     traits: Option<Vec<WireTrait<'a>>>,
     #[serde(default)]
-    #[allow(dead_code)]
+    #[allow(
+        dead_code,
+        reason = "read for its type alone: a `transient` that is not a boolean is refused"
+    )]
     transient: Option<bool>,
 }
 
@@ -116,7 +119,10 @@ struct WireTrait<'a> {
     #[serde(borrow, default)]
     trait_value: Option<&'a RawValue>,
     #[serde(default)]
-    #[allow(dead_code)]
+    #[allow(
+        dead_code,
+        reason = "read for its type alone: a `transient` that is not a boolean is refused"
+    )]
     transient: Option<bool>,
 }
 

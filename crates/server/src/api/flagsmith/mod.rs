@@ -2,15 +2,15 @@
 //! `/api/v1/environment-document/`, the SDKs' flag analytics and the real-time stream, as the Flagsmith Edge Proxy serves
 //! them. Keys arrive in `X-Environment-Key`; errors use the `{"status","message"}` shape.
 
-pub mod analytics;
-pub mod document;
-pub mod flags;
-pub mod identities;
-pub mod realtime;
+pub(crate) mod analytics;
+pub(crate) mod document;
+pub(crate) mod flags;
+pub(crate) mod identities;
+pub(crate) mod realtime;
 
 use http::{HeaderMap, StatusCode};
 
-use super::authorise::{self, Authorised, Family, Gate, Refusal};
+use super::authorise::{self, Admitted, Authorised, Family, Gate, Refusal};
 use super::error::ApiError;
 use super::{AppState, Response};
 use crate::store::EnvSlot;
@@ -19,33 +19,50 @@ use crate::usage::Resource;
 /// Authorises `X-Environment-Key` and loads the environment's current snapshot. The handler
 /// answers, then [`tally`]s the answer on the environment.
 pub(crate) fn authorise(state: &AppState, headers: &HeaderMap) -> Result<Authorised, ApiError> {
+    let key = environment_key(state, headers)?;
+    authorise::authorise(&state.store, key, GATE).map_err(|refusal| refused(key, refusal))
+}
+
+/// Admits `X-Environment-Key` without loading a snapshot: for flag analytics, which count
+/// before the environment's document arrives. The same rate limit and counts as [`authorise`].
+pub(crate) fn admit(state: &AppState, headers: &HeaderMap) -> Result<Admitted, ApiError> {
+    let key = environment_key(state, headers)?;
+    authorise::admit(&state.store, key, GATE).map_err(|refusal| refused(key, refusal))
+}
+
+/// The Flagsmith API takes either kind of key, in its own rate-limit bucket.
+const GATE: Gate = Gate {
+    family: Family::Flagsmith,
+    client_keys: true,
+    server_keys: true,
+};
+
+/// The key presented in `X-Environment-Key`; a request without a readable one is counted as an
+/// unrecognised key.
+fn environment_key<'h>(state: &AppState, headers: &'h HeaderMap) -> Result<&'h str, ApiError> {
     let unrecognised = |message: &str| {
         state.store.unrecognised.count();
         ApiError::unauthorized(message)
     };
-    let key = headers
+    Ok(headers
         .get("x-environment-key")
         .ok_or_else(|| unrecognised("missing X-Environment-Key header"))?
         .to_str()
         .map_err(|_| unrecognised("X-Environment-Key is not valid text"))?
-        .trim();
-    let gate = Gate {
-        family: Family::Flagsmith,
-        client_keys: true,
-        server_keys: true,
-        counts_as: None,
-    };
-    match authorise::authorise(&state.store, key, gate) {
-        Ok(authorised) => Ok(authorised),
-        Err(Refusal::UnknownKey | Refusal::KindNotAllowed) => {
+        .trim())
+}
+
+/// A refusal in the Flagsmith API's error shape.
+fn refused(key: &str, refusal: Refusal) -> ApiError {
+    match refusal {
+        Refusal::UnknownKey | Refusal::KindNotAllowed => {
             let shown: String = key.chars().take(64).collect();
-            Err(ApiError::unauthorized(format!("unknown key '{shown}'")))
+            ApiError::unauthorized(format!("unknown key '{shown}'"))
         }
-        Err(Refusal::RateLimited(seconds)) => Err(ApiError::too_many_requests(seconds)),
-        Err(Refusal::NotLoaded) => Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "environment not loaded",
-        )),
+        Refusal::RateLimited(seconds) => ApiError::too_many_requests(seconds),
+        Refusal::NotLoaded => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "environment not loaded")
+        }
     }
 }
 

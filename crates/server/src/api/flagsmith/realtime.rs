@@ -3,22 +3,36 @@
 //! here) learns of a change at once instead of polling. Each change is one
 //! `environment_updated` event whose `updated_at` (seconds) the SDK compares with its own
 //! document's, refetching `/environment-document/` when it is newer. Same shared per-environment
-//! cell and connection cap as the OFREP stream.
+//! cell and connection cap as the OFREP stream; the key is admitted by the shared authorisation
+//! step (rate limit and counts as for `/flags`), and a stream may open before the environment's
+//! first document arrives.
 
 use std::time::Duration;
 
+use crate::api::authorise::{self, Family, Gate, Refusal};
 use crate::api::error::ApiError;
 use crate::api::stream_response;
 use crate::api::{AppState, Response};
-use crate::snapshot::KeyKind;
 use crate::streams::Format;
 
-pub fn stream(state: &AppState, client_key: &str) -> Result<Response, ApiError> {
-    let entry = state
-        .store
-        .lookup(client_key)
-        .filter(|e| e.kind == KeyKind::Client)
-        .ok_or_else(|| ApiError::not_found("no environment with this key"))?;
+/// Only an environment's client key names its stream (as in Flagsmith's real-time URLs); the
+/// Flagsmith API's rate-limit bucket.
+const GATE: Gate = Gate {
+    family: Family::Flagsmith,
+    client_keys: true,
+    server_keys: false,
+};
+
+pub(crate) fn stream(state: &AppState, client_key: &str) -> Result<Response, ApiError> {
+    // The key is in the path, so a refused one reads as a path that names nothing; the refusal
+    // is counted by the shared step like any other.
+    let entry =
+        authorise::admit(&state.store, client_key, GATE).map_err(|refusal| match refusal {
+            Refusal::RateLimited(seconds) => ApiError::too_many_requests(seconds),
+            Refusal::UnknownKey | Refusal::KindNotAllowed | Refusal::NotLoaded => {
+                ApiError::not_found("no environment with this key")
+            }
+        })?;
     let sse = &state.config.ofrep.sse;
     let body = state
         .streams

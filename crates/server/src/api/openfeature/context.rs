@@ -14,7 +14,7 @@ const MAX_TRAIT_KEY_CHARS: usize = 200;
 
 /// What a request body asks to evaluate, borrowing from the parsed body.
 #[derive(Debug, Default)]
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     /// `None`: environment-level flags (no identity, no segments).
     pub identifier: Option<&'a str>,
     /// Normalised traits, sorted by key (none without an identity).
@@ -22,10 +22,10 @@ pub struct Input<'a> {
 }
 
 /// Why a body was refused: `(errorCode, errorDetails)`.
-pub type Refusal = (&'static str, String);
+pub(crate) type Refusal = (&'static str, String);
 
 /// Parses the request body (`{"context": {...}}`; empty means an empty context).
-pub fn parse_body(body: &[u8]) -> Result<Value, Refusal> {
+pub(crate) fn parse_body(body: &[u8]) -> Result<Value, Refusal> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Null);
     }
@@ -43,12 +43,12 @@ pub fn parse_body(body: &[u8]) -> Result<Value, Refusal> {
 }
 
 /// The context member of a parsed body, normalised.
-pub fn input(body: &Value, max_trait_value_chars: usize) -> Result<Input<'_>, Refusal> {
+pub(crate) fn input(body: &Value, max_trait_value_chars: usize) -> Result<Input<'_>, Refusal> {
     of_context(body.get("context"), max_trait_value_chars)
 }
 
 /// A context (absent or `null`: empty), normalised.
-pub fn of_context(
+pub(crate) fn of_context(
     context: Option<&Value>,
     max_trait_value_chars: usize,
 ) -> Result<Input<'_>, Refusal> {
@@ -139,7 +139,7 @@ fn add_traits<'a>(
 
 impl<'a> Input<'a> {
     /// The engine's traits.
-    pub fn engine_traits(&self) -> Vec<Trait<'a>> {
+    pub(crate) fn engine_traits(&self) -> Vec<Trait<'a>> {
         self.traits
             .iter()
             .map(|(key, value)| Trait {
@@ -150,7 +150,7 @@ impl<'a> Input<'a> {
     }
 
     /// `{"identifier": …, "traits": {…}}`: what the ETag hashes.
-    pub fn normalised(&self) -> Value {
+    pub(crate) fn normalised(&self) -> Value {
         let mut traits = Map::new();
         for (key, value) in &self.traits {
             traits.insert((*key).to_owned(), (*value).clone());

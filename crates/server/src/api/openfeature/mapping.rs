@@ -20,7 +20,7 @@ use crate::snapshot::KeyKind;
 
 /// A flag as OpenFeature sees it, borrowing from the evaluation.
 #[derive(Debug)]
-pub struct Resolution<'a> {
+pub(crate) struct Resolution<'a> {
     pub key: &'a str,
     /// The on/off bit (`flagsmithEnabled`).
     pub enabled: bool,
@@ -40,7 +40,7 @@ pub struct Resolution<'a> {
 }
 
 /// Maps one evaluated flag; `can_vary` is [`flagpole_engine::Environment::can_vary`] of it.
-pub fn resolve<'a>(
+pub(crate) fn resolve<'a>(
     flag: &'a FlagResult<'a>,
     kind: KeyKind,
     parse_json_strings: bool,
@@ -70,7 +70,7 @@ pub fn resolve<'a>(
 }
 
 /// Writes one OFREP evaluation object.
-pub fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
+pub(crate) fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
     out.extend_from_slice(b"{\"key\":");
     crate::json::write(out, flag.key);
     if let Some(value) = &flag.value {
@@ -106,7 +106,7 @@ pub fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
 }
 
 /// The value sent, or `None` (disabled with a real value: the code default applies).
-pub fn value<'v>(
+pub(crate) fn value<'v>(
     enabled: bool,
     value: &'v Value,
     parse_json_strings: bool,
@@ -131,7 +131,7 @@ pub fn value<'v>(
 }
 
 /// The OpenFeature reason (only the OFREP enum's members are ever sent).
-pub fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'static str {
+pub(crate) fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'static str {
     if !enabled {
         return "DISABLED";
     }
@@ -152,7 +152,7 @@ fn variant<'a>(enabled: bool, flag: &FlagResult<'a>) -> Cow<'a, str> {
 
 /// The variant of a flag with this on/off bit, engine variant and value; `split`: the flag's
 /// engine reason is a split.
-pub fn variant_text<'a>(
+pub(crate) fn variant_text<'a>(
     enabled: bool,
     choice: VariantChoice<'a>,
     split: bool,

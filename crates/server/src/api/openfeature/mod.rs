@@ -2,5 +2,5 @@
 //! evaluation context → the Flagsmith identity and traits (`context`), and an evaluated flag →
 //! value, reason, variant and metadata (`mapping`).
 
-pub mod context;
-pub mod mapping;
+pub(crate) mod context;
+pub(crate) mod mapping;

@@ -9,11 +9,11 @@ use serde_json::json;
 use crate::api::{full, AppState, Response};
 use crate::store::Source;
 
-pub fn liveness() -> Response {
+pub(crate) fn liveness() -> Response {
     json_response(StatusCode::OK, &json!({"status": "ok"}))
 }
 
-pub fn readiness(state: &AppState) -> Response {
+pub(crate) fn readiness(state: &AppState) -> Response {
     let envs = state.store.environments();
     let envs_empty = envs.is_empty();
     let total = envs.len();

@@ -12,7 +12,7 @@ const CONTENT_TYPE: HeaderValue =
     HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
 
 /// The exposition, or `None` when metrics are disabled.
-pub fn metrics(state: &AppState) -> Option<Response> {
+pub(crate) fn metrics(state: &AppState) -> Option<Response> {
     let prometheus = telemetry::prometheus().filter(|_| state.config.telemetry.metrics)?;
     let now = std::time::SystemTime::now();
     let facts: Vec<_> = state

@@ -10,15 +10,20 @@ use serde_json::json;
 use super::*;
 
 /// The messages as prost generates them, maps sorted (`build.rs`); only some are used.
-#[allow(dead_code)]
+#[allow(
+    dead_code,
+    unreachable_pub,
+    clippy::allow_attributes_without_reason,
+    reason = "generated code, used in part: its own allows are the generator's"
+)]
 mod reference {
-    pub mod v1 {
+    pub(super) mod v1 {
         include!(concat!(
             env!("OUT_DIR"),
             "/reference/flagd.evaluation.v1.rs"
         ));
     }
-    pub mod v2 {
+    pub(super) mod v2 {
         include!(concat!(
             env!("OUT_DIR"),
             "/reference/flagd.evaluation.v2.rs"

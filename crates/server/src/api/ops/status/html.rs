@@ -42,7 +42,7 @@ ul.requests{list-style:none;margin:0;padding:0;white-space:nowrap}\
 footer{margin-top:16px;font-size:12px}";
 
 /// `& < > " '` as entities.
-pub fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -58,14 +58,14 @@ pub fn escape(text: &str) -> String {
 }
 
 /// `2024-06-01 12:00:00 UTC`.
-pub fn when(at: SystemTime) -> String {
+pub(super) fn when(at: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(at)
         .format("%Y-%m-%d %H:%M:%S UTC")
         .to_string()
 }
 
 /// `4.2 s`, `3 min 5 s`, `2 h 3 min`, `1 d 2 h`.
-pub fn duration(seconds: f64) -> String {
+pub(super) fn duration(seconds: f64) -> String {
     let s = seconds.max(0.0);
     if s < 60.0 {
         return format!("{s:.1} s");
@@ -85,7 +85,7 @@ pub fn duration(seconds: f64) -> String {
 }
 
 /// `12,345`.
-pub fn grouped(n: u64) -> String {
+pub(super) fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -98,7 +98,7 @@ pub fn grouped(n: u64) -> String {
 }
 
 /// A resource as the page names it (short; `data-resource` carries the real name).
-pub fn shown_resource(resource: crate::usage::Resource) -> &'static str {
+pub(super) fn shown_resource(resource: crate::usage::Resource) -> &'static str {
     match resource {
         crate::usage::Resource::EnvironmentDocument => "document",
         other => other.name(),
@@ -192,7 +192,7 @@ fn row(out: &mut String, e: &EnvFacts) {
 }
 
 /// The whole page.
-pub fn page(report: &Report) -> String {
+pub(super) fn page(report: &Report) -> String {
     let mut out = String::with_capacity(8192);
     let _ = write!(
         out,

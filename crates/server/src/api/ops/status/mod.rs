@@ -20,7 +20,7 @@ mod report;
 use crate::api::{full, AppState, Response};
 use report::Report;
 
-pub fn status(state: &AppState, request: &Parts) -> Response {
+pub(crate) fn status(state: &AppState, request: &Parts) -> Response {
     let report = Report::read(state, query_page(request));
     let (body, content_type) = if wants_json(request) {
         let body = serde_json::to_vec_pretty(&to_json(&report)).expect("serialise");
@@ -81,7 +81,7 @@ fn wants_json(request: &Parts) -> bool {
 }
 
 /// RFC 3339 UTC, to the millisecond.
-pub fn rfc3339(at: SystemTime) -> String {
+pub(crate) fn rfc3339(at: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 

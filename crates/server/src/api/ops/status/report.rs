@@ -8,10 +8,10 @@ use crate::telemetry::{self, environments::EnvFacts, summary::Summary};
 
 /// Environments per page: past this, the page summarises and paginates (a proxy serving
 /// thousands would otherwise render a page of megabytes every 30 s).
-pub const PAGE_SIZE: usize = 100;
+pub(super) const PAGE_SIZE: usize = 100;
 
 /// Everything the page shows, read once.
-pub struct Report {
+pub(super) struct Report {
     pub version: &'static str,
     pub now: SystemTime,
     pub started_at: SystemTime,
@@ -33,7 +33,7 @@ pub struct Report {
 
 impl Report {
     /// The report with page `page` (from 1; clamped to the pages there are) of environments.
-    pub fn read(state: &AppState, page: usize) -> Report {
+    pub(super) fn read(state: &AppState, page: usize) -> Report {
         let now = SystemTime::now();
         let (started_at, uptime) = telemetry::uptime();
         let mut environments: Vec<EnvFacts> = state

@@ -1,28 +1,26 @@
 //! The report our wrk Lua scripts print (`FLAGPOLE_WRK {json}` on stdout), read into numbers,
-//! and the small statistics both benchmark drivers use. Shared by `http-bench` and
-//! `ofrep-bench` (included by path).
+//! and the small statistics both benchmark drivers use (`http-bench`, `ofrep-bench`, `soak`).
 
 use std::process::Output;
 
 use serde_json::Value;
 
 /// One wrk run, as its script reported it.
-pub(crate) struct WrkReport {
-    pub(crate) rps: f64,
-    pub(crate) p50_ms: f64,
-    pub(crate) p99_ms: f64,
-    #[allow(dead_code)] // read by http-bench only (this file is shared by path)
-    pub(crate) p999_ms: f64,
-    pub(crate) requests: u64,
+pub struct WrkReport {
+    pub rps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub requests: u64,
     /// Responses with a status ≥ 400 (as wrk counts them).
-    pub(crate) errors_status: u64,
+    pub errors_status: u64,
     /// Connect, read, write and timeout errors.
-    pub(crate) errors_socket: u64,
+    pub errors_socket: u64,
 }
 
 impl WrkReport {
     /// Reads the report line from a finished wrk; panics with wrk's output if there is none.
-    pub(crate) fn from_output(output: &Output) -> WrkReport {
+    pub fn from_output(output: &Output) -> WrkReport {
         let stdout = String::from_utf8_lossy(&output.stdout);
         let line = stdout
             .lines()
@@ -49,7 +47,7 @@ impl WrkReport {
     }
 
     /// Server CPU microseconds per request, from the server's CPU seconds before and after.
-    pub(crate) fn cpu_us_per_req(&self, cpu_before: f64, cpu_after: f64) -> f64 {
+    pub fn cpu_us_per_req(&self, cpu_before: f64, cpu_after: f64) -> f64 {
         if self.requests > 0 {
             (cpu_after - cpu_before) * 1e6 / self.requests as f64
         } else {
@@ -58,12 +56,12 @@ impl WrkReport {
     }
 }
 
-pub(crate) fn round(x: f64, digits: i32) -> f64 {
+pub fn round(x: f64, digits: i32) -> f64 {
     let m = 10f64.powi(digits);
     (x * m).round() / m
 }
 
-pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
+pub fn median(mut xs: Vec<f64>) -> f64 {
     if xs.is_empty() {
         return 0.0;
     }

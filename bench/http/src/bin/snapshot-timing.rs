@@ -1,43 +1,26 @@
 //! Times the stages of publishing one environment document (read, build, compress) and counts
 //! the heap a built snapshot keeps:
-//! `cargo run --release -p flagpole-server --example snapshot_timing -- FILE`.
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+//! `cargo run --release -p flagpole-http-bench --bin snapshot-timing -- FILE`.
 use std::time::Instant;
 
-use flagpole_server::body::Encoding;
-use flagpole_server::received::Received;
-use flagpole_server::snapshot::Snapshot;
-
-/// Counts live heap bytes.
-struct Counting;
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use flagpole_bench::counting::{self, Counting};
+use flagpole_server::{Encoding, Received, Snapshot};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-fn mib(bytes: isize) -> f64 {
+fn mib(bytes: i64) -> f64 {
     bytes as f64 / 1048576.0
 }
 
 fn main() {
+    counting::count(true);
     let path = std::env::args()
         .nth(1)
         .expect("usage: snapshot_timing FILE");
     let bytes = std::fs::read(&path).expect("readable file");
     for _ in 0..3 {
-        let before = LIVE.load(Ordering::Relaxed);
+        let before = counting::live();
         let t = Instant::now();
         let received = Received::from_bytes(&bytes, None).unwrap();
         let read = t.elapsed();
@@ -50,15 +33,15 @@ fn main() {
             s.document.negotiate(Some(encoding));
         }
         let compress = t.elapsed();
-        let kept = LIVE.load(Ordering::Relaxed) - before;
+        let kept = counting::live() - before;
         println!(
             "read (parse, compile, revision) {read:?} build {build:?} \
              compress (each encoding asked once) {compress:?}; \
              snapshot keeps {:.1} MiB for a {:.1} MiB document",
             mib(kept),
-            mib(bytes.len() as isize)
+            mib(bytes.len() as i64)
         );
-        let size = |e| s.document.variant(e).map_or(0.0, |b| mib(b.len() as isize));
+        let size = |e| s.document.variant(e).map_or(0.0, |b| mib(b.len() as i64));
         println!(
             "  gzip {:.2} MiB, br {:.2} MiB, zstd {:.2} MiB",
             size(Encoding::Gzip),

@@ -1,16 +1,19 @@
 //! Minimal blocking HTTP/1.1 client used to fetch bodies and poll readiness.
 
-#[allow(unused_imports)]
-use super::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
 
-pub(crate) struct Reply {
-    pub(crate) status: u16,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
+use crate::procs::wait_until;
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
 }
 
 impl Reply {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -18,7 +21,7 @@ impl Reply {
     }
 }
 
-pub(crate) fn http(
+pub fn http(
     port: u16,
     method: &str,
     path: &str,
@@ -68,7 +71,7 @@ pub(crate) fn http(
     })
 }
 
-pub(crate) fn dechunk(mut b: &[u8]) -> Vec<u8> {
+pub fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     while let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
         let size = usize::from_str_radix(
@@ -93,7 +96,7 @@ pub(crate) fn dechunk(mut b: &[u8]) -> Vec<u8> {
 // Processes
 
 /// Waits (up to 2 minutes) until a Flagpole on `port` serves `/flags` for `client_key`.
-pub(crate) fn wait_serving(port: u16, name: &str, client_key: &str) {
+pub fn wait_serving(port: u16, name: &str, client_key: &str) {
     wait_until(
         &format!("flagpole to serve {name}"),
         Duration::from_secs(120),

@@ -1,15 +1,17 @@
 //! Child processes (pinned to a CPU when asked) and /proc readings (CPU time, RSS).
 
-#[allow(unused_imports)]
-use super::*;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
-pub(crate) struct Proc {
-    pub(crate) name: String,
-    pub(crate) child: Child,
+pub struct Proc {
+    pub name: String,
+    pub child: Child,
 }
 
 impl Proc {
-    pub(crate) fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.child.id()
     }
 }
@@ -22,7 +24,7 @@ impl Drop for Proc {
     }
 }
 
-pub(crate) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -30,7 +32,7 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// `taskset -c CPU program args…` when pinning, else `program args…`.
-pub(crate) fn command(pin: Option<usize>, program: &Path, args: &[&str]) -> Command {
+pub fn command(pin: Option<usize>, program: &Path, args: &[&str]) -> Command {
     match pin {
         Some(cpu) => {
             let mut c = Command::new("taskset");
@@ -45,7 +47,7 @@ pub(crate) fn command(pin: Option<usize>, program: &Path, args: &[&str]) -> Comm
     }
 }
 
-pub(crate) fn spawn(name: &str, mut cmd: Command, log: &Path) -> Proc {
+pub fn spawn(name: &str, mut cmd: Command, log: &Path) -> Proc {
     let log = std::fs::File::create(log).expect("log file");
     let child = cmd
         .stdin(Stdio::null())
@@ -59,7 +61,7 @@ pub(crate) fn spawn(name: &str, mut cmd: Command, log: &Path) -> Proc {
     }
 }
 
-pub(crate) fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+pub fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     let start = Instant::now();
     while !ok() {
         if start.elapsed() > timeout {
@@ -70,7 +72,7 @@ pub(crate) fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> 
 }
 
 /// (user + system) CPU seconds of a process, from /proc/<pid>/stat (USER_HZ = 100).
-pub(crate) fn cpu_seconds(pid: u32) -> f64 {
+pub fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let f: Vec<&str> = after.split_whitespace().collect();
@@ -80,11 +82,11 @@ pub(crate) fn cpu_seconds(pid: u32) -> f64 {
 }
 
 /// VmRSS in KiB.
-pub(crate) fn rss_kib(pid: u32) -> u64 {
+pub fn rss_kib(pid: u32) -> u64 {
     status_kib(pid, "VmRSS:")
 }
 
-pub(crate) fn status_kib(pid: u32, field: &str) -> u64 {
+pub fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()

@@ -1,0 +1,253 @@
+//! `POST /ofrep/v1/evaluate/flags/{key}` and `POST /ofrep/v1/evaluate/flags`: a context in, the
+//! flags mapped as every OpenFeature front door maps them out, with an ETag computed before
+//! anything is evaluated (a revalidation is answered 304 for the price of a hash, or of a memo
+//! lookup when the snapshot has seen the same body).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use flagpole_engine::Identity;
+use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use hyper::body::Incoming;
+use serde_json::{json, Value};
+
+use super::etag::{etag, matches_etag};
+use super::freshness::freshen;
+use super::{authorise, Asked, Failure};
+use crate::api::openfeature::{context, mapping};
+use crate::api::request_body::{self, BodyError};
+use crate::api::{full, AppState, Response};
+use crate::config::OfrepConfig;
+use crate::snapshot::etag_memo::EtagMemo;
+use crate::snapshot::{KeyKind, Snapshot};
+use crate::store::EnvSlot;
+
+/// The path of the change stream, as announced in bulk answers.
+const EVENTS_PATH: &str = "ofrep/v1/events";
+
+/// Answers an evaluation: of one flag, or of all (`flag` is `None`). CORS is added by the
+/// caller.
+pub(crate) async fn evaluate(
+    state: &AppState,
+    request: Request<Incoming>,
+    flag: Option<&str>,
+) -> Response {
+    let asked = flag.map_or(Asked::Bulk, Asked::Flag);
+    let mut known = None;
+    match evaluation(state, request, flag, &mut known).await {
+        Ok(response) => response,
+        Err(failure) => {
+            // Refused with the environment known: counted there (refusals by the
+            // authorisation step are counted by it).
+            if let (Some(env), true) = (known, failure.status.is_client_error()) {
+                env.usage.reject();
+            }
+            failure.into_response(asked)
+        }
+    }
+}
+
+async fn evaluation(
+    state: &AppState,
+    request: Request<Incoming>,
+    flag: Option<&str>,
+    known: &mut Option<Arc<EnvSlot>>,
+) -> Result<Response, Failure> {
+    let config = &state.config.ofrep;
+    if request.method() != Method::POST {
+        return Err(Failure::general(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!(
+                "method {} is not allowed here; allowed: POST, OPTIONS",
+                request.method()
+            ),
+        ));
+    }
+    let (parts, body) = request.into_parts();
+    let (kind, env, mut snapshot) = authorise(state, &parts.headers)?;
+    *known = Some(env.clone());
+    let stream = state.streams.of(&env.client_key);
+    let body = request_body::read(body, config.max_body_bytes)
+        .await
+        .map_err(|e| match e {
+            BodyError::TooLarge => Failure::general(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body is larger than the limit of {} bytes (ofrep.max_body_bytes)",
+                    config.max_body_bytes
+                ),
+            ),
+            BodyError::Unreadable(message) => {
+                Failure::new(StatusCode::BAD_REQUEST, "PARSE_ERROR", message)
+            }
+        })?;
+    if flag.is_none() {
+        if let Some(fresher) = freshen(&env, &snapshot, parts.uri.query(), config).await {
+            snapshot = fresher;
+        }
+    }
+    // A revalidation with a body this snapshot has answered before: 304 without parsing.
+    let memo_key = EtagMemo::key(kind, flag, &body);
+    if let Some((etag, identified)) = snapshot.ofrep_etags.get(memo_key) {
+        if matches_etag(&parts.headers, &etag) {
+            env.usage.count(usage_resource(identified));
+            let mut response = full(StatusCode::NOT_MODIFIED, Bytes::new());
+            success_headers(response.headers_mut(), &etag);
+            return Ok(response);
+        }
+    }
+
+    let body = context::parse_body(&body)
+        .map_err(|(code, details)| Failure::new(StatusCode::BAD_REQUEST, code, details))?;
+    let input = context::input(&body, state.config.limits.max_trait_value_length)
+        .map_err(|(code, details)| Failure::new(StatusCode::BAD_REQUEST, code, details))?;
+    if config.require_targeting_key && input.identifier.is_none() {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "TARGETING_KEY_MISSING",
+            "a targetingKey is required",
+        ));
+    }
+
+    // Every environment has its stream facts; the fallback only covers one added later.
+    let settings: std::borrow::Cow<'_, str> = match &stream {
+        Some(s) => std::borrow::Cow::Borrowed(s.etag_settings.as_str()),
+        None => std::borrow::Cow::Owned(crate::canonical::settings_tag(config, None)),
+    };
+    let etag = etag(&snapshot, kind, flag, &input.normalised(), &settings);
+    let identified = input.identifier.is_some();
+    snapshot.ofrep_etags.put(memo_key, &etag, identified);
+    env.usage.count(usage_resource(identified));
+    if matches_etag(&parts.headers, &etag) {
+        let mut response = full(StatusCode::NOT_MODIFIED, Bytes::new());
+        success_headers(response.headers_mut(), &etag);
+        return Ok(response);
+    }
+
+    let traits = input.engine_traits();
+    let identity = input.identifier.map(|id| Identity::new(id, &traits));
+    let result = match &identity {
+        Some(identity) => snapshot.env.evaluate(Some(identity)),
+        None => snapshot.env.own_flags(),
+    }
+    .map_err(|e| {
+        tracing::error!(error = %e, "OFREP evaluation failed");
+        Failure::general(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the flags could not be evaluated",
+        )
+    })?;
+
+    let mut out = Vec::with_capacity(128 + 160 * result.flags.len());
+    match flag {
+        Some(key) => {
+            let flag = result
+                .flags
+                .iter()
+                .find(|f| f.key == key)
+                .filter(|f| snapshot.is_visible(kind, f.key, f.enabled))
+                .ok_or_else(|| {
+                    Failure::new(
+                        StatusCode::NOT_FOUND,
+                        "FLAG_NOT_FOUND",
+                        format!("no flag named '{key}' in this environment"),
+                    )
+                })?;
+            write_mapped(&mut out, &snapshot, flag, kind, config);
+        }
+        None => {
+            let mut flags: Vec<_> = result
+                .flags
+                .iter()
+                .filter(|f| snapshot.is_visible(kind, f.key, f.enabled))
+                .collect();
+            // Sorted by key so that equal inputs give byte-equal bodies.
+            flags.sort_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
+            flags.dedup_by(|a, b| a.key == b.key);
+            out.extend_from_slice(b"{\"flags\":[");
+            for (i, flag) in flags.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_mapped(&mut out, &snapshot, flag, kind, config);
+            }
+            out.push(b']');
+            if let (true, Some(stream)) = (config.sse.enabled, stream) {
+                write_event_streams(&mut out, config, &stream.token, &snapshot);
+            }
+            out.extend_from_slice(b",\"metadata\":{\"version\":\"");
+            out.extend_from_slice(snapshot.content_revision.as_bytes());
+            out.push(b'"');
+            if snapshot.updated_at_ms > 0 {
+                out.extend_from_slice(b",\"lastModified\":");
+                out.extend_from_slice((snapshot.updated_at_ms / 1000).to_string().as_bytes());
+            }
+            out.extend_from_slice(b"}}");
+        }
+    }
+    let mut response = full(StatusCode::OK, out);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    success_headers(response.headers_mut(), &etag);
+    Ok(response)
+}
+
+/// One flag as an OFREP evaluation object, mapped as every OpenFeature front door maps it.
+fn write_mapped(
+    out: &mut Vec<u8>,
+    snapshot: &Snapshot,
+    flag: &flagpole_engine::FlagResult<'_>,
+    kind: KeyKind,
+    config: &OfrepConfig,
+) {
+    let can_vary = snapshot.env.can_vary(flag.key);
+    let resolved = mapping::resolve(flag, kind, config.parse_json_strings, can_vary);
+    mapping::write_flag(out, &resolved);
+}
+
+/// `,"eventStreams":[…]`: where to listen for changes (OFREP's `eventStreams` extension). `since` is the current
+/// event id, closing the gap between this response and the connect.
+fn write_event_streams(out: &mut Vec<u8>, config: &OfrepConfig, token: &str, snapshot: &Snapshot) {
+    let uri = format!(
+        "/{EVENTS_PATH}?t={token}&since={}-{}",
+        snapshot.updated_at_ms, snapshot.content_revision
+    );
+    let place = match &config.public_base_url {
+        Some(base) => json!({"url": format!("{base}{uri}")}),
+        None => json!({"endpoint": {"requestUri": uri}}),
+    };
+    let mut entry = serde_json::Map::new();
+    entry.insert("type".into(), "sse".into());
+    if let Value::Object(place) = place {
+        entry.extend(place);
+    }
+    entry.insert(
+        "inactivityDelaySec".into(),
+        config.sse.inactivity_delay_sec.into(),
+    );
+    out.extend_from_slice(b",\"eventStreams\":[");
+    crate::json::write(out, &entry);
+    out.push(b']');
+}
+
+/// How an OFREP evaluation counts in usage: with an identity like `/identities`, else like
+/// `/flags`.
+fn usage_resource(identified: bool) -> crate::usage::Resource {
+    if identified {
+        crate::usage::Resource::Identities
+    } else {
+        crate::usage::Resource::Flags
+    }
+}
+
+fn success_headers(h: &mut HeaderMap, etag: &str) {
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-cache"),
+    );
+}
