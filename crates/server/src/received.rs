@@ -6,7 +6,9 @@
 //! example) are read without a JSON tree: the engine's `DocumentView` compiles them, and the
 //! revision is hashed from the text (`canonical_text`). Pages merged into a tree are read from
 //! that tree. A document the fast reading does not take (an unusual one, or a broken one) is
-//! parsed as a tree, so the outcome, and every error message, is the tree's.
+//! parsed as a tree, so the outcome, and every error message, is the tree's. The content
+//! revision can also be had alone ([`content_revision`], no compile): publishing asks it of a
+//! document whose bytes differ from the served one's, and passes it on when it builds.
 //!
 //! Every document the process reads compiles its segment rules through one [`Shared`]:
 //! the environments of one project carry the same segments, and a proxy serving many of them
@@ -89,16 +91,30 @@ impl Received {
     /// Reads document bytes. With `client_key`, the document must be an object whose `api_key`
     /// is that key (checked before it is compiled); without, only the engine judges it.
     pub fn from_bytes(bytes: &[u8], client_key: Option<&str>) -> Result<Received, Rejected> {
-        if let Some(received) = Self::from_text(bytes, client_key) {
+        Self::from_bytes_with(bytes, client_key, None)
+    }
+
+    /// [`from_bytes`](Self::from_bytes), with the content revision when it is already known
+    /// ([`content_revision`]), so that it is not hashed twice.
+    pub fn from_bytes_with(
+        bytes: &[u8],
+        client_key: Option<&str>,
+        known: Option<String>,
+    ) -> Result<Received, Rejected> {
+        if let Some(received) = Self::from_text(bytes, client_key, known.as_ref()) {
             return received;
         }
         let doc: Value =
             serde_json::from_slice(bytes).map_err(|e| Rejected::InvalidJson(e.to_string()))?;
-        Self::from_tree(&doc, client_key)
+        Self::from_tree_with(&doc, client_key, known)
     }
 
     /// The fast reading; `None` when the tree must decide.
-    fn from_text(bytes: &[u8], client_key: Option<&str>) -> Option<Result<Received, Rejected>> {
+    fn from_text(
+        bytes: &[u8],
+        client_key: Option<&str>,
+        known: Option<&String>,
+    ) -> Option<Result<Received, Rejected>> {
         let text = std::str::from_utf8(bytes).ok()?;
         let view = DocumentView::parse_str(text)?;
         if let Err(rejected) = check_key(view.api_key.as_ref(), client_key) {
@@ -108,7 +124,10 @@ impl Received {
         let (server_only_ids, hide_disabled) = project_settings(view.project.as_ref());
         let updated_at = updated_at(view.updated_at.as_ref());
         let (env, diagnostics) = view.compile_sharing(&SHARED)?;
-        let digest = crate::canonical_text::sha256(text)?;
+        let content_revision = match known {
+            Some(known) => known.clone(),
+            None => crate::canonical::hex(&crate::canonical_text::sha256(text)?, 16),
+        };
         Some(Ok(Received {
             env,
             diagnostics,
@@ -116,12 +135,21 @@ impl Received {
             server_only_ids,
             hide_disabled,
             updated_at,
-            content_revision: crate::canonical::hex(&digest, 16),
+            content_revision,
         }))
     }
 
     /// Reads a parsed document (merged pages, or a document the fast reading left to the tree).
     pub fn from_tree(doc: &Value, client_key: Option<&str>) -> Result<Received, Rejected> {
+        Self::from_tree_with(doc, client_key, None)
+    }
+
+    /// [`from_tree`](Self::from_tree), with the content revision when it is already known.
+    pub fn from_tree_with(
+        doc: &Value,
+        client_key: Option<&str>,
+        known: Option<String>,
+    ) -> Result<Received, Rejected> {
         if client_key.is_some() && !doc.is_object() {
             return Err(Rejected::NotAnObject);
         }
@@ -137,9 +165,22 @@ impl Received {
             server_only_ids,
             hide_disabled,
             updated_at: updated_at(doc.get("updated_at")),
-            content_revision: crate::canonical::hex(&crate::canonical::sha256(doc), 16),
+            content_revision: known
+                .unwrap_or_else(|| crate::canonical::hex(&crate::canonical::sha256(doc), 16)),
         })
     }
+}
+
+/// The content revision of a document as a source hands it over (what [`Received`] would
+/// hold), without compiling it: hashed from the text for bytes, from the tree for merged pages.
+/// `None` when the text is not what the text reading takes (a broken or unusual document: the
+/// build reads it as a tree and decides).
+pub fn content_revision(document: &Incoming, bytes: &[u8]) -> Option<String> {
+    let digest = match document {
+        Incoming::Tree(doc) => crate::canonical::sha256(doc),
+        Incoming::Bytes(_) => crate::canonical_text::sha256(std::str::from_utf8(bytes).ok()?)?,
+    };
+    Some(crate::canonical::hex(&digest, 16))
 }
 
 fn check_key(api_key: Option<&Value>, client_key: Option<&str>) -> Result<(), Rejected> {

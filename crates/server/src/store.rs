@@ -16,7 +16,7 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::rate_limit::KeyLimits;
-use crate::received::{Incoming, Received, Rejected};
+use crate::received::{content_revision, Incoming, Received, Rejected};
 use crate::snapshot::{KeyKind, Snapshot};
 
 /// Where an environment's document comes from.
@@ -77,7 +77,7 @@ pub enum Published {
     /// A new revision is being served; `took` is from receiving the document to the swap
     /// (compile and prepare; compression of the document follows in the background).
     NewRevision { revision: u64, took: Duration },
-    /// The document equals the one served: nothing changed.
+    /// The document's content equals the one served (its bytes may differ): nothing changed.
     Unchanged(u64),
 }
 
@@ -126,10 +126,18 @@ impl EnvSlot {
         self.snapshot.load_full()
     }
 
-    /// Compiles and swaps in a document, unless it equals the current one. Bytes that are
-    /// exactly the document (one page, one file) are served as they are instead of being
+    /// Compiles and swaps in a document, unless its content equals the current one's. Bytes that
+    /// are exactly the document (one page, one file) are served as they are instead of being
     /// serialised again. The build runs on a blocking thread; a document that is not this
     /// environment's, or that the engine rejects, leaves the current snapshot in place.
+    ///
+    /// Equal content is judged by the bytes first (equal bytes: nothing else is read), then by
+    /// the content revision (canonical JSON, hashed without compiling): bytes that differ in
+    /// layout alone (member order, whitespace, escapes; a merged document against its own
+    /// warm-start copy; a file saved again) are the same revision. Only a new content revision
+    /// is a new revision: no new ETags, no change event, no caches dropped for a document that
+    /// changes nothing. The content revision spells numbers as RFC 8785 does, so `1` and `1.0`
+    /// are the same content to it, as they are to the change streams and OFREP ETags.
     pub async fn publish(self: &Arc<Self>, document: Incoming) -> Result<Published, Rejected> {
         let _guard = self.publish.lock().await;
         let started = std::time::Instant::now();
@@ -142,20 +150,30 @@ impl EnvSlot {
                 Incoming::Bytes(bytes) => bytes.clone(),
                 Incoming::Tree(doc) => Bytes::from(crate::json::to_vec(doc)),
             };
+            let mut known = None;
             if let Some(current) = &current {
                 if current.document.is(&bytes) {
                     return (Ok(None), document);
                 }
+                known = content_revision(&document, &bytes);
+                if known.as_ref() == Some(&current.content_revision) {
+                    return (Ok(None), document);
+                }
             }
             let revision = current.as_ref().map_or(1, |c| c.revision + 1);
-            let built = build_snapshot(&document, bytes, &client_key, revision).map(|snapshot| {
-                // What clients asked of the current revision is written for the new one here,
-                // off the request path.
-                if let Some(current) = &current {
-                    snapshot.write_like(current);
-                }
-                Some(snapshot)
-            });
+            let built =
+                build_with(&document, bytes, &client_key, revision, known).map(|snapshot| {
+                    // A document the text reading left to the tree is judged by the build's revision.
+                    if let Some(current) = &current {
+                        if snapshot.content_revision == current.content_revision {
+                            return None;
+                        }
+                        // What clients asked of the current revision is written for the new one
+                        // here, off the request path.
+                        snapshot.write_like(current);
+                    }
+                    Some(snapshot)
+                });
             (built, document)
         })
         .await
@@ -169,8 +187,8 @@ impl EnvSlot {
         let revision = snapshot.revision;
         let snapshot = Arc::new(snapshot);
         let previous = self.snapshot.swap(Some(snapshot.clone()));
-        // Announce only a new content revision: bytes that differ in layout alone (member
-        // order, whitespace) change nothing a client could refetch.
+        // A new snapshot is a new content revision (equal content was turned away above); the
+        // cell still compares, so that a watcher is never woken for what it has.
         let announced = Revision {
             updated_at_ms: snapshot.updated_at_ms,
             content_revision: snapshot.content_revision.clone(),
@@ -263,9 +281,20 @@ pub fn build_snapshot(
     client_key: &str,
     revision: u64,
 ) -> Result<Snapshot, Rejected> {
+    build_with(document, bytes, client_key, revision, None)
+}
+
+/// [`build_snapshot`] with the document's content revision when publishing already has it.
+fn build_with(
+    document: &Incoming,
+    bytes: Bytes,
+    client_key: &str,
+    revision: u64,
+    known: Option<String>,
+) -> Result<Snapshot, Rejected> {
     let received = match document {
-        Incoming::Bytes(_) => Received::from_bytes(&bytes, Some(client_key))?,
-        Incoming::Tree(doc) => Received::from_tree(doc, Some(client_key))?,
+        Incoming::Bytes(_) => Received::from_bytes_with(&bytes, Some(client_key), known)?,
+        Incoming::Tree(doc) => Received::from_tree_with(doc, Some(client_key), known)?,
     };
     Snapshot::from_received(received, bytes, revision, true).map_err(Rejected::Engine)
 }
@@ -496,3 +525,6 @@ fn key_set(table: &KeyTable, env: &EnvSlot) -> std::collections::BTreeSet<String
         .map(|(k, _)| k.clone())
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

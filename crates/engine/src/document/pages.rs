@@ -9,7 +9,11 @@
 //! comparing origins are easy to get subtly wrong by hand (default ports, dot segments, case), and
 //! a next link on another origin must be refused, because the shells send the server key to it.
 //! Merging is all-or-nothing: a page that cannot be merged leaves the document untouched and is
-//! an error, and the shells then keep the last good document rather than serve part of one.
+//! an error, and the shells then keep the last good document rather than serve part of one. A
+//! later page repeats the first page's members; one that repeats them with other values is of
+//! another version of the document (it changed between the requests), and is refused rather
+//! than merged into a document upstream never had (the server's poller then starts again from
+//! the first page).
 
 use serde_json::Value;
 pub use url::Url;
@@ -50,22 +54,53 @@ pub fn next_page(link: &str, page: &Url) -> Result<Option<Url>, String> {
     Ok(None)
 }
 
+/// Why a page was not merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeError {
+    /// The page repeats a member of the first page with another value: the document changed
+    /// between the two requests, and its pages are of two versions. Merged, they would make a
+    /// document upstream never had; fetching again from the first page gets one version.
+    OtherVersion(String),
+    /// The page, or the document, is not what pages are made of.
+    Invalid(&'static str),
+}
+
+impl std::fmt::Display for MergeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MergeError::OtherVersion(member) => write!(
+                f,
+                "the document changed while its pages were fetched (`{member}` differs from the first page's)"
+            ),
+            MergeError::Invalid(what) => f.write_str(what),
+        }
+    }
+}
+
 /// Adds a later page to the document assembled so far (the first page, then every page merged
-/// in order): its `identity_overrides` are appended; everything else on a later page repeats the
-/// first and is ignored. A page without overrides (absent or `null`) adds nothing. On error the
-/// document is unchanged.
-pub fn merge_page(document: &mut Value, page: Value) -> Result<(), String> {
+/// in order): its `identity_overrides` are appended. Everything else on a later page repeats the
+/// first page and must be equal to it ([`MergeError::OtherVersion`] otherwise); a member the
+/// page leaves out is not compared. A page without overrides (absent or `null`) adds nothing.
+/// On error the document is unchanged.
+pub fn merge_page(document: &mut Value, page: Value) -> Result<(), MergeError> {
     let Value::Object(assembled) = document else {
-        return Err("the first page is not a JSON object".into());
+        return Err(MergeError::Invalid("the first page is not a JSON object"));
     };
-    let extra = match page {
-        Value::Object(mut page) => page.remove("identity_overrides"),
-        _ => return Err("the page is not a JSON object".into()),
+    let Value::Object(mut page) = page else {
+        return Err(MergeError::Invalid("the page is not a JSON object"));
     };
+    let extra = page.remove("identity_overrides");
+    // The identity overrides are what pages split; every other member is the same document's.
+    if let Some((member, _)) = page
+        .iter()
+        .find(|(member, value)| assembled.get(member.as_str()) != Some(value))
+    {
+        return Err(MergeError::OtherVersion(member.clone()));
+    }
     let extra = match extra {
         None | Some(Value::Null) => return Ok(()),
         Some(Value::Array(items)) => items,
-        Some(_) => return Err("identity_overrides is not a list".into()),
+        Some(_) => return Err(MergeError::Invalid("identity_overrides is not a list")),
     };
     match assembled.get_mut("identity_overrides") {
         Some(Value::Array(items)) => items.extend(extra),
@@ -221,7 +256,7 @@ mod tests {
         for page in [
             json!({}),
             json!({"identity_overrides": null}),
-            json!({"api_key": "other"}),
+            json!({"api_key": "k"}),
         ] {
             let mut document = first.clone();
             merge_page(&mut document, page).unwrap();
@@ -244,10 +279,51 @@ mod tests {
             (json!([{"id": 2}]), "the page is not a JSON object"),
         ] {
             let mut document = first.clone();
-            assert_eq!(merge_page(&mut document, page), Err(error.into()));
+            assert_eq!(
+                merge_page(&mut document, page),
+                Err(MergeError::Invalid(error))
+            );
             assert_eq!(document, first);
         }
         let mut not_a_document = json!([]);
         assert!(merge_page(&mut not_a_document, json!({"identity_overrides": []})).is_err());
+    }
+
+    #[test]
+    fn a_page_of_another_version_of_the_document_is_refused() {
+        let first = json!({"api_key": "k", "updated_at": "2024-06-01T12:00:00Z",
+                           "feature_states": [{"id": 1, "enabled": true}],
+                           "identity_overrides": [{"id": 1}]});
+        for (page, member) in [
+            (
+                json!({"api_key": "k", "updated_at": "2024-06-01T12:05:00Z",
+                       "identity_overrides": [{"id": 2}]}),
+                "updated_at",
+            ),
+            (
+                json!({"api_key": "k", "feature_states": [{"id": 1, "enabled": false}],
+                       "identity_overrides": [{"id": 2}]}),
+                "feature_states",
+            ),
+            (json!({"name": "added later"}), "name"),
+        ] {
+            let mut document = first.clone();
+            let error = merge_page(&mut document, page).unwrap_err();
+            assert_eq!(error, MergeError::OtherVersion(member.into()));
+            assert!(
+                error.to_string().contains(&format!("`{member}`")),
+                "{error}"
+            );
+            assert_eq!(document, first);
+        }
+        // The same members with the same values (in any order) are the same version.
+        let mut document = first.clone();
+        let page = json!({"feature_states": [{"enabled": true, "id": 1}], "api_key": "k",
+                          "identity_overrides": [{"id": 2}]});
+        merge_page(&mut document, page).unwrap();
+        assert_eq!(
+            document["identity_overrides"],
+            json!([{"id": 1}, {"id": 2}])
+        );
     }
 }

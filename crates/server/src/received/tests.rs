@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Received, Rejected};
+use super::{content_revision, Incoming, Received, Rejected};
 use flagpole_engine::{Identity, Trait, TraitValue};
 
 const EXAMPLE: &str = include_str!("../../../../examples/environment.json");
@@ -51,7 +51,16 @@ fn agrees(bytes: &[u8]) -> bool {
     let from_tree = Received::from_tree(&tree, Some(KEY)).unwrap();
     let from_bytes = Received::from_bytes(bytes, Some(KEY)).unwrap();
     assert_eq!(summary(&from_bytes), summary(&from_tree));
-    Received::from_text(bytes, Some(KEY)).is_some()
+    // The revision publishing asks for alone is the one a build holds.
+    let incoming = Incoming::Bytes(bytes::Bytes::copy_from_slice(bytes));
+    if let Some(alone) = content_revision(&incoming, bytes) {
+        assert_eq!(alone, from_tree.content_revision);
+    }
+    assert_eq!(
+        content_revision(&Incoming::Tree(tree.clone()), bytes),
+        Some(from_tree.content_revision.clone())
+    );
+    Received::from_text(bytes, Some(KEY), None).is_some()
 }
 
 fn example() -> Value {

@@ -1,7 +1,10 @@
 //! Polling the upstream API for environment documents: concurrent but
 //! bounded, spread over the poll period (`poll_schedule.rs`), conditional (`If-Modified-Since` as an IMF-fixdate, `If-None-Match`), with
 //! `Link: rel="next"` pages merged all-or-nothing (the engine's `document::pages` decides where the
-//! next page is and merges it). Any failure keeps the last good snapshot.
+//! next page is and merges it). A document that changes while its pages are fetched gives pages
+//! of two versions: the engine refuses to merge them, and the fetch starts again from the first
+//! page (a few times at most, within the poll timeout), so a document upstream never had is never
+//! published. Any failure keeps the last good snapshot.
 //! Every fetch is counted by result (`200`, `304` or the kind of failure, [`FetchError`]) and
 //! timed, for the metrics.
 
@@ -9,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use flagpole_engine::document::pages::{merge_page, next_page};
+use flagpole_engine::document::pages::{merge_page, next_page, MergeError};
 use reqwest::header::{HeaderMap, HeaderValue, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LINK};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -23,6 +26,10 @@ use crate::store::{EnvSlot, Published, Source};
 
 /// At most this many pages per document (a loop guard, far above real page counts).
 const MAX_PAGES: usize = 1000;
+
+/// At most this many starts of one fetch whose pages turn out to be of two versions of the
+/// document (it changed between the requests); the poll timeout bounds them all the same.
+const MAX_FETCH_STARTS: usize = 3;
 
 /// The HTTP client for upstream requests (timeouts are applied per poll, body included).
 pub fn client() -> reqwest::Client {
@@ -215,12 +222,42 @@ enum Fetched {
     },
 }
 
+/// Fetches the document; pages of two versions start the fetch again from the first page.
 async fn fetch(
     slot: &EnvSlot,
     client: &reqwest::Client,
     config: &Config,
     server_key: &str,
 ) -> Result<Fetched, FetchError> {
+    let mut starts = 1;
+    loop {
+        match fetch_once(slot, client, config, server_key).await {
+            Err(Attempt::Torn(_)) if starts < MAX_FETCH_STARTS => starts += 1,
+            Err(Attempt::Torn(error) | Attempt::Failed(error)) => return Err(error),
+            Ok(fetched) => return Ok(fetched),
+        }
+    }
+}
+
+/// Why one pass over the pages did not give a document.
+enum Attempt {
+    /// A later page is of another version of the document than the first (worth another pass).
+    Torn(FetchError),
+    Failed(FetchError),
+}
+
+impl From<FetchError> for Attempt {
+    fn from(error: FetchError) -> Attempt {
+        Attempt::Failed(error)
+    }
+}
+
+async fn fetch_once(
+    slot: &EnvSlot,
+    client: &reqwest::Client,
+    config: &Config,
+    server_key: &str,
+) -> Result<Fetched, Attempt> {
     let url = format!("{}/environment-document/", config.upstream.api_url);
     let base = reqwest::Url::parse(&url)
         .map_err(|e| FetchError::new("config", format!("bad api_url: {e}")))?;
@@ -281,10 +318,9 @@ async fn fetch(
     while let Some(url) = next {
         pages += 1;
         if pages > MAX_PAGES {
-            return Err(FetchError::new(
-                "pagination",
-                format!("more than {MAX_PAGES} pages"),
-            ));
+            return Err(
+                FetchError::new("pagination", format!("more than {MAX_PAGES} pages")).into(),
+            );
         }
         let response = client
             .get(url.clone())
@@ -298,8 +334,15 @@ async fn fetch(
         let page = parse_page(body)
             .await
             .map_err(|e| e.context(format_args!("page {pages}")))?;
-        merge_page(&mut document, page)
-            .map_err(|e| FetchError::new("pagination", format!("page {pages}: {e}")))?;
+        document = merge_in_background(document, page)
+            .await
+            .map_err(|e| match e {
+                Some(e @ MergeError::OtherVersion(_)) => {
+                    Attempt::Torn(FetchError::new("pagination", format!("page {pages}: {e}")))
+                }
+                Some(e) => FetchError::new("pagination", format!("page {pages}: {e}")).into(),
+                None => FetchError::new("internal", format!("page {pages}: merging failed")).into(),
+            })?;
         next = following;
     }
     Ok(Fetched::Document {
@@ -339,6 +382,18 @@ async fn read_page(
     };
     let body = response.bytes().await.map_err(FetchError::transport)?;
     Ok((body, next))
+}
+
+/// Merges a later page into the document on the blocking pool: comparing the page's repeated
+/// members with the first page's walks most of both. `None`: the merge itself failed (a panic).
+async fn merge_in_background(
+    mut document: Value,
+    page: Value,
+) -> Result<Value, Option<MergeError>> {
+    crate::background::run(move || merge_page(&mut document, page).map(|()| document))
+        .await
+        .map_err(|_| None)?
+        .map_err(Some)
 }
 
 /// Parses a page of a paginated document, which must be a JSON object, to be merged.
