@@ -153,6 +153,29 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         }
     }))
     .await;
+    // In a fleet, what Redis holds is served at once (newer than a warm-start copy, or where
+    // there is none), whether or not the upstream answers.
+    let fleet = match &config.fleet {
+        Some(fleet) => Some(sources::fleet::Fleet::new(fleet)?),
+        None => None,
+    };
+    if let Some(fleet) = &fleet {
+        let polled = store
+            .environments()
+            .iter()
+            .filter(|slot| matches!(slot.source, Source::Upstream { .. }))
+            .cloned()
+            .collect();
+        sources::fleet::start_from_store(fleet, polled).await;
+        shutdown.spawn(sources::fleet::membership::run(
+            fleet.clone(),
+            shutdown.requested.clone(),
+        ));
+        shutdown.spawn(sources::fleet::notices::run(
+            fleet.clone(),
+            shutdown.requested.clone(),
+        ));
+    }
     drop(deferred);
     shutdown.spawn(sources::file_watcher::watch(
         files,
@@ -171,12 +194,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         limit: Arc::new(Semaphore::new(config.upstream.max_concurrent_fetches)),
         warm: warm.clone(),
         tasks: shutdown.tasks.clone(),
+        runner: fleet.clone().map(sources::fleet::environment::runner),
     });
     if let Some(pollers) = &pollers {
         for slot in store.environments() {
-            if let Source::Upstream { .. } = &slot.source {
-                pollers.spawn(slot.clone());
-            }
+            pollers.spawn(slot.clone());
         }
     }
 

@@ -1,9 +1,10 @@
 //! Where environment documents come from: the upstream API (polled), local files (watched),
-//! and the snapshot directory (warm start). Each source hands documents to
+//! the snapshot directory (warm start), and a fleet's shared Redis (`fleet/`). Each source hands documents to
 //! [`EnvSlot::publish`](crate::store::EnvSlot::publish), which keeps the last good one on failure.
 
 pub mod discovery;
 pub mod file_watcher;
+pub mod fleet;
 pub mod local_file;
 pub mod poll_schedule;
 pub mod startup;

@@ -14,6 +14,7 @@
 
 pub mod environments;
 pub mod flagd;
+pub mod fleet;
 pub mod http;
 pub mod summary;
 
@@ -84,6 +85,7 @@ fn install() -> Option<PrometheusHandle> {
         return None;
     }
     describe();
+    fleet::describe();
     metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     metrics::gauge!(START_TIME).set(unix_seconds(SystemTime::now()));
     let upkeep = handle.clone();

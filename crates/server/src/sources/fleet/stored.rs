@@ -1,0 +1,132 @@
+//! An environment's document in Redis: a hash of the bytes SDKs are served, the content
+//! revision and the document's `updated_at`. The lease holder writes it (fenced by its lease,
+//! never over a newer one) and announces it; the others read it, first the revision alone (a
+//! periodic check of an unchanged document costs a few bytes), then the body when it differs.
+//! What is read is published like an upstream answer: a value that is not this environment's
+//! valid document is refused, counted and logged, and the last good one kept.
+
+use std::sync::{Arc, LazyLock};
+
+use bytes::Bytes;
+use redis::aio::ConnectionManager;
+use redis::{AsyncCommands, RedisResult, Script};
+
+use super::lease::Lease;
+use super::{document_key, lease_key, CHANNEL};
+use crate::received::Incoming;
+use crate::store::{EnvSlot, Published};
+
+/// Writes the document if the lease is still the writer's and what Redis holds is not newer;
+/// announces it. 1: written; 0: the lease is lost (nothing written); 2: Redis holds a newer
+/// document; 3: Redis holds this revision already.
+static WRITE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        local held = redis.call('HMGET', KEYS[2], 'updated_at_ms', 'revision')
+        if held[2] == ARGV[3] then return 3 end
+        if held[1] and tonumber(held[1]) and tonumber(held[1]) > tonumber(ARGV[4]) then return 2 end
+        redis.call('HSET', KEYS[2], 'body', ARGV[2], 'revision', ARGV[3], 'updated_at_ms', ARGV[4])
+        redis.call('PUBLISH', ARGV[5], ARGV[6])
+        return 1
+        ",
+    )
+});
+
+/// What writing did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// Written and announced (or Redis already held it, or something newer).
+    Stored,
+    /// The lease was lost before the write: nothing was written.
+    LeaseLost,
+}
+
+/// Writes the slot's current document for the fleet, fenced by `lease`.
+pub async fn write(
+    conn: &mut ConnectionManager,
+    id: &str,
+    lease: &Lease,
+    slot: &EnvSlot,
+) -> RedisResult<Written> {
+    let Some(snapshot) = slot.snapshot() else {
+        return Ok(Written::Stored);
+    };
+    let body = snapshot.document.bytes_once();
+    let outcome: u32 = WRITE
+        .key(lease_key(id))
+        .key(document_key(id))
+        .arg(&lease.value)
+        .arg(body.as_ref())
+        .arg(&snapshot.content_revision)
+        .arg(snapshot.updated_at_ms)
+        .arg(CHANNEL)
+        .arg(id)
+        .invoke_async(conn)
+        .await?;
+    Ok(match outcome {
+        0 => Written::LeaseLost,
+        _ => Written::Stored,
+    })
+}
+
+/// What reading did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Loaded {
+    /// Redis holds nothing for the environment.
+    Nothing,
+    /// Redis holds what is served, or an older document (never served over a newer one).
+    Unchanged,
+    /// A new revision is served.
+    New,
+    /// The value was refused (the reason is logged); `revision` is what it claimed to be.
+    Refused { revision: String },
+}
+
+/// Loads the environment's document from Redis unless it is what is served, older, or a value
+/// already refused (`refused`: the revision it claimed).
+pub async fn load(
+    conn: &mut ConnectionManager,
+    id: &str,
+    slot: &Arc<EnvSlot>,
+    refused: Option<&str>,
+) -> RedisResult<Loaded> {
+    let key = document_key(id);
+    let (revision, updated_at): (Option<String>, Option<String>) = redis::cmd("HMGET")
+        .arg(&key)
+        .arg("revision")
+        .arg("updated_at_ms")
+        .query_async(conn)
+        .await?;
+    let Some(revision) = revision else {
+        return Ok(Loaded::Nothing);
+    };
+    if refused == Some(revision.as_str()) {
+        return Ok(Loaded::Unchanged);
+    }
+    if let Some(current) = slot.snapshot() {
+        let updated_at = updated_at.and_then(|u| u.parse::<u64>().ok()).unwrap_or(0);
+        if current.content_revision == revision || updated_at < current.updated_at_ms {
+            return Ok(Loaded::Unchanged);
+        }
+    }
+    let body: Option<Vec<u8>> = conn.hget(&key, "body").await?;
+    let Some(body) = body else {
+        return Ok(Loaded::Nothing);
+    };
+    let environment = crate::keys::fingerprint(&slot.client_key);
+    match slot.publish(Incoming::Bytes(Bytes::from(body))).await {
+        Ok(Published::NewRevision { revision, .. }) => {
+            crate::telemetry::fleet::document(true);
+            tracing::info!(%environment, revision, "environment document updated from the fleet's store");
+            Ok(Loaded::New)
+        }
+        Ok(Published::Unchanged(_)) => Ok(Loaded::Unchanged),
+        Err(rejected) => {
+            crate::telemetry::fleet::refused();
+            let reason = rejected.message(&slot.client_key);
+            tracing::warn!(%environment, %reason, "refused the document the fleet's store holds; serving the last good one");
+            Ok(Loaded::Refused { revision })
+        }
+    }
+}
