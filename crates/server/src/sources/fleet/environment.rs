@@ -181,10 +181,18 @@ async fn write(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
     let Some(mut conn) = fleet.connection().await else {
         return;
     };
-    let written = stored::write(&mut conn, &place.id, &held, slot).await;
+    let mut written = stored::write(&mut conn, &place.id, &held, slot, false).await;
+    if matches!(written, Ok(Written::Newer)) {
+        // Newer than what upstream just gave: serve it if it is good, replace it if it is not.
+        load(fleet, &mut conn, slot, place).await;
+        if place.refused.is_some() {
+            written = stored::write(&mut conn, &place.id, &held, slot, true).await;
+        }
+    }
     fleet.answered(written.as_ref());
     match written {
         Ok(Written::Stored) => place.written = current,
+        Ok(Written::Newer) => place.written = revision(slot),
         Ok(Written::LeaseLost) => {
             tracing::info!(environment = %crate::keys::fingerprint(&slot.client_key), "lease expired during the fetch: the document is not written for the fleet");
             drop_lease(fleet, place);

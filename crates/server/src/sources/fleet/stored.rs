@@ -16,16 +16,18 @@ use super::{document_key, lease_key, CHANNEL};
 use crate::received::Incoming;
 use crate::store::{EnvSlot, Published};
 
-/// Writes the document if the lease is still the writer's and what Redis holds is not newer;
-/// announces it. 1: written; 0: the lease is lost (nothing written); 2: Redis holds a newer
-/// document; 3: Redis holds this revision already.
+/// Writes the document if the lease is still the writer's and what Redis holds is not newer
+/// (unless `ARGV[7]` is `1`: what it holds was refused); announces it. 1: written; 0: the lease
+/// is lost (nothing written); 2: Redis holds a newer document; 3: Redis holds this revision.
 static WRITE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
         if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
         local held = redis.call('HMGET', KEYS[2], 'updated_at_ms', 'revision')
         if held[2] == ARGV[3] then return 3 end
-        if held[1] and tonumber(held[1]) and tonumber(held[1]) > tonumber(ARGV[4]) then return 2 end
+        if ARGV[7] ~= '1' and held[1] and tonumber(held[1]) and tonumber(held[1]) > tonumber(ARGV[4]) then
+            return 2
+        end
         redis.call('HSET', KEYS[2], 'body', ARGV[2], 'revision', ARGV[3], 'updated_at_ms', ARGV[4])
         redis.call('PUBLISH', ARGV[5], ARGV[6])
         return 1
@@ -36,18 +38,22 @@ static WRITE: LazyLock<Script> = LazyLock::new(|| {
 /// What writing did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
-    /// Written and announced (or Redis already held it, or something newer).
+    /// Written and announced (or Redis already held it).
     Stored,
+    /// Redis holds a newer document (not overwritten).
+    Newer,
     /// The lease was lost before the write: nothing was written.
     LeaseLost,
 }
 
-/// Writes the slot's current document for the fleet, fenced by `lease`.
+/// Writes the slot's current document for the fleet, fenced by `lease`; `over_refused`: also
+/// over a newer value, which this replica refused (corrupt values are not kept forever).
 pub async fn write(
     conn: &mut ConnectionManager,
     id: &str,
     lease: &Lease,
     slot: &EnvSlot,
+    over_refused: bool,
 ) -> RedisResult<Written> {
     let Some(snapshot) = slot.snapshot() else {
         return Ok(Written::Stored);
@@ -62,10 +68,12 @@ pub async fn write(
         .arg(snapshot.updated_at_ms)
         .arg(CHANNEL)
         .arg(id)
+        .arg(if over_refused { "1" } else { "0" })
         .invoke_async(conn)
         .await?;
     Ok(match outcome {
         0 => Written::LeaseLost,
+        2 => Written::Newer,
         _ => Written::Stored,
     })
 }
@@ -79,7 +87,8 @@ pub enum Loaded {
     Unchanged,
     /// A new revision is served.
     New,
-    /// The value was refused (the reason is logged); `revision` is what it claimed to be.
+    /// The value was refused (the reason logged the first time); `revision` is what it claimed
+    /// to be.
     Refused { revision: String },
 }
 
@@ -102,7 +111,8 @@ pub async fn load(
         return Ok(Loaded::Nothing);
     };
     if refused == Some(revision.as_str()) {
-        return Ok(Loaded::Unchanged);
+        // Refused already (counted and logged then).
+        return Ok(Loaded::Refused { revision });
     }
     if let Some(current) = slot.snapshot() {
         let updated_at = updated_at.and_then(|u| u.parse::<u64>().ok()).unwrap_or(0);
