@@ -47,7 +47,7 @@ pub fn redact(redis_url: &str) -> String {
 pub(super) struct FleetFile {
     /// The shared Redis: `redis://host:6379/0`, or `rediss://user:password@host:6380/0` for TLS with an ACL user. It holds documents as sensitive as the server keys.
     redis_url: RedisUrl,
-    /// Seconds a replica's lease on an environment lasts without renewal (renewed every third of it); a replica that stops hands its environments over within this (default 15).
+    /// Seconds a replica's lease on an environment lasts without renewal (renewed every third of it); a replica that stops hands its environments over within this.
     #[serde(default)]
     #[schemars(range(min = 1, max = 3600))]
     lease_seconds: Option<Seconds>,
@@ -56,12 +56,23 @@ pub(super) struct FleetFile {
 /// Leases last this long unless configured.
 const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 
+impl FleetConfig {
+    /// The section with only its URL given.
+    pub(super) fn with_url(redis_url: String) -> FleetConfig {
+        FleetConfig {
+            redis_url,
+            lease: DEFAULT_LEASE,
+        }
+    }
+}
+
 impl FleetFile {
     pub(super) fn settings(self) -> FleetConfig {
-        FleetConfig {
-            redis_url: self.redis_url.0,
-            lease: self.lease_seconds.map_or(DEFAULT_LEASE, |s| s.0),
+        let mut c = FleetConfig::with_url(self.redis_url.0);
+        if let Some(Seconds(d)) = self.lease_seconds {
+            c.lease = d;
         }
+        c
     }
 
     pub(super) fn from_settings(c: &FleetConfig) -> FleetFile {
