@@ -103,8 +103,10 @@ impl JsonSchema for RedisUrl {
 impl<'de> Deserialize<'de> for RedisUrl {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         // The messages never repeat the value: it may hold a password.
-        let text = String::deserialize(d).map_err(|_| de::Error::custom("must be a URL"))?;
-        let url = url::Url::parse(&text).map_err(|e| de::Error::custom(format!("not a URL: {e}")))?;
+        // Serde's own error for a missing key or a wrong type (it names the key, not a value).
+        let text = String::deserialize(d)?;
+        let url =
+            url::Url::parse(&text).map_err(|e| de::Error::custom(format!("not a URL: {e}")))?;
         if !matches!(url.scheme(), "redis" | "rediss") {
             return Err(de::Error::custom(
                 "must start with redis:// or rediss:// (TLS)",
@@ -154,8 +156,10 @@ mod tests {
         let e = load(json!({"flagpole": {"fleet": {"redis_url": "https://u:hunter2@r.test"}}}))
             .unwrap_err();
         assert!(!e.contains("hunter2"), "{e}");
-        let e = load(json!({"flagpole": {"fleet": {"redis_url": "redis://r.test", "lease_seconds": 0.2}}}))
-            .unwrap_err();
+        let e = load(
+            json!({"flagpole": {"fleet": {"redis_url": "redis://r.test", "lease_seconds": 0.2}}}),
+        )
+        .unwrap_err();
         assert!(e.contains("flagpole.fleet.lease_seconds"), "{e}");
         let e = load(json!({"flagpole": {"fleet": {"lease_seconds": 5}}})).unwrap_err();
         assert!(e.contains("redis_url"), "{e}");
@@ -163,8 +167,10 @@ mod tests {
 
     #[test]
     fn the_password_is_redacted() {
-        let c = load(json!({"flagpole": {"fleet": {"redis_url": "rediss://app:hunter2@r.test:6380/0"}}}))
-            .unwrap();
+        let c = load(
+            json!({"flagpole": {"fleet": {"redis_url": "rediss://app:hunter2@r.test:6380/0"}}}),
+        )
+        .unwrap();
         let shown = c.redacted().fleet.unwrap().redis_url;
         assert_eq!(shown, "rediss://app:redacted@r.test:6380/0");
         assert!(!format!("{:?}", c.fleet).contains("hunter2"));

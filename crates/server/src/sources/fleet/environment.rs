@@ -59,12 +59,12 @@ async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
                     load(&fleet, &mut conn, &slot, &mut place).await
                 }
                 _ => {
-                    let before = revision(&slot);
+                    let (before, heard) = (revision(&slot), slot.last_success());
                     poll_one(&slot, &pollers).await;
                     if revision(&slot) != before {
                         crate::telemetry::fleet::document(false);
                     }
-                    write(&fleet, &slot, &mut place).await;
+                    write(&fleet, &slot, &mut place, slot.last_success() != heard).await;
                 }
             }
             next_poll = schedule.next_after(Instant::now());
@@ -87,11 +87,9 @@ async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
     if let Some(held) = place.lease.take() {
         fleet.lease_gone();
         if let Some(mut conn) = fleet.connection().await {
-            let _ = tokio::time::timeout(
-                super::TIMEOUT,
-                lease::release(&mut conn, &place.id, &held),
-            )
-            .await;
+            let _ =
+                tokio::time::timeout(super::TIMEOUT, lease::release(&mut conn, &place.id, &held))
+                    .await;
         }
     }
 }
@@ -160,27 +158,33 @@ async fn load(fleet: &Fleet, conn: &mut ConnectionManager, slot: &Arc<EnvSlot>, 
     let loaded = stored::load(conn, &place.id, slot, place.refused.as_deref()).await;
     fleet.answered(loaded.as_ref());
     match loaded {
-        Ok(Loaded::New) | Ok(Loaded::Unchanged) => {
-            place.refused = None;
-            slot.mark_success(std::time::SystemTime::now());
-        }
+        Ok(Loaded::New) | Ok(Loaded::Unchanged) => place.refused = None,
         Ok(Loaded::Refused { revision }) => place.refused = Some(revision),
         Ok(Loaded::Nothing) | Err(_) => {}
     }
 }
 
-/// The holder writes a document Redis does not have yet.
-async fn write(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
+/// The holder writes a document Redis does not have yet, or (`heard`: upstream answered) says
+/// when upstream last confirmed the one it has.
+async fn write(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place, heard: bool) {
     let Some(held) = place.lease.clone() else {
         return;
     };
     let current = revision(slot);
-    if current.is_none() || current == place.written {
+    if current.is_none() {
         return;
     }
     let Some(mut conn) = fleet.connection().await else {
         return;
     };
+    if current == place.written {
+        if heard {
+            let at = stored::last_success_ms(slot);
+            let confirmed = stored::confirm(&mut conn, &place.id, &held, at).await;
+            fleet.answered(confirmed.as_ref());
+        }
+        return;
+    }
     let mut written = stored::write(&mut conn, &place.id, &held, slot, false).await;
     if matches!(written, Ok(Written::Newer)) {
         // Newer than what upstream just gave: serve it if it is good, replace it if it is not.

@@ -48,7 +48,10 @@ pub async fn run(fleet: Arc<Fleet>, stop: CancellationToken) {
     if let Some(mut conn) = fleet.connection().await {
         let _: redis::RedisResult<u32> = tokio::time::timeout(
             super::TIMEOUT,
-            redis::cmd("ZREM").arg(MEMBERS).arg(&fleet.replica).query_async(&mut conn),
+            redis::cmd("ZREM")
+                .arg(MEMBERS)
+                .arg(&fleet.replica)
+                .query_async(&mut conn),
         )
         .await
         .unwrap_or(Ok(0));

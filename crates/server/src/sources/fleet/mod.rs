@@ -124,7 +124,12 @@ impl Fleet {
     pub fn answered<T>(&self, result: Result<T, &redis::RedisError>) {
         match result {
             Ok(_) => self.set_reachable(true, ""),
-            Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() => {
+            Err(e)
+                if e.is_io_error()
+                    || e.is_timeout()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal() =>
+            {
                 self.set_reachable(false, &e.to_string())
             }
             Err(e) => {
@@ -225,9 +230,6 @@ pub async fn start_from_store(fleet: &Arc<Fleet>, slots: Vec<Arc<crate::store::E
             let id = environment_id(&slot.client_key);
             let loaded = stored::load(&mut conn, &id, &slot, None).await;
             fleet.answered(loaded.as_ref());
-            if matches!(loaded, Ok(stored::Loaded::New)) {
-                slot.mark_success(std::time::SystemTime::now());
-            }
         }
     }))
     .await;

@@ -6,6 +6,7 @@
 //! valid document is refused, counted and logged, and the last good one kept.
 
 use std::sync::{Arc, LazyLock};
+use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
 use redis::aio::ConnectionManager;
@@ -28,12 +29,44 @@ static WRITE: LazyLock<Script> = LazyLock::new(|| {
         if ARGV[7] ~= '1' and held[1] and tonumber(held[1]) and tonumber(held[1]) > tonumber(ARGV[4]) then
             return 2
         end
-        redis.call('HSET', KEYS[2], 'body', ARGV[2], 'revision', ARGV[3], 'updated_at_ms', ARGV[4])
+        redis.call('HSET', KEYS[2], 'body', ARGV[2], 'revision', ARGV[3], 'updated_at_ms', ARGV[4],
+            'confirmed_at_ms', ARGV[8])
         redis.call('PUBLISH', ARGV[5], ARGV[6])
         return 1
         ",
     )
 });
+
+/// Records when the holder last heard from upstream (a 304 counts), if the lease is still its
+/// own: the others report that as their last successful update, so readiness judges the fleet's
+/// document by its age at the upstream, as a lone proxy does.
+static CONFIRM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+        redis.call('HSET', KEYS[2], 'confirmed_at_ms', ARGV[2])
+        return 1
+        ",
+    )
+});
+
+/// Records the holder's last successful poll for the fleet.
+pub async fn confirm(
+    conn: &mut ConnectionManager,
+    id: &str,
+    lease: &Lease,
+    at_ms: u64,
+) -> RedisResult<()> {
+    let _: u32 = CONFIRM
+        .key(lease_key(id))
+        .key(document_key(id))
+        .arg(&lease.value)
+        .arg(at_ms)
+        .invoke_async(conn)
+        .await?;
+    Ok(())
+}
 
 /// What writing did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +102,7 @@ pub async fn write(
         .arg(CHANNEL)
         .arg(id)
         .arg(if over_refused { "1" } else { "0" })
+        .arg(last_success_ms(slot))
         .invoke_async(conn)
         .await?;
     Ok(match outcome {
@@ -76,6 +110,13 @@ pub async fn write(
         2 => Written::Newer,
         _ => Written::Stored,
     })
+}
+
+/// When the slot last heard from upstream, in Unix milliseconds (0: never).
+pub fn last_success_ms(slot: &EnvSlot) -> u64 {
+    slot.last_success()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// What reading did.
@@ -101,14 +142,23 @@ pub async fn load(
     refused: Option<&str>,
 ) -> RedisResult<Loaded> {
     let key = document_key(id);
-    let (revision, updated_at): (Option<String>, Option<String>) = redis::cmd("HMGET")
-        .arg(&key)
-        .arg("revision")
-        .arg("updated_at_ms")
-        .query_async(conn)
-        .await?;
+    let (revision, updated_at, confirmed): (Option<String>, Option<String>, Option<u64>) =
+        redis::cmd("HMGET")
+            .arg(&key)
+            .arg("revision")
+            .arg("updated_at_ms")
+            .arg("confirmed_at_ms")
+            .query_async(conn)
+            .await?;
     let Some(revision) = revision else {
         return Ok(Loaded::Nothing);
+    };
+    // The holder's last word from upstream is this replica's last successful update, once
+    // what Redis holds is served here.
+    let confirm = || {
+        if let Some(ms) = confirmed {
+            slot.mark_success(UNIX_EPOCH + Duration::from_millis(ms));
+        }
     };
     if refused == Some(revision.as_str()) {
         // Refused already (counted and logged then).
@@ -116,7 +166,11 @@ pub async fn load(
     }
     if let Some(current) = slot.snapshot() {
         let updated_at = updated_at.and_then(|u| u.parse::<u64>().ok()).unwrap_or(0);
-        if current.content_revision == revision || updated_at < current.updated_at_ms {
+        if current.content_revision == revision {
+            confirm();
+            return Ok(Loaded::Unchanged);
+        }
+        if updated_at < current.updated_at_ms {
             return Ok(Loaded::Unchanged);
         }
     }
@@ -127,11 +181,15 @@ pub async fn load(
     let environment = crate::keys::fingerprint(&slot.client_key);
     match slot.publish(Incoming::Bytes(Bytes::from(body))).await {
         Ok(Published::NewRevision { revision, .. }) => {
+            confirm();
             crate::telemetry::fleet::document(true);
             tracing::info!(%environment, revision, "environment document updated from the fleet's store");
             Ok(Loaded::New)
         }
-        Ok(Published::Unchanged(_)) => Ok(Loaded::Unchanged),
+        Ok(Published::Unchanged(_)) => {
+            confirm();
+            Ok(Loaded::Unchanged)
+        }
         Err(rejected) => {
             crate::telemetry::fleet::refused();
             let reason = rejected.message(&slot.client_key);
