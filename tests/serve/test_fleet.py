@@ -2,7 +2,8 @@
 one replica for the whole fleet (the holder of its lease) and the others load its document from
 Redis; a replica killed hands its environments over; a new replica with an empty directory and
 no upstream serves what Redis holds; Redis going away never fails a request (every replica then
-polls upstream itself); a corrupt value in Redis is refused and the last good document kept.
+polls upstream itself); a corrupt value in Redis is refused and the last good document kept; a
+holder whose lease ran out while it fetched writes nothing (fencing).
 
 Redis is Debian's `redis-server`, started here on a free loopback port with nothing saved to disk.
 Without it the suite is skipped, except under CI=true, where that is a failure.
@@ -237,3 +238,31 @@ def test_a_corrupt_value_in_redis_is_refused_and_the_last_good_kept(redis, upstr
     # The next change upstream replaces the refused value, and reaches every replica.
     set_revision(upstream, 2)
     wait_all_serve(replicas, 2)
+
+
+def test_a_holder_whose_lease_ran_out_during_its_fetch_writes_nothing(redis, upstream, flagpole, tmp_path):
+    env = ENVS[0]
+    set_revision(upstream, 1, [env])
+    config = fleet_config(upstream, redis, [env])
+    config["flagpole"]["fleet"]["lease_seconds"] = 1
+    config["api_poll_timeout_seconds"] = 10
+    holder = flagpole(config, workdir=tmp_path / "holder", wait=True)
+    holder.wait_ready(WAIT)
+    wait_leases_settled([holder], [env])
+    key = f"flagpole:env:{environment_id(env.client_key)}:document"
+    lease = f"flagpole:env:{environment_id(env.client_key)}:lease"
+    wait_until(lambda: redis.cli("HEXISTS", key, "body") == "1", WAIT, "the document was never written")
+    stored = redis.cli("HGET", key, "revision")
+    # The next fetch takes longer than the lease: the lease runs out meanwhile and another
+    # replica (played here) takes it.
+    upstream.slow_seconds = 3.0
+    upstream.set_mode("slow")
+    set_revision(upstream, 2, [env])
+    wait_until(lambda: redis.cli("EXISTS", lease) == "0", WAIT, "the lease never ran out during the fetch")
+    assert redis.cli("SET", lease, "another-replica:999999", "PX", "60000", "NX") == "OK"
+    # The fetch ends: the holder serves what upstream answered, but writes nothing for the fleet.
+    wait_until(lambda: serves(holder, env, 2), WAIT, "the slow answer was never served")
+    wait_until(lambda: "lease expired during the fetch" in holder.stderr_text(), WAIT,
+               "the holder never found its lease gone")
+    assert redis.cli("HGET", key, "revision") == stored
+    assert redis.cli("GET", lease) == "another-replica:999999"
