@@ -35,9 +35,10 @@ class RedisServer:
     """One redis-server on 127.0.0.1, nothing persisted; `stop` kills it (SIGKILL), `start`
     brings it back empty on the same port."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, tls: tuple[Path, Path, Path] | None = None) -> None:
         self.port = free_port()
         self.workdir = workdir
+        self.tls = tls  # (CA, certificate, key): TLS only, no plain port
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -46,8 +47,13 @@ class RedisServer:
 
     def start(self) -> "RedisServer":
         self.workdir.mkdir(parents=True, exist_ok=True)
+        ports = ["--port", str(self.port)]
+        if self.tls is not None:
+            ca, cert, key = self.tls
+            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
+                     "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            ["redis-server", *ports, "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", str(self.workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
@@ -60,17 +66,22 @@ class RedisServer:
             self.proc.wait(timeout=10)
 
     def cli(self, *args: str) -> str:
-        done = subprocess.run(["redis-cli", "-p", str(self.port), *args], capture_output=True, text=True,
-                              timeout=10)
+        tls = ["--tls", "--cacert", str(self.tls[0])] if self.tls is not None else []
+        done = subprocess.run(["redis-cli", "-p", str(self.port), *tls, *args], capture_output=True,
+                              text=True, timeout=10)
         return done.stdout.strip()
 
 
-@pytest.fixture
-def redis(tmp_path):
+def need_redis() -> None:
     if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("redis-server is not installed (apt-get install redis-server)")
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
+
+
+@pytest.fixture
+def redis(tmp_path):
+    need_redis()
     server = RedisServer(tmp_path / "redis").start()
     try:
         yield server
@@ -266,3 +277,35 @@ def test_a_holder_whose_lease_ran_out_during_its_fetch_writes_nothing(redis, ups
                "the holder never found its lease gone")
     assert redis.cli("HGET", key, "revision") == stored
     assert redis.cli("GET", lease) == "another-replica:999999"
+
+
+def test_rediss_with_an_acl_user(upstream, flagpole, tmp_path):
+    """`rediss://` (TLS, the server's certificate checked against the trusted roots) with an ACL
+    user limited to Flagpole's keys and channel, the default user switched off."""
+    need_redis()
+    from tls_certs import Authority
+
+    authority = Authority(tmp_path)
+    pair = authority.issue()
+    cert, key = tmp_path / "redis-cert.pem", tmp_path / "redis-key.pem"
+    cert.write_bytes(pair.cert_pem)
+    key.write_bytes(pair.key_pem)
+    server = RedisServer(tmp_path / "redis-tls", tls=(authority.ca_path, cert, key)).start()
+    try:
+        assert server.cli("ACL", "SETUSER", "flagpole", "on", ">s3cret", "~flagpole:*", "&flagpole:*",
+                          "+@all", "-@dangerous") == "OK"
+        assert server.cli("ACL", "SETUSER", "default", "off") == "OK"
+        env = ENVS[0]
+        set_revision(upstream, 1, [env])
+        config = fleet_config(upstream, server, [env])
+        config["flagpole"]["fleet"]["redis_url"] = f"rediss://flagpole:s3cret@127.0.0.1:{server.port}/0"
+        fp = flagpole(config, workdir=tmp_path / "replica", env={"SSL_CERT_FILE": str(authority.ca_path)})
+        fp.wait_ready(WAIT)
+        wait_leases_settled([fp], [env])
+        assert scrape(fp).value("flagpole_fleet_store_reachable") == 1
+        key_name = f"flagpole:env:{environment_id(env.client_key)}:document"
+        wait_until(lambda: server.cli("--user", "flagpole", "--pass", "s3cret", "--no-auth-warning",
+                                      "HEXISTS", key_name, "body") == "1", WAIT, "nothing written over TLS")
+        assert "s3cret" not in fp.stderr_text()
+    finally:
+        server.stop()
