@@ -85,6 +85,30 @@ if [ ${#optional_missing[@]} -gt 0 ]; then
   printf '  %s\n' "${optional_missing[@]}" >&2
 fi
 
+# The fleet tests (tests/serve/test_fleet.py) run Debian's redis-server (and redis-cli) on loopback
+# ports. Installed with apt-get when missing and we are root; otherwise named, and under CI=true
+# its absence stops the run (the suite would fail on it anyway).
+echo "== redis-server (fleet tests)"
+if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
+  echo "found: $(redis-server --version | awk '{print $3}')"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  log=$(mktemp)
+  if DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 &&
+     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >>"$log" 2>&1; then
+    echo "installed: $(redis-server --version | awk '{print $3}')"
+  else
+    echo "could not install redis-server:" >&2
+    tail -n 5 "$log" >&2
+    in_ci && exit 1
+  fi
+  rm -f "$log"
+elif in_ci; then
+  echo "missing prerequisite: redis-server (Debian: apt-get install redis-server)" >&2
+  exit 1
+else
+  echo "no redis-server (Debian: apt-get install redis-server); the fleet tests will be skipped"
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -110,7 +110,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     );
     let warm = warm_start(&config)?;
     load_documents(plan, warm.clone(), &shutdown).await?;
-    let pollers = start_polling(&config, &store, warm, &shutdown);
+    let fleet = start_fleet(&config, &store, &shutdown).await?;
+    let pollers = start_polling(&config, &store, warm, fleet, &shutdown);
     let state = front_doors(&config, &store, pollers.as_ref(), &shutdown).await;
     run(ports, state, &config, &shutdown).await;
     Ok(())
@@ -217,12 +218,44 @@ async fn load_documents(
     Ok(())
 }
 
-/// A poller per upstream environment. The HTTP client (TLS roots and all) only when something
+/// In a fleet (`flagpole.fleet`), what Redis holds is served at once (newer than a warm-start
+/// copy, or where there is none), whether or not the upstream answers; then the fleet's
+/// membership and change notices run until shutdown.
+async fn start_fleet(
+    config: &Config,
+    store: &Store,
+    shutdown: &Shutdown,
+) -> Result<Option<Arc<sources::fleet::Fleet>>, String> {
+    let Some(settings) = &config.fleet else {
+        return Ok(None);
+    };
+    let fleet = sources::fleet::Fleet::new(settings)?;
+    let polled = store
+        .environments()
+        .iter()
+        .filter(|slot| matches!(slot.source, Source::Upstream { .. }))
+        .cloned()
+        .collect();
+    sources::fleet::start_from_store(&fleet, polled).await;
+    shutdown.spawn(sources::fleet::membership::run(
+        fleet.clone(),
+        shutdown.requested.clone(),
+    ));
+    shutdown.spawn(sources::fleet::notices::run(
+        fleet.clone(),
+        shutdown.requested.clone(),
+    ));
+    Ok(Some(fleet))
+}
+
+/// A poller per upstream environment (in a fleet, one that polls only while it holds the
+/// environment's lease). The HTTP client (TLS roots and all) only when something
 /// is polled or discovered: an offline proxy stays smaller without it.
 fn start_polling(
     config: &Arc<Config>,
     store: &Store,
     warm: Option<Arc<WarmStart>>,
+    fleet: Option<Arc<sources::fleet::Fleet>>,
     shutdown: &Shutdown,
 ) -> Option<upstream::Pollers> {
     let polled = store
@@ -238,11 +271,10 @@ fn start_polling(
         limit: Arc::new(Semaphore::new(config.upstream.max_concurrent_fetches)),
         warm,
         tasks: shutdown.tasks.clone(),
+        runner: fleet.map(sources::fleet::environment::runner),
     };
     for slot in store.environments() {
-        if let Source::Upstream { .. } = &slot.source {
-            pollers.spawn(slot.clone());
-        }
+        pollers.spawn(slot.clone());
     }
     Some(pollers)
 }

@@ -196,6 +196,8 @@ pub(super) struct FlagpoleFile {
     shadow: Option<ShadowSection>,
     /// The flagd-compatible listener (gRPC and Connect) for the OpenFeature flagd providers.
     grpc: Option<Object<GrpcFile>>,
+    /// Replicas sharing one Redis: each environment polled upstream by one replica for the whole fleet, new replicas started from what Redis holds; `null`: each replica on its own.
+    fleet: Option<Object<super::fleet::FleetFile>>,
 }
 
 #[derive(Deserialize, Serialize, JsonSchema, Default)]
@@ -484,6 +486,7 @@ impl FlagpoleFile {
         if let Some(Object(section)) = self.shadow {
             c.shadow = section.settings();
         }
+        c.fleet = self.fleet.map(|f| f.0.settings());
     }
 
     fn from_settings(c: &Config) -> FlagpoleFile {
@@ -528,6 +531,10 @@ impl FlagpoleFile {
             grpc: Some(Object(GrpcFile {
                 port: c.server.grpc_port.map(Port),
             })),
+            fleet: c
+                .fleet
+                .as_ref()
+                .map(|f| Object(super::fleet::FleetFile::from_settings(f))),
         }
     }
 }

@@ -17,6 +17,7 @@ mod analytics;
 mod bounds;
 mod env;
 mod file;
+mod fleet;
 mod ofrep;
 mod reference;
 mod rules;
@@ -34,6 +35,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use env::Variable;
+pub use fleet::{redact as redact_redis_url, FleetConfig};
 pub use reference::reference;
 pub use schema::schema;
 pub use settings::{

@@ -37,6 +37,7 @@ fn generate() -> Value {
     // required keys are given.
     let mut with_sections = Config::default();
     with_sections.server.tls = Some(TlsConfig::with_paths(PathBuf::new(), PathBuf::new()));
+    with_sections.fleet = Some(super::FleetConfig::with_url(String::new()));
     let defaults = [
         super::effective(&Config::default()),
         super::effective(&with_sections),

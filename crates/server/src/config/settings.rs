@@ -30,6 +30,8 @@ pub struct Config {
     pub analytics: AnalyticsConfig,
     /// `flagpole.shadow`: identity answers compared with the Flagsmith API.
     pub shadow: ShadowConfig,
+    /// `flagpole.fleet`: replicas sharing one Redis; `None`: each replica on its own.
+    pub fleet: Option<super::fleet::FleetConfig>,
 }
 
 /// Which environments are served.
@@ -180,6 +182,7 @@ impl Default for Config {
             ofrep: OfrepConfig::default(),
             analytics: AnalyticsConfig::default(),
             shadow: ShadowConfig::default(),
+            fleet: None,
         }
     }
 }
@@ -196,6 +199,9 @@ impl Config {
         }
         c.environments.proxy_key = c.environments.proxy_key.as_ref().map(hide);
         c.ofrep.sse.secret = c.ofrep.sse.secret.as_ref().map(hide);
+        if let Some(fleet) = &mut c.fleet {
+            fleet.redis_url = super::fleet::redact(&fleet.redis_url);
+        }
         for api_url in [Some(&mut c.upstream.api_url), c.shadow.api_url.as_mut()]
             .into_iter()
             .flatten()

@@ -50,42 +50,36 @@ pub(crate) struct Pollers {
     pub warm: Option<Arc<WarmStart>>,
     /// Where pollers run (the proxy's shutdown waits for them).
     pub tasks: crate::tasks::Tasks,
+    /// What keeps an environment up to date instead of the plain poll loop (the fleet's, which
+    /// polls only while it holds the environment's lease); `None`: the poll loop.
+    pub runner: Option<Runner>,
 }
+
+/// Keeps one environment up to date until it stops, polling with [`poll_one`] when it should.
+pub(crate) type Runner = Arc<
+    dyn Fn(Arc<EnvSlot>, Pollers) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
 
 impl Pollers {
     pub(crate) fn spawn(&self, slot: Arc<EnvSlot>) {
-        self.tasks.spawn(poll(slot, self.clone()));
+        if !matches!(slot.source, Source::Upstream { .. }) {
+            return;
+        }
+        match &self.runner {
+            Some(runner) => self.tasks.spawn(runner(slot, self.clone())),
+            None => self.tasks.spawn(poll(slot, self.clone())),
+        };
     }
 }
 
 /// Polls one environment until it stops (removed by discovery, or the proxy shutting down).
 async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
-    let Pollers {
-        client,
-        config,
-        limit,
-        warm,
-        tasks: _,
-    } = pollers;
-    if !matches!(slot.source, Source::Upstream { .. }) {
-        return;
-    }
-    let period = config
-        .upstream
-        .poll_frequency
-        .max(Duration::from_millis(100));
-    let mut schedule = crate::sources::poll_schedule::PollSchedule::new(period, Instant::now());
+    let mut schedule =
+        crate::sources::poll_schedule::PollSchedule::new(pollers.period(), Instant::now());
     loop {
-        {
-            let _permit = limit.acquire().await.expect("semaphore is never closed");
-            // Read each time: discovery may have rotated the key.
-            match slot.fetch_key() {
-                Some(server_key) => {
-                    poll_once(&slot, &client, &config, &server_key, warm.as_deref()).await
-                }
-                None => slot.mark_failure("no active server key for this environment".into()),
-            }
-        }
+        poll_one(&slot, &pollers).await;
         let next = schedule.next_after(Instant::now());
         tokio::select! {
             _ = tokio::time::sleep_until(next.into()) => {}
@@ -93,6 +87,39 @@ async fn poll(slot: Arc<EnvSlot>, pollers: Pollers) {
             _ = slot.poll_now.notified() => {}
             _ = slot.stop.cancelled() => return,
         }
+    }
+}
+
+impl Pollers {
+    /// The poll period (at least 0.1 s).
+    pub(crate) fn period(&self) -> Duration {
+        self.config
+            .upstream
+            .poll_frequency
+            .max(Duration::from_millis(100))
+    }
+}
+
+/// One poll within the bound on concurrent fetches, with the environment's current server key.
+pub(crate) async fn poll_one(slot: &Arc<EnvSlot>, pollers: &Pollers) {
+    let _permit = pollers
+        .limit
+        .acquire()
+        .await
+        .expect("semaphore is never closed");
+    // Read each time: discovery may have rotated the key.
+    match slot.fetch_key() {
+        Some(server_key) => {
+            poll_once(
+                slot,
+                &pollers.client,
+                &pollers.config,
+                &server_key,
+                pollers.warm.as_deref(),
+            )
+            .await
+        }
+        None => slot.mark_failure("no active server key for this environment".into()),
     }
 }
 

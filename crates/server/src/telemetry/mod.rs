@@ -14,6 +14,7 @@
 
 pub(crate) mod environments;
 pub(crate) mod flagd;
+pub(crate) mod fleet;
 pub(crate) mod http;
 pub(crate) mod summary;
 
@@ -90,6 +91,7 @@ fn install(shutdown: &Shutdown) -> Option<PrometheusHandle> {
         return None;
     }
     describe();
+    fleet::describe();
     metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     metrics::gauge!(START_TIME).set(unix_seconds(SystemTime::now()));
     let upkeep = handle.clone();

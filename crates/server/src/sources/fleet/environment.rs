@@ -1,0 +1,206 @@
+//! One environment in a fleet: the task that replaces the plain poll loop. Every third of a
+//! lease it keeps up its lease (renews one held; takes a free one while under its share, or one
+//! left free for two checks in a row whatever its share; hands one over when well over its
+//! share). At each poll time the holder polls the upstream and writes a new document to Redis
+//! (fenced); the others check Redis instead, and load on every notice. While Redis does not
+//! answer, the environment is polled upstream here, as without a fleet.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use redis::aio::ConnectionManager;
+
+use super::lease::{self, Lease};
+use super::stored::{self, Loaded, Written};
+use super::{environment_id, Fleet};
+use crate::sources::poll_schedule::PollSchedule;
+use crate::sources::upstream::{poll_one, Pollers};
+use crate::store::EnvSlot;
+
+/// The fleet's [`Runner`](crate::sources::upstream::Runner).
+pub(crate) fn runner(fleet: Arc<Fleet>) -> crate::sources::upstream::Runner {
+    Arc::new(move |slot, pollers| Box::pin(run(slot, pollers, fleet.clone())))
+}
+
+/// What this replica knows of one environment's place in the fleet.
+struct Place {
+    id: String,
+    /// The lease, while this replica holds it.
+    lease: Option<Lease>,
+    /// The content revision last written to Redis (by this replica, as the holder).
+    written: Option<String>,
+    /// A value Redis holds that was refused (not read again until it changes).
+    refused: Option<String>,
+    /// The lease was free at the last check (and not taken here).
+    seen_free: bool,
+}
+
+async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
+    let mut place = Place {
+        id: environment_id(&slot.client_key),
+        lease: None,
+        written: None,
+        refused: None,
+        seen_free: false,
+    };
+    let notice = fleet.register(&place.id);
+    let mut schedule = PollSchedule::new(pollers.period(), Instant::now());
+    let upkeep_every = fleet.lease / 3;
+    let mut next_poll = Instant::now();
+    let mut next_upkeep = Instant::now();
+    loop {
+        if Instant::now() >= next_upkeep {
+            upkeep(&fleet, &slot, &mut place).await;
+            next_upkeep = Instant::now() + upkeep_every;
+        }
+        if Instant::now() >= next_poll {
+            match fleet.connection().await {
+                Some(mut conn) if fleet.reachable() && place.lease.is_none() => {
+                    load(&fleet, &mut conn, &slot, &mut place).await
+                }
+                _ => {
+                    let (before, heard) = (revision(&slot), slot.last_success());
+                    poll_one(&slot, &pollers).await;
+                    if revision(&slot) != before {
+                        crate::telemetry::fleet::document(false);
+                    }
+                    write(&fleet, &slot, &mut place, slot.last_success() != heard).await;
+                }
+            }
+            next_poll = schedule.next_after(Instant::now());
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(next_poll.min(next_upkeep).into()) => {}
+            _ = notice.notified() => {
+                if place.lease.is_none() {
+                    if let Some(mut conn) = fleet.connection().await {
+                        load(&fleet, &mut conn, &slot, &mut place).await;
+                    }
+                }
+            }
+            // A client saw a newer revision elsewhere: poll (or check Redis) now.
+            _ = slot.poll_now.notified() => next_poll = Instant::now(),
+            _ = slot.stop.cancelled() => break,
+        }
+    }
+    fleet.unregister(&place.id);
+    if let Some(held) = place.lease.take() {
+        fleet.lease_gone();
+        if let Some(mut conn) = fleet.connection().await {
+            let _ =
+                tokio::time::timeout(super::TIMEOUT, lease::release(&mut conn, &place.id, &held))
+                    .await;
+        }
+    }
+}
+
+fn revision(slot: &EnvSlot) -> Option<String> {
+    slot.snapshot().map(|s| s.content_revision.clone())
+}
+
+/// Renews, takes or hands over the lease.
+async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
+    let Some(mut conn) = fleet.connection().await else {
+        drop_lease(fleet, place);
+        return;
+    };
+    if let Some(held) = place.lease.clone() {
+        if fleet.over_share() {
+            let released = lease::release(&mut conn, &place.id, &held).await;
+            fleet.answered(released.as_ref());
+            place.lease = None;
+            place.written = None;
+            return;
+        }
+        let renewed = lease::renew(&mut conn, &place.id, &held, fleet.lease).await;
+        fleet.answered(renewed.as_ref());
+        match renewed {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(environment = %crate::keys::fingerprint(&slot.client_key), "lease on the environment lost to another replica");
+                drop_lease(fleet, place);
+            }
+            // Redis is down: the lease lapses there; this replica polls on its own meanwhile.
+            Err(_) => drop_lease(fleet, place),
+        }
+        return;
+    }
+    // Two checks in a row found it free: nobody under their share took it, so take it anyway.
+    if fleet.reserve_lease(place.seen_free) {
+        let taken = lease::acquire(&mut conn, &place.id, &fleet.replica, fleet.lease).await;
+        fleet.answered(taken.as_ref());
+        if let Ok(Some(held)) = taken {
+            place.lease = Some(held);
+            place.seen_free = false;
+            place.written = None;
+            // What the fleet has is the starting point: never write over it with older.
+            load(fleet, &mut conn, slot, place).await;
+            tracing::debug!(environment = %crate::keys::fingerprint(&slot.client_key), "holding the lease on the environment");
+            return;
+        }
+        fleet.lease_gone();
+    }
+    let free: redis::RedisResult<bool> =
+        redis::AsyncCommands::exists(&mut conn, super::lease_key(&place.id)).await;
+    fleet.answered(free.as_ref());
+    place.seen_free = matches!(free, Ok(false));
+}
+
+fn drop_lease(fleet: &Fleet, place: &mut Place) {
+    if place.lease.take().is_some() {
+        fleet.lease_gone();
+        place.written = None;
+    }
+}
+
+/// Loads the environment's document from Redis (a non-holder's check, a notice).
+async fn load(fleet: &Fleet, conn: &mut ConnectionManager, slot: &Arc<EnvSlot>, place: &mut Place) {
+    let loaded = stored::load(conn, &place.id, slot, place.refused.as_deref()).await;
+    fleet.answered(loaded.as_ref());
+    match loaded {
+        Ok(Loaded::New) | Ok(Loaded::Unchanged) => place.refused = None,
+        Ok(Loaded::Refused { revision }) => place.refused = Some(revision),
+        Ok(Loaded::Nothing) | Err(_) => {}
+    }
+}
+
+/// The holder writes a document Redis does not have yet, or (`heard`: upstream answered) says
+/// when upstream last confirmed the one it has.
+async fn write(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place, heard: bool) {
+    let Some(held) = place.lease.clone() else {
+        return;
+    };
+    let current = revision(slot);
+    if current.is_none() {
+        return;
+    }
+    let Some(mut conn) = fleet.connection().await else {
+        return;
+    };
+    if current == place.written {
+        if heard {
+            let at = stored::last_success_ms(slot);
+            let confirmed = stored::confirm(&mut conn, &place.id, &held, at).await;
+            fleet.answered(confirmed.as_ref());
+        }
+        return;
+    }
+    let mut written = stored::write(&mut conn, &place.id, &held, slot, false).await;
+    if matches!(written, Ok(Written::Newer)) {
+        // Newer than what upstream just gave: serve it if it is good, replace it if it is not.
+        load(fleet, &mut conn, slot, place).await;
+        if place.refused.is_some() {
+            written = stored::write(&mut conn, &place.id, &held, slot, true).await;
+        }
+    }
+    fleet.answered(written.as_ref());
+    match written {
+        Ok(Written::Stored) => place.written = current,
+        Ok(Written::Newer) => place.written = revision(slot),
+        Ok(Written::LeaseLost) => {
+            tracing::info!(environment = %crate::keys::fingerprint(&slot.client_key), "lease expired during the fetch: the document is not written for the fleet");
+            drop_lease(fleet, place);
+        }
+        Err(_) => {}
+    }
+}

@@ -1,0 +1,59 @@
+//! Which replicas are alive: each adds itself to a sorted set in Redis scored by Redis's own
+//! clock (no skew between replicas), every third of a lease, and members silent for a whole
+//! lease are dropped. The count sets each replica's share of the leases, so that they spread
+//! over the fleet instead of going to whoever started first.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, LazyLock};
+
+use redis::Script;
+use tokio_util::sync::CancellationToken;
+
+use super::{Fleet, MEMBERS};
+
+/// Adds or refreshes a member, drops the silent ones, returns how many are alive.
+static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+        local t = redis.call('TIME')
+        local now = t[1] * 1000 + math.floor(t[2] / 1000)
+        redis.call('ZADD', KEYS[1], now, ARGV[1])
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+        return redis.call('ZCARD', KEYS[1])
+        ",
+    )
+});
+
+/// Keeps this replica on the member list until shutdown, then takes it off.
+pub(crate) async fn run(fleet: Arc<Fleet>, stop: CancellationToken) {
+    let every = fleet.lease / 3;
+    loop {
+        if let Some(mut conn) = fleet.connection().await {
+            let alive: redis::RedisResult<usize> = HEARTBEAT
+                .key(MEMBERS)
+                .arg(&fleet.replica)
+                .arg(fleet.lease.as_millis() as u64)
+                .invoke_async(&mut conn)
+                .await;
+            fleet.answered(alive.as_ref());
+            if let Ok(n) = alive {
+                fleet.replicas.store(n.max(1), Ordering::Release);
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.cancelled() => break,
+        }
+    }
+    if let Some(mut conn) = fleet.connection().await {
+        let _: redis::RedisResult<u32> = tokio::time::timeout(
+            super::TIMEOUT,
+            redis::cmd("ZREM")
+                .arg(MEMBERS)
+                .arg(&fleet.replica)
+                .query_async(&mut conn),
+        )
+        .await
+        .unwrap_or(Ok(0));
+    }
+}

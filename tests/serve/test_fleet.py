@@ -1,0 +1,311 @@
+"""A fleet: replicas sharing one Redis (`flagpole.fleet`). Each environment is polled upstream by
+one replica for the whole fleet (the holder of its lease) and the others load its document from
+Redis; a replica killed hands its environments over; a new replica with an empty directory and
+no upstream serves what Redis holds; Redis going away never fails a request (every replica then
+polls upstream itself); a corrupt value in Redis is refused and the last good document kept; a
+holder whose lease ran out while it fetched writes nothing (fencing).
+
+Redis is Debian's `redis-server`, started here on a free loopback port with nothing saved to disk.
+Without it the suite is skipped, except under CI=true, where that is a failure.
+Every wait is for an event (a revision served, a counter, a request count) with a generous
+deadline; nothing asserts how long anything took.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from documents import make_document
+from metrics_support import scrape
+from serve_harness import Env, free_port, upstream_config, wait_until
+
+WAIT = 60  # seconds: the deadline of every wait (a hang, not a slow machine)
+LEASE_SECONDS = 3
+ENVS = [Env(f"fleet_client_{i}", f"ser.fleet_server_{i}") for i in range(6)]
+
+
+class RedisServer:
+    """One redis-server on 127.0.0.1, nothing persisted; `stop` kills it (SIGKILL), `start`
+    brings it back empty on the same port."""
+
+    def __init__(self, workdir: Path, tls: tuple[Path, Path, Path] | None = None) -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.tls = tls  # (CA, certificate, key): TLS only, no plain port
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> "RedisServer":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        ports = ["--port", str(self.port)]
+        if self.tls is not None:
+            ca, cert, key = self.tls
+            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
+                     "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
+        self.proc = subprocess.Popen(
+            ["redis-server", *ports, "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_until(lambda: self.cli("PING") == "PONG", WAIT, "redis-server never answered PING")
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def cli(self, *args: str) -> str:
+        tls = ["--tls", "--cacert", str(self.tls[0])] if self.tls is not None else []
+        done = subprocess.run(["redis-cli", "-p", str(self.port), *tls, *args], capture_output=True,
+                              text=True, timeout=10)
+        return done.stdout.strip()
+
+
+def need_redis() -> None:
+    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("redis-server is not installed (apt-get install redis-server)")
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+
+
+@pytest.fixture
+def redis(tmp_path):
+    need_redis()
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def environment_id(client_key: str) -> str:
+    """The digest an environment is known by in Redis (never its key)."""
+    return hashlib.sha256(client_key.encode()).hexdigest()[:32]
+
+
+def doc(env: Env, rev: int) -> dict:
+    return make_document(env.client_key, revision=rev, name="Fleet Env")
+
+
+def set_revision(upstream, rev: int, envs=ENVS) -> None:
+    for env in envs:
+        upstream.set_document(env.server_key, doc(env, rev))
+
+
+def serves(fp, env: Env, rev: int) -> bool:
+    r = fp.get("/api/v1/flags/?feature=plain_string", env.server_key)
+    return r.status == 200 and r.json()["feature_state_value"] == f"hello-r{rev}"
+
+
+def wait_all_serve(replicas, rev: int, envs=ENVS) -> None:
+    for fp in replicas:
+        for env in envs:
+            wait_until(lambda: serves(fp, env, rev), WAIT,
+                       f"replica on {fp.port} never served revision {rev} of {env.client_key}")
+
+
+def fleet_config(upstream_or_url, redis: RedisServer, envs=ENVS) -> dict:
+    config = upstream_config(upstream_or_url, envs)
+    config["flagpole"] = {"fleet": {"redis_url": redis.url, "lease_seconds": LEASE_SECONDS}}
+    return config
+
+
+def start_replicas(flagpole, tmp_path, config: dict, n: int) -> list:
+    replicas = [flagpole(config, workdir=tmp_path / f"replica-{i}", wait=True) for i in range(n)]
+    for fp in replicas:
+        fp.wait_ready(WAIT)
+    return replicas
+
+
+def leases(fp) -> float:
+    return scrape(fp).value("flagpole_fleet_leases_held")
+
+
+def wait_leases_settled(replicas, envs=ENVS) -> None:
+    """Every environment held by some replica (each lease is held once: Redis says so)."""
+    wait_until(lambda: sum(leases(fp) for fp in replicas) == len(envs), WAIT,
+               "the replicas never held one lease per environment between them")
+
+
+def counts(upstream) -> dict[str, int]:
+    return {env.server_key: upstream.count(env.server_key) for env in ENVS}
+
+
+def test_each_environment_is_polled_by_one_replica_for_the_fleet(redis, upstream, flagpole, tmp_path):
+    set_revision(upstream, 1)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 3)
+    wait_all_serve(replicas, 1)
+    # Spread: the replica that started first (and took every lease, alone then) hands some over.
+    wait_until(lambda: max(leases(fp) for fp in replicas) < len(ENVS), WAIT,
+               "every lease stayed on one replica")
+    wait_leases_settled(replicas)
+
+    # Over the time every environment is polled 5 more times, none is polled much more: three
+    # replicas polling on their own would poll each about 15 times meanwhile.
+    before = counts(upstream)
+    wait_until(lambda: min(counts(upstream)[k] - before[k] for k in before) >= 5, WAIT,
+               "some environment stopped being polled")
+    polled = {k: counts(upstream)[k] - before[k] for k in before}
+    assert max(polled.values()) <= 8, polled
+
+    # A change upstream reaches every replica, through Redis.
+    set_revision(upstream, 2)
+    wait_all_serve(replicas, 2)
+    from_store = sum(scrape(fp).value("flagpole_fleet_documents_total", source="store") for fp in replicas)
+    assert from_store >= 2 * len(ENVS), from_store
+    for fp in replicas:
+        assert scrape(fp).value("flagpole_fleet_store_reachable") == 1
+    # Redis names carry digests, never a key.
+    names = redis.cli("KEYS", "*")
+    assert "fleet_client" not in names and "fleet_server" not in names, names
+    assert f"flagpole:env:{environment_id(ENVS[0].client_key)}:document" in names.split(), names
+
+
+def test_a_killed_lease_holder_hands_its_environments_over(redis, upstream, flagpole, tmp_path):
+    set_revision(upstream, 1)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 3)
+    wait_all_serve(replicas, 1)
+    wait_leases_settled(replicas)
+    holder = max(replicas, key=leases)
+    assert leases(holder) >= 1
+    holder.expect_clean_exit = False
+    holder.signalled = True
+    holder.kill()  # SIGKILL: no lease released
+    survivors = [fp for fp in replicas if fp is not holder]
+    # The environments it polled are polled again: the change reaches both survivors.
+    set_revision(upstream, 2)
+    wait_all_serve(survivors, 2)
+    wait_leases_settled(survivors)
+
+
+def test_a_new_replica_serves_what_redis_holds_without_upstream(redis, upstream, flagpole, tmp_path):
+    set_revision(upstream, 3)
+    first = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 1)[0]
+    wait_all_serve([first], 3)
+    for env in ENVS:
+        key = f"flagpole:env:{environment_id(env.client_key)}:document"
+        wait_until(lambda: redis.cli("HEXISTS", key, "body") == "1", WAIT, f"{key} never written")
+    upstream.stop()
+    # Nothing listens on port 9: the new replica's upstream is unreachable; its directory is empty.
+    config = fleet_config(upstream, redis)
+    config["api_url"] = "http://127.0.0.1:9/api/v1"
+    fresh = flagpole(config, workdir=tmp_path / "fresh", wait=True)
+    fresh.wait_ready(WAIT)
+    for env in ENVS:
+        assert serves(fresh, env, 3), env
+    assert scrape(fresh).value("flagpole_fleet_documents_total", source="store") == len(ENVS)
+
+
+def test_without_redis_every_replica_polls_upstream_itself(redis, upstream, flagpole, tmp_path):
+    set_revision(upstream, 1)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 2)
+    wait_all_serve(replicas, 1)
+    wait_leases_settled(replicas)
+    redis.stop()
+    for fp in replicas:
+        wait_until(lambda: scrape(fp).value("flagpole_fleet_store_reachable") == 0, WAIT,
+                   "a replica never noticed that Redis is gone")
+    set_revision(upstream, 2)
+    wait_all_serve(replicas, 2)
+    # Redis back, empty: the lease holders write the documents again, leases resume.
+    redis.start()
+    for env in ENVS:
+        key = f"flagpole:env:{environment_id(env.client_key)}:document"
+        wait_until(lambda: redis.cli("HGET", key, "body") != "", WAIT, f"{key} never written again")
+    wait_leases_settled(replicas)
+    set_revision(upstream, 3)
+    wait_all_serve(replicas, 3)
+
+
+def test_a_corrupt_value_in_redis_is_refused_and_the_last_good_kept(redis, upstream, flagpole, tmp_path):
+    set_revision(upstream, 1)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 2)
+    wait_all_serve(replicas, 1)
+    wait_leases_settled(replicas)
+    env = ENVS[0]
+    key = f"flagpole:env:{environment_id(env.client_key)}:document"
+    far_future = str(int(time.time() * 1000) + 10 ** 9)
+    for body in ('{"api_key": "fleet_client_0", "feature_', '{"api_key": "another_environment"}'):
+        refused = sum(scrape(fp).value("flagpole_fleet_store_documents_refused_total") for fp in replicas)
+        redis.cli("HSET", key, "body", body, "revision", f"planted-{len(body)}", "updated_at_ms", far_future)
+        redis.cli("PUBLISH", "flagpole:documents", environment_id(env.client_key))
+        wait_until(
+            lambda: sum(scrape(fp).value("flagpole_fleet_store_documents_refused_total") for fp in replicas)
+            > refused, WAIT, "no replica refused the planted value")
+        for fp in replicas:
+            assert serves(fp, env, 1), fp.port
+            assert fp.get("/api/v1/flags/", env.client_key).status == 200
+    # The next change upstream replaces the refused value, and reaches every replica.
+    set_revision(upstream, 2)
+    wait_all_serve(replicas, 2)
+
+
+def test_a_holder_whose_lease_ran_out_during_its_fetch_writes_nothing(redis, upstream, flagpole, tmp_path):
+    env = ENVS[0]
+    set_revision(upstream, 1, [env])
+    config = fleet_config(upstream, redis, [env])
+    config["flagpole"]["fleet"]["lease_seconds"] = 1
+    config["api_poll_timeout_seconds"] = 10
+    holder = flagpole(config, workdir=tmp_path / "holder", wait=True)
+    holder.wait_ready(WAIT)
+    wait_leases_settled([holder], [env])
+    key = f"flagpole:env:{environment_id(env.client_key)}:document"
+    lease = f"flagpole:env:{environment_id(env.client_key)}:lease"
+    wait_until(lambda: redis.cli("HEXISTS", key, "body") == "1", WAIT, "the document was never written")
+    stored = redis.cli("HGET", key, "revision")
+    # The next fetch takes longer than the lease: the lease runs out meanwhile and another
+    # replica (played here) takes it.
+    upstream.slow_seconds = 3.0
+    upstream.set_mode("slow")
+    set_revision(upstream, 2, [env])
+    wait_until(lambda: redis.cli("EXISTS", lease) == "0", WAIT, "the lease never ran out during the fetch")
+    assert redis.cli("SET", lease, "another-replica:999999", "PX", "60000", "NX") == "OK"
+    # The fetch ends: the holder serves what upstream answered, but writes nothing for the fleet.
+    wait_until(lambda: serves(holder, env, 2), WAIT, "the slow answer was never served")
+    wait_until(lambda: "lease expired during the fetch" in holder.stderr_text(), WAIT,
+               "the holder never found its lease gone")
+    assert redis.cli("HGET", key, "revision") == stored
+    assert redis.cli("GET", lease) == "another-replica:999999"
+
+
+def test_rediss_with_an_acl_user(upstream, flagpole, tmp_path):
+    """`rediss://` (TLS, the server's certificate checked against the trusted roots) with an ACL
+    user limited to Flagpole's keys and channel, the default user switched off."""
+    need_redis()
+    from tls_certs import Authority
+
+    authority = Authority(tmp_path)
+    pair = authority.issue()
+    cert, key = tmp_path / "redis-cert.pem", tmp_path / "redis-key.pem"
+    cert.write_bytes(pair.cert_pem)
+    key.write_bytes(pair.key_pem)
+    server = RedisServer(tmp_path / "redis-tls", tls=(authority.ca_path, cert, key)).start()
+    try:
+        assert server.cli("ACL", "SETUSER", "flagpole", "on", ">s3cret", "~flagpole:*", "&flagpole:*",
+                          "+@all", "-@dangerous") == "OK"
+        assert server.cli("ACL", "SETUSER", "default", "off") == "OK"
+        env = ENVS[0]
+        set_revision(upstream, 1, [env])
+        config = fleet_config(upstream, server, [env])
+        config["flagpole"]["fleet"]["redis_url"] = f"rediss://flagpole:s3cret@127.0.0.1:{server.port}/0"
+        fp = flagpole(config, workdir=tmp_path / "replica", env={"SSL_CERT_FILE": str(authority.ca_path)})
+        fp.wait_ready(WAIT)
+        wait_leases_settled([fp], [env])
+        assert scrape(fp).value("flagpole_fleet_store_reachable") == 1
+        key_name = f"flagpole:env:{environment_id(env.client_key)}:document"
+        wait_until(lambda: server.cli("--user", "flagpole", "--pass", "s3cret", "--no-auth-warning",
+                                      "HEXISTS", key_name, "body") == "1", WAIT, "nothing written over TLS")
+        assert "s3cret" not in fp.stderr_text()
+    finally:
+        server.stop()
