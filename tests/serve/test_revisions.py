@@ -176,7 +176,7 @@ def updates_logged(fp) -> int:
 
 
 def start(flagpole, up: Upstream):
-    fp = flagpole(upstream_config(up, [ENV], api_poll_frequency_seconds=0.2, api_poll_timeout_seconds=2))
+    fp = flagpole(upstream_config(up, [ENV], api_poll_frequency_seconds=1, api_poll_timeout_seconds=2))
     fp.wait_ready(WAIT)
     return fp
 
