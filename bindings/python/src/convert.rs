@@ -28,7 +28,7 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 
 /// `traits` as the Flagsmith SDK takes them: `{name: value}`, where a value may also be the
 /// SDK's envelope `{"value": v, "transient": bool}` (only `value` matters for evaluation).
-pub fn traits_from_py(traits: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Trait<'static>>> {
+pub(crate) fn traits_from_py(traits: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Trait<'static>>> {
     let Some(traits) = traits.filter(|t| !t.is_none()) else {
         return Ok(Vec::new());
     };
@@ -100,7 +100,7 @@ fn py_int(i: &Bound<'_, PyIntType>) -> PyResult<PyInt> {
 }
 
 /// A JSON-like Python value (`dict`/`list`/`tuple`/`str`/`int`/`float`/`bool`/`None`) as JSON.
-pub fn json_from_py(v: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
+pub(crate) fn json_from_py(v: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
     if v.is_none() {
         return Ok(Value::Null);
     }
@@ -160,7 +160,7 @@ pub fn json_from_py(v: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> 
 
 /// An environment value as the Python object `json.loads` would have produced (numbers typed
 /// by their JSON spelling, ints of any size).
-pub fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
+pub(crate) fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
     Ok(match v {
         Value::Null => py.None(),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any().unbind(),

@@ -13,7 +13,7 @@ use crate::evaluator::Evaluator;
 use crate::flags::Flags;
 use crate::gil::Gil;
 
-pub fn compile_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Arc<Compiled>> {
+pub(crate) fn compile_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Arc<Compiled>> {
     py.detach(|| Compiled::from_bytes(bytes))
         .map(Arc::new)
         .map_err(DocumentError::new_err)

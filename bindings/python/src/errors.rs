@@ -39,7 +39,7 @@ create_exception!(
 );
 
 /// The engine raising for this input, as the `EvaluationError` Python sees.
-pub fn eval_error(e: EvalError) -> PyErr {
+pub(crate) fn eval_error(e: EvalError) -> PyErr {
     EvaluationError::new_err(format!(
         "the Flagsmith engine raises {:?} for this identity: {}",
         e.kind, e.message

@@ -24,19 +24,19 @@ use crate::identity::{IdentityFlags, Subject};
 
 /// What an evaluation runs against: one compiled document (loaded once per call, so a refresh
 /// is seen whole or not at all) and the handler for features the document does not have.
-pub struct Evaluator {
+pub(crate) struct Evaluator {
     pub compiled: Arc<Compiled>,
     pub default_flag_handler: Option<Py<PyAny>>,
 }
 
 impl Evaluator {
     /// The document's own flags (precomputed at compile time).
-    pub fn environment_flags(self) -> Flags {
+    pub(crate) fn environment_flags(self) -> Flags {
         Flags::environment(self.compiled, self.default_flag_handler)
     }
 
     /// An identity's flags, evaluated lazily: nothing is evaluated until a flag is read.
-    pub fn identity_flags(
+    pub(crate) fn identity_flags(
         self,
         identifier: &str,
         traits: Option<&Bound<'_, PyAny>>,
@@ -54,7 +54,7 @@ impl Evaluator {
 
     /// Many identities' flags, every one evaluated whole, in a single release of the GIL unless
     /// the whole batch is estimated to cost less than a hand-off of the GIL (see `gil`).
-    pub fn identity_flags_batch(
+    pub(crate) fn identity_flags_batch(
         self,
         py: Python<'_>,
         identities: &Bound<'_, PyAny>,
@@ -90,7 +90,7 @@ impl Evaluator {
     }
 
     /// Why this identity gets each value, as a readable table.
-    pub fn explain(
+    pub(crate) fn explain(
         &self,
         py: Python<'_>,
         identifier: &str,

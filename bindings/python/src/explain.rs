@@ -8,7 +8,7 @@ use flagpole_engine::{EvalError, Identity};
 use crate::compiled::Compiled;
 
 /// Evaluates, explains and renders. Pure Rust (runs with the GIL released).
-pub fn render(compiled: &Compiled, identity: &Identity<'_>) -> Result<String, EvalError> {
+pub(crate) fn render(compiled: &Compiled, identity: &Identity<'_>) -> Result<String, EvalError> {
     let explanation = explain(compiled.env(), Some(identity))?;
     Ok(render_table(compiled.env(), Some(identity), &explanation))
 }

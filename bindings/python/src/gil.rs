@@ -24,7 +24,7 @@ use serde_json::Value;
 /// 12 µs (bench/RESULTS.md, "Python bindings"). Holding costs nothing near the threshold
 /// (N threads run as fast as one), releasing too early costs up to a third, so the threshold
 /// sits at the upper end of the crossover.
-pub const RELEASE_THRESHOLD_NS: u64 = 12_000;
+pub(crate) const RELEASE_THRESHOLD_NS: u64 = 12_000;
 
 /// How a call treats the GIL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +63,7 @@ const PER_CONDITION_NS: u64 = 16;
 /// squares to the engine's time on 17 generated documents (5–400 features, 0–150 segments,
 /// 0–1,412 conditions; release build, 2.6 GHz Xeon): within 20 % of the measured median for
 /// every one above 1 µs.
-pub fn estimate_evaluation_ns(context: &Value) -> u64 {
+pub(crate) fn estimate_evaluation_ns(context: &Value) -> u64 {
     let features = context
         .get("features")
         .and_then(Value::as_object)

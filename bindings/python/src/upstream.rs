@@ -21,7 +21,7 @@ use crate::compiled::Compiled;
 const MAX_PAGES: usize = 100;
 const MAX_BODY_BYTES: u64 = 256 * 1024 * 1024;
 
-pub struct Upstream {
+pub(crate) struct Upstream {
     agent: ureq::Agent,
     url: String,
     key: String,
@@ -40,7 +40,7 @@ enum Fetched {
 }
 
 impl Upstream {
-    pub fn new(api_url: &str, key: &str, timeout: Duration) -> Upstream {
+    pub(crate) fn new(api_url: &str, key: &str, timeout: Duration) -> Upstream {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
@@ -138,7 +138,7 @@ impl Upstream {
 }
 
 #[derive(Default)]
-pub struct Status {
+pub(crate) struct Status {
     validators: Validators,
     /// The document being served, to recognise an unchanged one without recompiling.
     document: Option<Value>,
@@ -149,7 +149,7 @@ pub struct Status {
 }
 
 /// Everything the client and its refresh thread share.
-pub struct Shared {
+pub(crate) struct Shared {
     pub current: ArcSwap<Compiled>,
     pub upstream: Option<Upstream>,
     pub status: Mutex<Status>,
@@ -160,7 +160,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(current: Arc<Compiled>, upstream: Option<Upstream>) -> Shared {
+    pub(crate) fn new(current: Arc<Compiled>, upstream: Option<Upstream>) -> Shared {
         Shared {
             current: ArcSwap::new(current),
             upstream,
@@ -174,7 +174,7 @@ impl Shared {
     /// Fetches once; installs a new document if there is one. `Ok(true)`: a new document is now
     /// served; `Ok(false)`: unchanged (304 or the same document). On `Err` the last good document
     /// stays.
-    pub fn refresh(&self) -> Result<bool, String> {
+    pub(crate) fn refresh(&self) -> Result<bool, String> {
         let Some(upstream) = &self.upstream else {
             return Ok(false);
         };
@@ -231,7 +231,7 @@ impl Shared {
     }
 
     /// The refresh loop of the background thread: every `interval` until `stop()`.
-    pub fn run(self: Arc<Self>, interval: Duration) {
+    pub(crate) fn run(self: Arc<Self>, interval: Duration) {
         loop {
             {
                 let stopped = self.stop.lock().unwrap_or_else(|e| e.into_inner());
@@ -247,7 +247,7 @@ impl Shared {
         }
     }
 
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.wake.notify_all();
     }
