@@ -109,6 +109,23 @@ else
   echo "no redis-server (Debian: apt-get install redis-server); the fleet tests will be skipped"
 fi
 
+# The Helm chart tests (tests/serve/test_helm.py) run `helm lint` and `helm template`. Helm is a
+# Go program: installed into .tools/bin (untracked) at the version the chart is tested with.
+HELM_VERSION=v3.22.0
+echo "== helm $HELM_VERSION (chart tests)"
+if [ "$(.tools/bin/helm version --template '{{.Version}}' 2>/dev/null)" = "$HELM_VERSION" ]; then
+  echo "found: .tools/bin/helm"
+elif command -v go >/dev/null 2>&1; then
+  if GOBIN="$PWD/.tools/bin" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"; then
+    echo "installed: .tools/bin/helm"
+  else
+    echo "could not install helm $HELM_VERSION" >&2
+    in_ci && exit 1
+  fi
+else
+  echo "no Go to install helm with; the Helm chart tests will be skipped"
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
