@@ -113,7 +113,9 @@ fi
 # Go program: installed into .tools/bin (untracked) at the version the chart is tested with.
 HELM_VERSION=v3.22.0
 echo "== helm $HELM_VERSION (chart tests)"
-if [ "$(.tools/bin/helm version --template '{{.Version}}' 2>/dev/null)" = "$HELM_VERSION" ]; then
+# (`go version -m` reads the module version the binary was built from.)
+if [ -x .tools/bin/helm ] &&
+   [ "$(go version -m .tools/bin/helm 2>/dev/null | awk '$1 == "mod" {print $3}')" = "$HELM_VERSION" ]; then
   echo "found: .tools/bin/helm"
 elif command -v go >/dev/null 2>&1; then
   if GOBIN="$PWD/.tools/bin" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"; then

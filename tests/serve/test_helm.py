@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from documents import make_document
-from serve_harness import REPO, binary_path, http_request
+from serve_harness import CONFIG_ENV_KEYS, REPO, binary_path, free_port, http_request, wait_until
 from test_fleet import RedisServer, environment_id, need_redis
 
 CHART = REPO / "deploy" / "helm" / "flagpole"
@@ -89,7 +89,7 @@ def rendered_config(docs) -> dict:
     return json.loads(base64.b64decode(secret["data"]["config.json"]))
 
 
-def full_values(api_url: str) -> dict:
+def full_values(api_url: str, grpc_port: int = 8013) -> dict:
     return {
         "replicaCount": 3,
         "image": {"repository": "registry.example/flagpole", "tag": "1.2.3"},
@@ -100,7 +100,7 @@ def full_values(api_url: str) -> dict:
             "api_poll_timeout_seconds": 1,
             "health_check": {"environment_update_grace_period_seconds": 5},
             "ofrep": {"sse": {"secret": "a-long-shared-stream-secret"}},
-            "flagpole": {"shutdown_timeout_seconds": 5, "grpc": {"port": 8013}},
+            "flagpole": {"shutdown_timeout_seconds": 5, "grpc": {"port": grpc_port}},
         },
         "fleet": {"redisUrlSecret": {"name": "flagpole-redis", "key": "url"}, "leaseSeconds": 5},
         "autoscaling": {"enabled": True, "minReplicas": 3, "maxReplicas": 12, "targetCPUUtilizationPercentage": 65},
@@ -164,7 +164,7 @@ class Pod:
 
     def check(self) -> subprocess.CompletedProcess:
         """`flagpole check --config <the mounted file>` with the pod's variables."""
-        env = {k: v for k, v in os.environ.items() if k.lower() not in ("config_path", "flagpole")}
+        env = {k: v for k, v in os.environ.items() if k.lower() not in CONFIG_ENV_KEYS}
         return subprocess.run([str(binary_path()), "check", "--config", self.env["CONFIG_PATH"]],
                               env={**env, **self.env}, capture_output=True, text=True, timeout=WAIT)
 
@@ -219,23 +219,21 @@ def test_default_values_render_a_pod_that_serves(tmp_path, flagpole):
     assert service["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http"}]
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
 
-    # No environment configured: the pod serves the bundled example, Flagpole accepts the file.
+    # No environment configured: the pod runs `serve --example` and serves the bundled example
+    # (`flagpole check` has no such flag: it would say that the file names no environment).
+    assert c["args"] == ["--example"]
     pod_here = Pod(docs, tmp_path / "pod")
-    checked = pod_here.check()
-    assert checked.returncode == 0, checked.stderr
     fp = pod_here.start(flagpole, tmp_path / "run")
     assert_probes_answer(fp, c)
     assert fp.get("/api/v1/flags/", "example_client_key").status == 200
-    # The snapshot directory is the one written to (the rest of the filesystem is read-only).
-    snapshots = pod_here.places["/var/lib/flagpole"]
-    assert any(snapshots.iterdir()), "nothing was written to the snapshot directory"
 
 
 def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstream):
     need_redis()
     redis = RedisServer(tmp_path / "redis").start()
     try:
-        values = full_values(upstream.api_url)
+        grpc_port = free_port()  # the pod runs here: a free port, not the default one
+        values = full_values(upstream.api_url, grpc_port)
         docs = render(tmp_path, values)
         assert sorted(docs) == ["Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Secret",
                                 "Service", "ServiceMonitor"], sorted(docs)
@@ -254,8 +252,8 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
         c = container(docs)
         assert c["image"] == "registry.example/flagpole:1.2.3"
         assert c["resources"] == values["resources"]
-        assert {"name": "grpc", "containerPort": 8013} in c["ports"]
-        assert {"name": "grpc", "port": 8013, "targetPort": "grpc"} in one(docs, "Service")["spec"]["ports"]
+        assert {"name": "grpc", "containerPort": grpc_port} in c["ports"]
+        assert {"name": "grpc", "port": grpc_port, "targetPort": "grpc"} in one(docs, "Service")["spec"]["ports"]
         assert deployment["spec"]["template"]["metadata"]["annotations"]["team"] == "flags"
         assert "args" not in c, "environments are configured: no bundled example"
 
@@ -266,7 +264,7 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
         assert names.index("FLAGPOLE_REDIS_URL") < names.index("FLAGPOLE"), names
         section = json.loads(env["FLAGPOLE"]["value"])
         assert section["fleet"] == {"redis_url": "$(FLAGPOLE_REDIS_URL)", "lease_seconds": 5}
-        assert section["grpc"] == {"port": 8013}
+        assert section["grpc"] == {"port": grpc_port}
         config = rendered_config(docs)
         assert "flagpole" not in config, "the section travels as $FLAGPOLE, which would replace it"
         assert config["environment_key_pairs"] == values["config"]["environment_key_pairs"]
@@ -288,7 +286,10 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
         r = fp.get("/api/v1/flags/?feature=plain_string", "helm_client")
         assert r.status == 200 and r.json()["feature_state_value"] == "hello-r4", r
         key = f"flagpole:env:{environment_id('helm_client')}:document"
-        assert redis.cli("HEXISTS", key, "body") == "1", redis.cli("KEYS", "*")
+        wait_until(lambda: redis.cli("HEXISTS", key, "body") == "1", WAIT, "the document never reached Redis")
+        # The warm-start copy goes to the snapshot directory (the emptyDir; the rest is read-only).
+        snapshots = pod.places[next(m["mountPath"] for m in c["volumeMounts"] if m["name"] == "snapshots")]
+        wait_until(lambda: any(snapshots.iterdir()), WAIT, "nothing was written to the snapshot directory")
     finally:
         redis.stop()
 
