@@ -140,6 +140,17 @@ def http_request(
         conn.close()
 
 
+def read_head(sock: socket.socket) -> bytes:
+    """What a raw socket receives up to the end of a response head (or to EOF, if it closes first)."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    return received
+
+
 # --------------------------------------------------------------------------------------------
 # Upstream (a fake Flagsmith API that can misbehave)
 # --------------------------------------------------------------------------------------------

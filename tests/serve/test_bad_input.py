@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from documents import make_document
-from serve_harness import HOST, Env, FlagpoleProcess, local_config, write_documents
+from serve_harness import HOST, Env, FlagpoleProcess, local_config, read_head, write_documents
 
 # flagpole.limits.header_read_timeout_seconds in this module: short, so that slow-loris cases
 # end soon, and far shorter than their heads take to arrive (a byte a second).
@@ -537,12 +537,7 @@ def test_a_slow_head_within_the_header_read_timeout_is_served(srv):
             if i:
                 time.sleep(HEADER_TIMEOUT / 4)  # pacing the client, not measuring the server
             s.sendall(piece)
-        received = b""
-        while b"\r\n\r\n" not in received:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            received += chunk
+        received = read_head(s)
     finally:
         s.close()
     assert received.startswith(b"HTTP/1.1 200 "), received[:200]

@@ -22,6 +22,7 @@ from serve_harness import (
     HOST,
     REPO,
     local_config,
+    read_head,
     standard_envs,
     wait_until,
     write_atomic,
@@ -239,12 +240,7 @@ def test_sigterm_lets_in_flight_request_finish(flagpole, tmp_path):
         else:
             raise AssertionError(f"readiness after SIGTERM never left 200: {last}")
         s.sendall(body[10:])
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = read_head(s)
         assert data.startswith(b"HTTP/1.1 200"), data[:200]
     finally:
         s.close()
