@@ -56,13 +56,15 @@ async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
         if Instant::now() >= next_poll {
             match fleet.connection().await {
                 Some(mut conn) if fleet.reachable() && place.lease.is_none() => {
-                    load(&fleet, &mut conn, &slot, &mut place).await
+                    if load(&fleet, &mut conn, &slot, &mut place).await {
+                        fleet.figures.saved();
+                    }
                 }
                 _ => {
                     let (before, heard) = (revision(&slot), slot.last_success());
                     poll_one(&slot, &pollers).await;
                     if revision(&slot) != before {
-                        crate::telemetry::fleet::document(false);
+                        fleet.figures.document(false);
                     }
                     write(&fleet, &slot, &mut place, slot.last_success() != heard).await;
                 }
@@ -153,14 +155,26 @@ fn drop_lease(fleet: &Fleet, place: &mut Place) {
     }
 }
 
-/// Loads the environment's document from Redis (a non-holder's check, a notice).
-async fn load(fleet: &Fleet, conn: &mut ConnectionManager, slot: &Arc<EnvSlot>, place: &mut Place) {
-    let loaded = stored::load(conn, &place.id, slot, place.refused.as_deref()).await;
+/// Loads the environment's document from Redis (a non-holder's check, a notice); whether Redis
+/// answered with one (new, the same, or refused).
+async fn load(
+    fleet: &Fleet,
+    conn: &mut ConnectionManager,
+    slot: &Arc<EnvSlot>,
+    place: &mut Place,
+) -> bool {
+    let loaded = stored::load(conn, &place.id, slot, place.refused.as_deref(), &fleet.figures).await;
     fleet.answered(loaded.as_ref());
     match loaded {
-        Ok(Loaded::New) | Ok(Loaded::Unchanged) => place.refused = None,
-        Ok(Loaded::Refused { revision }) => place.refused = Some(revision),
-        Ok(Loaded::Nothing) | Err(_) => {}
+        Ok(Loaded::New) | Ok(Loaded::Unchanged) => {
+            place.refused = None;
+            true
+        }
+        Ok(Loaded::Refused { revision }) => {
+            place.refused = Some(revision);
+            true
+        }
+        Ok(Loaded::Nothing) | Err(_) => false,
     }
 }
 
