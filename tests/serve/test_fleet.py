@@ -1,14 +1,17 @@
 """A fleet: replicas sharing one Redis (`flagpole.fleet`). Each environment is polled upstream by
 one replica for the whole fleet (the holder of its lease) and the others load its document from
-Redis; a replica killed hands its environments over; a new replica with an empty directory and
-no upstream serves what Redis holds; Redis going away never fails a request (every replica then
-polls upstream itself); a corrupt value in Redis is refused and the last good document kept; a
-holder whose lease ran out while it fetched writes nothing (fencing).
+Redis, where it is stored gzip-compressed; a replica killed hands its environments over; a new
+replica with an empty directory and no upstream serves what Redis holds; Redis going away never
+fails a request (every replica then polls upstream itself); a corrupt or truncated value in
+Redis is refused and the last good document kept; a holder whose lease ran out while it fetched
+writes nothing (fencing); /metrics and the status page show the fleet; with Redis Sentinel the
+fleet follows the promoted replica when the master dies; the `proxy_key` listing is fetched once
+for the fleet; and fifty environments on three replicas are polled once per interval in total.
 
-Redis is Debian's `redis-server`, started here on a free loopback port with nothing saved to disk.
-Without it the suite is skipped, except under CI=true, where that is a failure.
-Every wait is for an event (a revision served, a counter, a request count) with a generous
-deadline; nothing asserts how long anything took.
+Redis is Debian's `redis-server` (Sentinel: `redis-server --sentinel`), started here on free
+loopback ports with nothing saved to disk. Without it the suite is skipped, except under
+CI=true, where that is a failure. Every wait is for an event (a revision served, a counter, a
+request count) with a generous deadline; nothing asserts how long anything took.
 """
 
 from __future__ import annotations
@@ -486,3 +489,93 @@ def test_with_sentinel_the_fleet_follows_the_promoted_replica(upstream, flagpole
                    "the replicas never loaded revision 2 from the promoted master")
     finally:
         redis.stop()
+
+
+def test_the_proxy_key_listing_is_fetched_once_for_the_fleet(redis, flagpole, tmp_path):
+    """One replica fetches the `proxy_key` listing for the fleet; the others read it from Redis."""
+    from test_discovery import PROXY_KEY, ProxyApi, listed
+
+    api = ProxyApi()
+    try:
+        first, second = make_document("disc_f1", env_id=7101), make_document("disc_f2", env_id=7102)
+        api.set(documents={"ser.f1": first, "ser.f2": second}, listing=[listed("disc_f1", ("ser.f1", True, None))])
+        config = {"proxy_key": PROXY_KEY, "api_url": api.api_url, "api_poll_frequency_seconds": 1,
+                  "flagpole": {"fleet": {"redis_url": redis.url, "lease_seconds": LEASE_SECONDS}}}
+        replicas = [flagpole(config=config, workdir=tmp_path / f"replica-{i}", wait=False) for i in range(3)]
+        for fp in replicas:
+            fp.wait_live()
+            wait_until(lambda: fp.get("/api/v1/flags/", key="disc_f1").status == 200, WAIT,
+                       f"replica on {fp.port} never served the discovered environment")
+
+        def document_fetches() -> int:
+            with api.lock:
+                return sum(1 for key, _ in api.fetch_keys if key == "ser.f1")
+
+        # The environment's document is fetched once per interval for the fleet: over five of
+        # those, three replicas fetching the listing each would fetch it about fifteen times.
+        wait_leases_settled(replicas, ["ser.f1"])
+        fetches, listings = document_fetches(), api.listing_requests
+        wait_until(lambda: document_fetches() >= fetches + 5, WAIT, "the environment stopped being polled")
+        assert api.listing_requests - listings <= 8, api.listing_requests - listings
+        assert sum(scrape(fp).value("flagpole_fleet_upstream_fetches_saved_total") for fp in replicas) > 0
+
+        # A change to the listing reaches every replica.
+        api.set(listing=[listed("disc_f1", ("ser.f1", True, None)), listed("disc_f2", ("ser.f2", True, None))])
+        for fp in replicas:
+            wait_until(lambda: fp.get("/api/v1/flags/", key="disc_f2").status == 200, WAIT,
+                       f"replica on {fp.port} never served the newly listed environment")
+        names = redis.cli("KEYS", "*").split()
+        assert f"flagpole:discovery:{environment_id(PROXY_KEY)}:document" in names, names
+        assert not any(PROXY_KEY in name or "ser.f" in name for name in names), names
+    finally:
+        api.stop()
+
+
+MANY = [Env(f"fleet_many_{i}", f"ser.fleet_many_{i}") for i in range(50)]
+
+
+def test_fifty_environments_on_three_replicas(redis, upstream, flagpole, tmp_path):
+    """At scale: each of 50 environments is polled once per interval for the whole fleet, not
+    once per replica; a lease holder killed, its environments are polled again by the others;
+    Redis restarted empty, the next polls write every document again."""
+    set_revision(upstream, 1, MANY)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, MANY), 3)
+    wait_all_serve(replicas, 1, MANY)
+    # Spread: none holds more than its share (50 / 3, rounded up) plus one, all are held.
+    wait_until(lambda: (lambda held: sum(held) == len(MANY) and max(held) <= 18)([leases(fp) for fp in replicas]),
+               WAIT, "the leases never spread over the replicas")
+
+    def polled_since(before: dict[str, int]) -> dict[str, int]:
+        return {e.server_key: upstream.count(e.server_key) - before[e.server_key] for e in MANY}
+
+    # Until every environment has been polled 5 more times, none is polled more than 8 times
+    # (slack for a poll moving with its lease); three replicas on their own would poll each ~15.
+    before = {e.server_key: upstream.count(e.server_key) for e in MANY}
+    wait_until(lambda: min(polled_since(before).values()) >= 5, WAIT, "some environment stopped being polled")
+    polled = polled_since(before)
+    assert max(polled.values()) <= 8, sorted(polled.values())
+    assert sum(polled.values()) <= 8 * len(MANY), sum(polled.values())
+
+    # SIGKILL of the replica holding the most leases: its environments are polled again by the
+    # others, which take its leases between them, and a change reaches both.
+    holder = max(replicas, key=leases)
+    holder.expect_clean_exit = False
+    holder.signalled = True
+    holder.kill()
+    survivors = [fp for fp in replicas if fp is not holder]
+    before = {e.server_key: upstream.count(e.server_key) for e in MANY}
+    wait_until(lambda: min(polled_since(before).values()) >= 2, WAIT,
+               "the killed holder's environments were never polled again")
+    wait_leases_settled(survivors, MANY)
+    set_revision(upstream, 2, MANY)
+    wait_all_serve(survivors, 2, MANY)
+
+    # Redis restarted empty: the next polls write every document again, and the fleet goes on.
+    redis.stop()
+    redis.start()
+    for env in MANY:
+        key = f"flagpole:env:{environment_id(env.client_key)}:document"
+        wait_until(lambda: "hello-r2" in stored_text(redis, key), WAIT, f"{key} never written again")
+    wait_leases_settled(survivors, MANY)
+    set_revision(upstream, 3, MANY)
+    wait_all_serve(survivors, 3, MANY)

@@ -296,6 +296,7 @@ async fn front_doors(
             store.clone(),
             streams.clone(),
             pollers.clone(),
+            fleet.clone(),
         );
         discovery.sync_once().await;
         shutdown.spawn(discovery.run(shutdown.requested.clone()));

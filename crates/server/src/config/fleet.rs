@@ -255,18 +255,36 @@ mod tests {
         assert_eq!(fleet.sentinel_master.as_deref(), Some("flags"));
         assert!(fleet.redis_url.is_empty());
         assert!(!format!("{:?}", c.fleet).contains("hunter2"));
-        assert!(!serde_json::to_string(&c.redacted().fleet).unwrap().contains("hunter2"));
-        for bad in ["10.0.0.1", ":26379", "s.test:0", "s.test:port", "http://s.test:1"] {
-            let e = load(json!({"flagpole": {"fleet": {"sentinels": [bad], "sentinel_master": "m"}}}))
-                .unwrap_err();
+        assert!(!serde_json::to_string(&c.redacted().fleet)
+            .unwrap()
+            .contains("hunter2"));
+        for bad in [
+            "10.0.0.1",
+            ":26379",
+            "s.test:0",
+            "s.test:port",
+            "http://s.test:1",
+        ] {
+            let e =
+                load(json!({"flagpole": {"fleet": {"sentinels": [bad], "sentinel_master": "m"}}}))
+                    .unwrap_err();
             assert!(e.contains("flagpole.fleet.sentinels"), "{bad}: {e}");
         }
         for (fleet, says) in [
             (json!({"sentinels": ["s:1"]}), "sentinel_master"),
             (json!({"sentinel_master": "m"}), "sentinels"),
-            (json!({"sentinels": [], "sentinel_master": "m"}), "sentinels"),
-            (json!({"sentinels": ["s:1"], "sentinel_master": " "}), "sentinel_master"),
-            (json!({"redis_url": "redis://r.test", "sentinels": ["s:1"], "sentinel_master": "m"}), "not both"),
+            (
+                json!({"sentinels": [], "sentinel_master": "m"}),
+                "sentinels",
+            ),
+            (
+                json!({"sentinels": ["s:1"], "sentinel_master": " "}),
+                "sentinel_master",
+            ),
+            (
+                json!({"redis_url": "redis://r.test", "sentinels": ["s:1"], "sentinel_master": "m"}),
+                "not both",
+            ),
             (json!({}), "redis_url"),
         ] {
             let e = load(json!({"flagpole": {"fleet": fleet}})).unwrap_err();

@@ -72,7 +72,11 @@ pub(super) fn fleet(c: &Config) -> Result<(), ConfigError> {
     } else if f.sentinels.is_empty() {
         "flagpole.fleet.sentinels: missing or empty; give the sentinels (host:port) that \
          monitor sentinel_master"
-    } else if f.sentinel_master.as_deref().is_none_or(|m| m.trim().is_empty()) {
+    } else if f
+        .sentinel_master
+        .as_deref()
+        .is_none_or(|m| m.trim().is_empty())
+    {
         "flagpole.fleet.sentinel_master: missing or empty; give the name the sentinels monitor \
          the master by"
     } else {

@@ -10,6 +10,7 @@
 //!
 //! Redis key names carry a digest of the client key, never a key itself.
 
+pub(crate) mod discovery;
 pub(crate) mod environment;
 pub(crate) mod figures;
 pub(crate) mod lease;
@@ -69,14 +70,14 @@ impl Fleet {
     pub(crate) fn new(config: &FleetConfig) -> Result<Arc<Fleet>, String> {
         let target = match &config.sentinel_master {
             Some(master) => Target::Sentinel(tokio::sync::Mutex::new(sentinel(config, master)?)),
-            None => Target::Direct(redis::Client::open(config.redis_url.as_str()).map_err(
-                |e| {
+            None => {
+                Target::Direct(redis::Client::open(config.redis_url.as_str()).map_err(|e| {
                     format!(
                         "flagpole.fleet.redis_url {}: {e}",
                         crate::config::redact_redis_url(&config.redis_url)
                     )
-                },
-            )?),
+                })?)
+            }
         };
         crate::telemetry::fleet::store_reachable(false);
         crate::telemetry::fleet::leases_held(0);
@@ -301,34 +302,51 @@ pub(crate) async fn start_from_store(fleet: &Arc<Fleet>, slots: Vec<Arc<crate::s
     crate::sources::startup::bounded(slots.into_iter().map(|slot| {
         let mut conn = conn.clone();
         async move {
-            let id = environment_id(&slot.client_key);
-            let loaded = stored::load(&mut conn, &id, &slot, None, &fleet.figures).await;
+            let names = Names::environment(&slot.client_key);
+            let loaded = stored::load(&mut conn, &names, &slot, None, &fleet.figures).await;
             fleet.answered(loaded.as_ref());
         }
     }))
     .await;
 }
 
-/// The digest an environment is known by in Redis: SHA-256 of its client key, 128 bits in hex.
-pub(crate) fn environment_id(client_key: &str) -> String {
-    let digest = Sha256::digest(client_key.as_bytes());
+/// The digest a key is known by in Redis: SHA-256 of it, 128 bits in hex.
+pub(crate) fn environment_id(key: &str) -> String {
+    let digest = Sha256::digest(key.as_bytes());
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Redis names: an environment's document (a hash), its lease, its fencing counter; the
-/// channel new documents are announced on; the member list.
-fn document_key(id: &str) -> String {
-    format!("{PREFIX}:env:{id}:document")
+/// The Redis names of one thing polled upstream for the fleet: an environment (by the digest of
+/// its client key) or the `proxy_key` listing (by the digest of the proxy key). Its document (a
+/// hash), its lease, its fencing counter; `id` is what the notice of a new document carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Names {
+    pub id: String,
+    pub document: String,
+    pub lease: String,
+    pub fence: String,
 }
 
-fn lease_key(id: &str) -> String {
-    format!("{PREFIX}:env:{id}:lease")
+impl Names {
+    pub(crate) fn environment(client_key: &str) -> Names {
+        Names::of("env", environment_id(client_key))
+    }
+
+    pub(crate) fn discovery(proxy_key: &str) -> Names {
+        Names::of("discovery", environment_id(proxy_key))
+    }
+
+    fn of(kind: &str, id: String) -> Names {
+        Names {
+            document: format!("{PREFIX}:{kind}:{id}:document"),
+            lease: format!("{PREFIX}:{kind}:{id}:lease"),
+            fence: format!("{PREFIX}:{kind}:{id}:fence"),
+            id,
+        }
+    }
 }
 
-fn fence_key(id: &str) -> String {
-    format!("{PREFIX}:env:{id}:fence")
-}
-
+/// The channel new documents are announced on; the member list.
 const CHANNEL: &str = "flagpole:documents";
 const MEMBERS: &str = "flagpole:replicas";
 
@@ -338,7 +356,19 @@ mod tests {
     fn redis_names_carry_a_digest_never_the_key() {
         let id = super::environment_id("ser.secret_server_side_key");
         assert_eq!(id.len(), 32);
-        assert!(!super::document_key(&id).contains("secret"));
+        let names = super::Names::environment("ser.secret_server_side_key");
+        assert_eq!(names.document, format!("flagpole:env:{id}:document"));
+        let listing = super::Names::discovery("secret_proxy_key");
+        for name in [
+            &names.document,
+            &names.lease,
+            &names.fence,
+            &listing.document,
+            &listing.lease,
+        ] {
+            assert!(!name.contains("secret"), "{name}");
+        }
+        assert_ne!(listing.lease, names.lease);
         assert_eq!(id, super::environment_id("ser.secret_server_side_key"));
         assert_ne!(id, super::environment_id("ser.secret_server_side_kez"));
     }

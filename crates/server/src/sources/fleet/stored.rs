@@ -18,7 +18,7 @@ use redis::{AsyncCommands, RedisResult, Script};
 
 use super::figures::Figures;
 use super::lease::Lease;
-use super::{document_key, lease_key, CHANNEL};
+use super::{Names, CHANNEL};
 use crate::body::Encoding;
 use crate::received::Incoming;
 use crate::store::{EnvSlot, Published};
@@ -68,13 +68,13 @@ static CONFIRM: LazyLock<Script> = LazyLock::new(|| {
 /// Records the holder's last successful poll for the fleet.
 pub(crate) async fn confirm(
     conn: &mut ConnectionManager,
-    id: &str,
+    names: &Names,
     lease: &Lease,
     at_ms: u64,
 ) -> RedisResult<()> {
     let _: u32 = CONFIRM
-        .key(lease_key(id))
-        .key(document_key(id))
+        .key(&names.lease)
+        .key(&names.document)
         .arg(&lease.value)
         .arg(at_ms)
         .invoke_async(conn)
@@ -97,7 +97,7 @@ pub(crate) enum Written {
 /// over a newer value, which this replica refused (corrupt values are not kept forever).
 pub(crate) async fn write(
     conn: &mut ConnectionManager,
-    id: &str,
+    names: &Names,
     lease: &Lease,
     slot: &EnvSlot,
     over_refused: bool,
@@ -111,21 +111,26 @@ pub(crate) async fn write(
         None => {
             let document = snapshot.clone();
             crate::background::run(move || {
-                Bytes::from(crate::body::gzip(&document.document.bytes_once(), GZIP_LEVEL))
+                Bytes::from(crate::body::gzip(
+                    &document.document.bytes_once(),
+                    GZIP_LEVEL,
+                ))
             })
             .await
-            .map_err(|e| redis::RedisError::from((redis::ErrorKind::Client, "compressing", e.to_string())))?
+            .map_err(|e| {
+                redis::RedisError::from((redis::ErrorKind::Client, "compressing", e.to_string()))
+            })?
         }
     };
     let outcome: u32 = WRITE
-        .key(lease_key(id))
-        .key(document_key(id))
+        .key(&names.lease)
+        .key(&names.document)
         .arg(&lease.value)
         .arg(body.as_ref())
         .arg(&snapshot.content_revision)
         .arg(snapshot.updated_at_ms)
         .arg(CHANNEL)
-        .arg(id)
+        .arg(&names.id)
         .arg(if over_refused { "1" } else { "0" })
         .arg(last_success_ms(slot))
         .invoke_async(conn)
@@ -162,15 +167,15 @@ pub(crate) enum Loaded {
 /// already refused (`refused`: the revision it claimed).
 pub(crate) async fn load(
     conn: &mut ConnectionManager,
-    id: &str,
+    names: &Names,
     slot: &Arc<EnvSlot>,
     refused: Option<&str>,
     figures: &Figures,
 ) -> RedisResult<Loaded> {
-    let key = document_key(id);
+    let key = &names.document;
     let (revision, updated_at, confirmed): (Option<String>, Option<String>, Option<u64>) =
         redis::cmd("HMGET")
-            .arg(&key)
+            .arg(key)
             .arg("revision")
             .arg("updated_at_ms")
             .arg("confirmed_at_ms")
@@ -200,7 +205,7 @@ pub(crate) async fn load(
             return Ok(Loaded::Unchanged);
         }
     }
-    let body: Option<Vec<u8>> = conn.hget(&key, "body").await?;
+    let body: Option<Vec<u8>> = conn.hget(key, "body").await?;
     let Some(body) = body else {
         return Ok(Loaded::Nothing);
     };
@@ -212,7 +217,13 @@ pub(crate) async fn load(
             tracing::warn!(%environment, %reason, "refused the document the fleet's store holds; serving the last good one");
             return Ok(Loaded::Refused { revision });
         }
-        Err(e) => return Err(redis::RedisError::from((redis::ErrorKind::Client, "decompressing", e.to_string()))),
+        Err(e) => {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "decompressing",
+                e.to_string(),
+            )))
+        }
     };
     match slot.publish(Incoming::Bytes(body)).await {
         Ok(Published::NewRevision { revision, .. }) => {
@@ -267,7 +278,10 @@ mod tests {
         for cut in [1, 10, gzipped.len() / 2, gzipped.len() - 1] {
             assert!(gunzip(&gzipped[..cut]).is_err(), "cut at {cut}");
         }
-        assert!(gunzip(&document).is_err(), "plain JSON is not a stored value");
+        assert!(
+            gunzip(&document).is_err(),
+            "plain JSON is not a stored value"
+        );
         assert!(gunzip(b"").is_err());
         let mut trailing = gzipped.clone();
         trailing.extend_from_slice(b"junk");
@@ -275,6 +289,9 @@ mod tests {
         let mut flipped = gzipped;
         let middle = flipped.len() / 2;
         flipped[middle] ^= 0xff;
-        assert!(gunzip(&flipped).is_err(), "a corrupt stream fails its checksum");
+        assert!(
+            gunzip(&flipped).is_err(),
+            "a corrupt stream fails its checksum"
+        );
     }
 }
