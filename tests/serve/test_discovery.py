@@ -32,6 +32,7 @@ class ProxyApi(ScriptedApi):
         self.delivered: list[list] = []  # rows of the POSTs answered 2xx
         self.fetch_keys: list[tuple[str, str]] = []  # (X-Environment-Key, X-Proxy-Key)
         self.close_connections = False  # answer with `Connection: close` (no pooled connection)
+        self.listing_requests = 0  # GET /proxy/config/ answered
         api = self
 
         class Handler(JsonHandler):
@@ -41,6 +42,7 @@ class ProxyApi(ScriptedApi):
             def do_GET(self) -> None:  # noqa: N802
                 with api.lock:
                     if self.path == "/api/v1/proxy/config/":
+                        api.listing_requests += 1
                         if self.headers.get("X-Proxy-Key") != PROXY_KEY:
                             return self._send(401, b'{"detail":"bad proxy key"}')
                         if api.listing_mode == "500":

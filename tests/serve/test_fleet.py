@@ -1,19 +1,24 @@
 """A fleet: replicas sharing one Redis (`flagpole.fleet`). Each environment is polled upstream by
 one replica for the whole fleet (the holder of its lease) and the others load its document from
-Redis; a replica killed hands its environments over; a new replica with an empty directory and
-no upstream serves what Redis holds; Redis going away never fails a request (every replica then
-polls upstream itself); a corrupt value in Redis is refused and the last good document kept; a
-holder whose lease ran out while it fetched writes nothing (fencing).
+Redis, where it is stored gzip-compressed; a replica killed hands its environments over; a new
+replica with an empty directory and no upstream serves what Redis holds; Redis going away never
+fails a request (every replica then polls upstream itself); a corrupt or truncated value in
+Redis is refused and the last good document kept; a holder whose lease ran out while it fetched
+writes nothing (fencing); /metrics and the status page show the fleet; with Redis Sentinel the
+fleet follows the promoted replica when the master dies; the `proxy_key` listing is fetched once
+for the fleet; and fifty environments on three replicas are polled once per interval in total.
 
-Redis is Debian's `redis-server`, started here on a free loopback port with nothing saved to disk.
-Without it the suite is skipped, except under CI=true, where that is a failure.
-Every wait is for an event (a revision served, a counter, a request count) with a generous
-deadline; nothing asserts how long anything took.
+Redis is Debian's `redis-server` (Sentinel: `redis-server --sentinel`), started here on free
+loopback ports with nothing saved to disk. Without it the suite is skipped, except under
+CI=true, where that is a failure. Every wait is for an event (a revision served, a counter, a
+request count) with a generous deadline; nothing asserts how long anything took.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -23,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from documents import make_document
-from metrics_support import scrape
+from metrics_support import scrape, status_json
 from serve_harness import Env, free_port, upstream_config, wait_until
 
 WAIT = 60  # seconds: the deadline of every wait (a hang, not a slow machine)
@@ -35,10 +40,12 @@ class RedisServer:
     """One redis-server on 127.0.0.1, nothing persisted; `stop` kills it (SIGKILL), `start`
     brings it back empty on the same port."""
 
-    def __init__(self, workdir: Path, tls: tuple[Path, Path, Path] | None = None) -> None:
+    def __init__(self, workdir: Path, tls: tuple[Path, Path, Path] | None = None,
+                 extra: list[str] | None = None) -> None:
         self.port = free_port()
         self.workdir = workdir
         self.tls = tls  # (CA, certificate, key): TLS only, no plain port
+        self.extra = extra or []  # more redis-server arguments (`--replicaof`)
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -54,7 +61,7 @@ class RedisServer:
                      "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
         self.proc = subprocess.Popen(
             ["redis-server", *ports, "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir)],
+             "--appendonly", "no", "--dir", str(self.workdir), *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         wait_until(lambda: self.cli("PING") == "PONG", WAIT, "redis-server never answered PING")
@@ -65,11 +72,26 @@ class RedisServer:
             self.proc.kill()
             self.proc.wait(timeout=10)
 
-    def cli(self, *args: str) -> str:
+    def cli(self, *args: str, stdin: bytes | None = None) -> str:
+        """redis-cli with `args`; with `stdin`, those bytes are the last argument (`-x`: binary
+        safe)."""
         tls = ["--tls", "--cacert", str(self.tls[0])] if self.tls is not None else []
-        done = subprocess.run(["redis-cli", "-p", str(self.port), *tls, *args], capture_output=True,
-                              text=True, timeout=10)
-        return done.stdout.strip()
+        raw = ["-x"] if stdin is not None else []
+        done = subprocess.run(["redis-cli", "-p", str(self.port), *tls, *raw, *args], capture_output=True,
+                              input=stdin, timeout=10)
+        return done.stdout.decode(errors="replace").strip()
+
+    def get_bytes(self, key: str, field: str) -> bytes:
+        """A hash field's bytes, exactly (redis-cli --raw adds one newline)."""
+        done = subprocess.run(["redis-cli", "-p", str(self.port), "--raw", "HGET", key, field],
+                              capture_output=True, timeout=10)
+        return done.stdout[:-1]
+
+
+def stored_text(server: RedisServer, key: str) -> str:
+    """The document a stored value holds, as text ("" while there is none)."""
+    raw = server.get_bytes(key, "body")
+    return gzip.decompress(raw).decode() if raw else ""
 
 
 def need_redis() -> None:
@@ -172,6 +194,44 @@ def test_each_environment_is_polled_by_one_replica_for_the_fleet(redis, upstream
     assert f"flagpole:env:{environment_id(ENVS[0].client_key)}:document" in names.split(), names
 
 
+def test_metrics_and_the_status_page_show_the_fleet(redis, upstream, flagpole, tmp_path):
+    set_revision(upstream, 1)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 2)
+    wait_all_serve(replicas, 1)
+    wait_leases_settled(replicas)
+    set_revision(upstream, 2)
+    wait_all_serve(replicas, 2)
+    # Each replica reads the store at the poll times of the environments the other polls.
+    for fp in replicas:
+        wait_until(lambda: scrape(fp).value("flagpole_fleet_upstream_fetches_saved_total") > 0, WAIT,
+                   f"replica on {fp.port} never read the store instead of polling")
+    # Read while no lease is being handed over (the status page counts them as /metrics does).
+    facts = wait_until(lambda: (lambda f: f if sum(x["leases_held"] for x in f) == len(ENVS) else None)(
+        [status_json(fp)["fleet"] for fp in replicas]), WAIT, "the status pages never showed every lease held")
+    for fleet, fp in zip(facts, replicas):
+        assert fleet["store_reachable"] is True, fleet
+        assert fleet["replicas"] == 2, fleet
+        assert fleet["upstream_fetches_saved"] >= 1, fleet
+        assert fleet["store_values_refused"] == 0, fleet
+        metrics = scrape(fp)
+        assert fleet["documents_from_store"] <= metrics.value("flagpole_fleet_documents_total", source="store")
+        assert fleet["upstream_fetches_saved"] <= metrics.value("flagpole_fleet_upstream_fetches_saved_total")
+    # Revision 2 of every environment came once from upstream (on its holder) and once from the
+    # store (on the other replica).
+    assert sum(f["documents_from_upstream"] for f in facts) >= len(ENVS), facts
+    assert sum(f["documents_from_store"] for f in facts) >= len(ENVS), facts
+    page = replicas[0].get("/proxy/status", headers={"Accept": "text/html"}).body.decode()
+    assert 'data-section="fleet"' in page
+    assert 'data-field="fleet_store_reachable">reachable<' in page
+    assert f'data-field="fleet_leases_held">{facts[0]["leases_held"]}<' in page
+    # Without `flagpole.fleet`, neither shows a fleet.
+    lone = flagpole(upstream_config(upstream, ENVS), workdir=tmp_path / "lone")
+    lone.wait_ready(WAIT)
+    assert status_json(lone)["fleet"] is None
+    assert 'data-section="fleet"' not in lone.get("/proxy/status").body.decode()
+    assert "flagpole_fleet_" not in scrape(lone).text
+
+
 def test_a_killed_lease_holder_hands_its_environments_over(redis, upstream, flagpole, tmp_path):
     set_revision(upstream, 1)
     replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 3)
@@ -228,27 +288,59 @@ def test_without_redis_every_replica_polls_upstream_itself(redis, upstream, flag
     wait_all_serve(replicas, 3)
 
 
-def test_a_corrupt_value_in_redis_is_refused_and_the_last_good_kept(redis, upstream, flagpole, tmp_path):
+def refused(replicas, reason: str) -> float:
+    return sum(scrape(fp).value("flagpole_fleet_store_documents_refused_total", reason=reason)
+               for fp in replicas)
+
+
+def test_documents_are_stored_gzipped(redis, upstream, flagpole, tmp_path):
+    env = ENVS[0]
+    set_revision(upstream, 1, [env])
+    fp = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, [env]), 1)[0]
+    key = f"flagpole:env:{environment_id(env.client_key)}:document"
+    wait_until(lambda: redis.cli("HEXISTS", key, "body") == "1", WAIT, "the document was never written")
+    stored = redis.get_bytes(key, "body")
+    served = fp.get("/api/v1/environment-document/", env.server_key)
+    assert served.status == 200
+    assert stored[:2] == b"\x1f\x8b", stored[:16]
+    assert json.loads(gzip.decompress(stored)) == served.json()
+    assert len(stored) < len(served.body)
+
+
+def test_a_corrupt_or_truncated_value_in_redis_is_refused_and_the_last_good_kept(redis, upstream, flagpole,
+                                                                                   tmp_path):
     set_revision(upstream, 1)
     replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 2)
     wait_all_serve(replicas, 1)
     wait_leases_settled(replicas)
     env = ENVS[0]
     key = f"flagpole:env:{environment_id(env.client_key)}:document"
+    wait_until(lambda: redis.cli("HEXISTS", key, "body") == "1", WAIT, "the document was never written")
+    good = redis.get_bytes(key, "body")
+    newer = gzip.compress(json.dumps(doc(env, 9)).encode())
+    flipped = bytearray(newer)
+    flipped[len(flipped) // 2] ^= 0xFF
+    planted = [
+        ("truncated", newer[: len(newer) // 2], "undecodable"),
+        ("corrupt", bytes(flipped), "undecodable"),
+        ("not gzip", json.dumps(doc(env, 9)).encode(), "undecodable"),
+        ("another environment's", gzip.compress(json.dumps(doc(ENVS[1], 9)).encode()), "rejected"),
+        ("not a document", gzip.compress(b'{"api_key": "fleet_client_0", "feature_'), "rejected"),
+    ]
+    assert gzip.decompress(good)  # what the fleet wrote is whole
     far_future = str(int(time.time() * 1000) + 10 ** 9)
-    for body in ('{"api_key": "fleet_client_0", "feature_', '{"api_key": "another_environment"}'):
-        refused = sum(scrape(fp).value("flagpole_fleet_store_documents_refused_total") for fp in replicas)
-        redis.cli("HSET", key, "body", body, "revision", f"planted-{len(body)}", "updated_at_ms", far_future)
+    for i, (what, body, reason) in enumerate(planted):
+        before = refused(replicas, reason)
+        redis.cli("HSET", key, "revision", f"planted-{i}", "updated_at_ms", far_future, "body", stdin=body)
         redis.cli("PUBLISH", "flagpole:documents", environment_id(env.client_key))
-        wait_until(
-            lambda: sum(scrape(fp).value("flagpole_fleet_store_documents_refused_total") for fp in replicas)
-            > refused, WAIT, "no replica refused the planted value")
+        wait_until(lambda: refused(replicas, reason) > before, WAIT, f"no replica refused the {what} value")
         for fp in replicas:
-            assert serves(fp, env, 1), fp.port
+            assert serves(fp, env, 1), (what, fp.port)
             assert fp.get("/api/v1/flags/", env.client_key).status == 200
     # The next change upstream replaces the refused value, and reaches every replica.
     set_revision(upstream, 2)
     wait_all_serve(replicas, 2)
+    assert json.loads(gzip.decompress(redis.get_bytes(key, "body")))["api_key"] == env.client_key
 
 
 def test_a_holder_whose_lease_ran_out_during_its_fetch_writes_nothing(redis, upstream, flagpole, tmp_path):
@@ -309,3 +401,181 @@ def test_rediss_with_an_acl_user(upstream, flagpole, tmp_path):
         assert "s3cret" not in fp.stderr_text()
     finally:
         server.stop()
+
+
+class Sentinels:
+    """Redis Sentinel on loopback: one master, one replica, three sentinels watching the master
+    as `flags` (quorum 2, the master judged down after a second without an answer)."""
+
+    MASTER = "flags"
+
+    def __init__(self, workdir: Path) -> None:
+        self.master = RedisServer(workdir / "master").start()
+        self.replica = RedisServer(workdir / "replica", extra=["--replicaof", "127.0.0.1", str(self.master.port)])
+        self.replica.start()
+        wait_until(lambda: "master_link_status:up" in self.replica.cli("INFO", "replication"), WAIT,
+                   "the replica never synchronised with the master")
+        self.sentinels: list[tuple[int, subprocess.Popen]] = []
+        for i in range(3):
+            port = free_port()
+            conf = workdir / f"sentinel-{i}.conf"  # sentinels rewrite their file: one each
+            conf.write_text(
+                f"port {port}\nbind 127.0.0.1\ndir {workdir}\n"
+                f"sentinel monitor {self.MASTER} 127.0.0.1 {self.master.port} 2\n"
+                f"sentinel down-after-milliseconds {self.MASTER} 1000\n"
+                f"sentinel failover-timeout {self.MASTER} 5000\n"
+                f"sentinel parallel-syncs {self.MASTER} 1\n")
+            proc = subprocess.Popen(["redis-server", str(conf), "--sentinel"], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            self.sentinels.append((port, proc))
+        # Every sentinel knows the replica and the two other sentinels: a failover can be agreed.
+        for port, _ in self.sentinels:
+            wait_until(lambda: self.ask(port, "SENTINEL", "replicas", self.MASTER).count("ip") >= 1
+                       and self.ask(port, "SENTINEL", "sentinels", self.MASTER).count("ip") >= 2, WAIT,
+                       f"sentinel {port} never found the replica and the other sentinels")
+
+    @staticmethod
+    def ask(port: int, *args: str) -> str:
+        done = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True, timeout=10)
+        return done.stdout.strip()
+
+    def master_port(self) -> int | None:
+        answer = self.ask(self.sentinels[0][0], "SENTINEL", "get-master-addr-by-name", self.MASTER).split()
+        return int(answer[1]) if len(answer) == 2 else None
+
+    def addresses(self) -> list[str]:
+        return [f"127.0.0.1:{port}" for port, _ in self.sentinels]
+
+    def stop(self) -> None:
+        for _, proc in self.sentinels:
+            proc.kill()
+            proc.wait(timeout=10)
+        self.replica.stop()
+        self.master.stop()
+
+
+def test_with_sentinel_the_fleet_follows_the_promoted_replica(upstream, flagpole, tmp_path):
+    need_redis()
+    redis = Sentinels(tmp_path / "sentinel")
+    try:
+        set_revision(upstream, 1)
+        config = upstream_config(upstream, ENVS)
+        config["flagpole"] = {"fleet": {"sentinels": redis.addresses(), "sentinel_master": Sentinels.MASTER,
+                                        "lease_seconds": LEASE_SECONDS}}
+        replicas = start_replicas(flagpole, tmp_path, config, 2)
+        wait_all_serve(replicas, 1)
+        wait_leases_settled(replicas)
+        key = f"flagpole:env:{environment_id(ENVS[0].client_key)}:document"
+        wait_until(lambda: redis.master.cli("HEXISTS", key, "body") == "1", WAIT, "nothing written on the master")
+
+        # The master dies: the sentinels promote the replica, and the fleet follows it.
+        redis.master.stop()
+        wait_until(lambda: redis.master_port() == redis.replica.port, WAIT,
+                   "the sentinels never promoted the replica")
+        for fp in replicas:
+            wait_until(lambda: scrape(fp).value("flagpole_fleet_store_reachable") == 1, WAIT,
+                       f"replica on {fp.port} never reached the promoted master")
+        wait_leases_settled(replicas)
+        from_store = sum(scrape(fp).value("flagpole_fleet_documents_total", source="store") for fp in replicas)
+        set_revision(upstream, 2)
+        wait_all_serve(replicas, 2)
+        # Written to the new master by the lease holders, read from it by the other replica.
+        for env in ENVS:
+            key = f"flagpole:env:{environment_id(env.client_key)}:document"
+            wait_until(lambda: "hello-r2" in stored_text(redis.replica, key), WAIT,
+                       f"revision 2 of {env.client_key} never written to the promoted master")
+        wait_until(lambda: sum(scrape(fp).value("flagpole_fleet_documents_total", source="store")
+                               for fp in replicas) >= from_store + len(ENVS), WAIT,
+                   "the replicas never loaded revision 2 from the promoted master")
+    finally:
+        redis.stop()
+
+
+def test_the_proxy_key_listing_is_fetched_once_for_the_fleet(redis, flagpole, tmp_path):
+    """One replica fetches the `proxy_key` listing for the fleet; the others read it from Redis."""
+    from test_discovery import PROXY_KEY, ProxyApi, listed
+
+    api = ProxyApi()
+    try:
+        first, second = make_document("disc_f1", env_id=7101), make_document("disc_f2", env_id=7102)
+        api.set(documents={"ser.f1": first, "ser.f2": second}, listing=[listed("disc_f1", ("ser.f1", True, None))])
+        config = {"proxy_key": PROXY_KEY, "api_url": api.api_url, "api_poll_frequency_seconds": 1,
+                  "flagpole": {"fleet": {"redis_url": redis.url, "lease_seconds": LEASE_SECONDS}}}
+        replicas = [flagpole(config=config, workdir=tmp_path / f"replica-{i}", wait=False) for i in range(3)]
+        for fp in replicas:
+            fp.wait_live()
+            wait_until(lambda: fp.get("/api/v1/flags/", key="disc_f1").status == 200, WAIT,
+                       f"replica on {fp.port} never served the discovered environment")
+
+        def document_fetches() -> int:
+            with api.lock:
+                return sum(1 for key, _ in api.fetch_keys if key == "ser.f1")
+
+        # The environment's document is fetched once per interval for the fleet: over five of
+        # those, three replicas fetching the listing each would fetch it about fifteen times.
+        wait_leases_settled(replicas, ["ser.f1"])
+        fetches, listings = document_fetches(), api.listing_requests
+        wait_until(lambda: document_fetches() >= fetches + 5, WAIT, "the environment stopped being polled")
+        assert api.listing_requests - listings <= 8, api.listing_requests - listings
+        assert sum(scrape(fp).value("flagpole_fleet_upstream_fetches_saved_total") for fp in replicas) > 0
+
+        # A change to the listing reaches every replica.
+        api.set(listing=[listed("disc_f1", ("ser.f1", True, None)), listed("disc_f2", ("ser.f2", True, None))])
+        for fp in replicas:
+            wait_until(lambda: fp.get("/api/v1/flags/", key="disc_f2").status == 200, WAIT,
+                       f"replica on {fp.port} never served the newly listed environment")
+        names = redis.cli("KEYS", "*").split()
+        assert f"flagpole:discovery:{environment_id(PROXY_KEY)}:document" in names, names
+        assert not any(PROXY_KEY in name or "ser.f" in name for name in names), names
+    finally:
+        api.stop()
+
+
+MANY = [Env(f"fleet_many_{i}", f"ser.fleet_many_{i}") for i in range(50)]
+
+
+def test_fifty_environments_on_three_replicas(redis, upstream, flagpole, tmp_path):
+    """At scale: each of 50 environments is polled once per interval for the whole fleet, not
+    once per replica; a lease holder killed, its environments are polled again by the others;
+    Redis restarted empty, the next polls write every document again."""
+    set_revision(upstream, 1, MANY)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, MANY), 3)
+    wait_all_serve(replicas, 1, MANY)
+    # Spread: none holds more than its share (50 / 3, rounded up) plus one, all are held.
+    wait_until(lambda: (lambda held: sum(held) == len(MANY) and max(held) <= 18)([leases(fp) for fp in replicas]),
+               WAIT, "the leases never spread over the replicas")
+
+    def polled_since(before: dict[str, int]) -> dict[str, int]:
+        return {e.server_key: upstream.count(e.server_key) - before[e.server_key] for e in MANY}
+
+    # Until every environment has been polled 5 more times, none is polled more than 8 times
+    # (slack for a poll moving with its lease); three replicas on their own would poll each ~15.
+    before = {e.server_key: upstream.count(e.server_key) for e in MANY}
+    wait_until(lambda: min(polled_since(before).values()) >= 5, WAIT, "some environment stopped being polled")
+    polled = polled_since(before)
+    assert max(polled.values()) <= 8, sorted(polled.values())
+    assert sum(polled.values()) <= 8 * len(MANY), sum(polled.values())
+
+    # SIGKILL of the replica holding the most leases: its environments are polled again by the
+    # others, which take its leases between them, and a change reaches both.
+    holder = max(replicas, key=leases)
+    holder.expect_clean_exit = False
+    holder.signalled = True
+    holder.kill()
+    survivors = [fp for fp in replicas if fp is not holder]
+    before = {e.server_key: upstream.count(e.server_key) for e in MANY}
+    wait_until(lambda: min(polled_since(before).values()) >= 2, WAIT,
+               "the killed holder's environments were never polled again")
+    wait_leases_settled(survivors, MANY)
+    set_revision(upstream, 2, MANY)
+    wait_all_serve(survivors, 2, MANY)
+
+    # Redis restarted empty: the next polls write every document again, and the fleet goes on.
+    redis.stop()
+    redis.start()
+    for env in MANY:
+        key = f"flagpole:env:{environment_id(env.client_key)}:document"
+        wait_until(lambda: "hello-r2" in stored_text(redis, key), WAIT, f"{key} never written again")
+    wait_leases_settled(survivors, MANY)
+    set_revision(upstream, 3, MANY)
+    wait_all_serve(survivors, 3, MANY)

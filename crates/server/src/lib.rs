@@ -111,8 +111,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let warm = warm_start(&config)?;
     load_documents(plan, warm.clone(), &shutdown).await?;
     let fleet = start_fleet(&config, &store, &shutdown).await?;
-    let pollers = start_polling(&config, &store, warm, fleet, &shutdown);
-    let state = front_doors(&config, &store, pollers.as_ref(), &shutdown).await;
+    let pollers = start_polling(&config, &store, warm, fleet.clone(), &shutdown);
+    let state = front_doors(&config, &store, pollers.as_ref(), fleet, &shutdown).await;
     run(ports, state, &config, &shutdown).await;
     Ok(())
 }
@@ -286,6 +286,7 @@ async fn front_doors(
     config: &Arc<Config>,
     store: &Arc<Store>,
     pollers: Option<&upstream::Pollers>,
+    fleet: Option<Arc<sources::fleet::Fleet>>,
     shutdown: &Shutdown,
 ) -> api::AppState {
     let streams = Arc::new(streams::Streams::new(config, store));
@@ -295,6 +296,7 @@ async fn front_doors(
             store.clone(),
             streams.clone(),
             pollers.clone(),
+            fleet.clone(),
         );
         discovery.sync_once().await;
         shutdown.spawn(discovery.run(shutdown.requested.clone()));
@@ -332,6 +334,7 @@ async fn front_doors(
         streams,
         analytics,
         shadow,
+        fleet,
     }
 }
 

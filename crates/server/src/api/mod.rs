@@ -49,6 +49,8 @@ pub(crate) struct AppState {
     pub analytics: Arc<crate::analytics::Analytics>,
     /// Shadow verification (`flagpole.shadow`), when on.
     pub shadow: Option<Arc<crate::shadow::Shadow>>,
+    /// The fleet's shared store (`flagpole.fleet`), for the status page.
+    pub fleet: Option<Arc<crate::sources::fleet::Fleet>>,
 }
 
 /// A response with a status and a body.

@@ -186,6 +186,7 @@ fn parse(
     warnings.extend(unknown.ignored);
     let config = file.settings(warnings);
     rules::grace(&config)?;
+    rules::fleet(&config)?;
     Ok(config)
 }
 

@@ -1,7 +1,8 @@
 //! Rules between keys, which a schema of each key alone cannot state: the health check's grace
 //! period is not shorter than the poll period (one late poll would make an environment stale),
-//! and no two of the proxy's own listeners share a port (`serve` would fail to bind the second
-//! after the first already listens). Both `serve` and `flagpole check` apply them, before
+//! no two of the proxy's own listeners share a port (`serve` would fail to bind the second
+//! after the first already listens), and a fleet names its Redis one way: a URL, or sentinels
+//! with the master's name. Both `serve` and `flagpole check` apply them, before
 //! anything listens.
 
 use std::time::Duration;
@@ -52,6 +53,36 @@ pub(super) fn listeners(c: &Config, from_command_line: bool) -> Result<(), Confi
         }
     }
     Ok(())
+}
+
+/// `flagpole.fleet`: `redis_url`, or `sentinels` and `sentinel_master`; never both.
+pub(super) fn fleet(c: &Config) -> Result<(), ConfigError> {
+    let Some(f) = &c.fleet else {
+        return Ok(());
+    };
+    let sentinel = !f.sentinels.is_empty() || f.sentinel_master.is_some();
+    let problem = if !f.redis_url.is_empty() && sentinel {
+        "flagpole.fleet: redis_url and sentinels/sentinel_master name Redis twice; give one \
+         or the other, not both"
+    } else if !f.redis_url.is_empty() {
+        return Ok(());
+    } else if !sentinel {
+        "flagpole.fleet.redis_url: missing; give the Redis URL, or sentinels and sentinel_master \
+         (Redis Sentinel)"
+    } else if f.sentinels.is_empty() {
+        "flagpole.fleet.sentinels: missing or empty; give the sentinels (host:port) that \
+         monitor sentinel_master"
+    } else if f
+        .sentinel_master
+        .as_deref()
+        .is_none_or(|m| m.trim().is_empty())
+    {
+        "flagpole.fleet.sentinel_master: missing or empty; give the name the sentinels monitor \
+         the master by"
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError(problem.to_owned()))
 }
 
 /// Seconds as the file writes them.

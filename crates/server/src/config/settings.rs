@@ -201,6 +201,9 @@ impl Config {
         c.ofrep.sse.secret = c.ofrep.sse.secret.as_ref().map(hide);
         if let Some(fleet) = &mut c.fleet {
             fleet.redis_url = super::fleet::redact(&fleet.redis_url);
+            for sentinel in &mut fleet.sentinels {
+                *sentinel = super::fleet::redact(sentinel);
+            }
         }
         for api_url in [Some(&mut c.upstream.api_url), c.shadow.api_url.as_mut()]
             .into_iter()

@@ -3,14 +3,19 @@
 //! their server keys. Each listing is applied whole: new environments are added and polled,
 //! server keys follow it (a key resolves only while active and unexpired), environments no
 //! longer listed are removed (their poller stopped, their streams ended). Configured pairs are
-//! never removed. A listing that cannot be fetched or read changes nothing.
+//! never removed. A listing that cannot be fetched or read changes nothing. In a fleet, one
+//! replica fetches the listing for all and the others read it from Redis
+//! (`fleet/discovery.rs`).
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
+use bytes::Bytes;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use super::fleet::discovery::SharedListing;
+use super::fleet::Fleet;
 use super::upstream::Pollers;
 use crate::keys::fingerprint;
 use crate::store::{DiscoveredEnv, Store};
@@ -24,6 +29,8 @@ pub(crate) struct Discovery {
     pollers: Pollers,
     /// The last failure (logged once per change).
     last_error: Option<String>,
+    /// The fleet's listing, in a fleet.
+    shared: Option<SharedListing>,
 }
 
 #[derive(Deserialize)]
@@ -52,8 +59,10 @@ impl Discovery {
         store: Arc<Store>,
         streams: Arc<Streams>,
         pollers: Pollers,
+        fleet: Option<Arc<Fleet>>,
     ) -> Discovery {
         Discovery {
+            shared: fleet.map(|f| SharedListing::new(f, &proxy_key)),
             proxy_key,
             store,
             streams,
@@ -62,37 +71,48 @@ impl Discovery {
         }
     }
 
-    /// Polls the listing until `stop` is cancelled (the proxy shutting down).
+    /// Polls the listing until `stop` is cancelled (the proxy shutting down); in a fleet, keeps
+    /// the listing's lease up in between.
     pub(crate) async fn run(mut self, stop: CancellationToken) {
+        let mut next_sync = Instant::now() + self.period();
         loop {
-            let period = self
-                .pollers
-                .config
-                .upstream
-                .poll_frequency
-                .max(Duration::from_millis(100));
-            let jitter = period.mul_f64(rand::random::<f64>() * 0.1);
+            let wake = match &self.shared {
+                Some(shared) => next_sync.min(Instant::now() + shared.upkeep_every()),
+                None => next_sync,
+            };
             tokio::select! {
-                _ = tokio::time::sleep(period + jitter) => {}
+                _ = tokio::time::sleep_until(wake.into()) => {}
                 _ = stop.cancelled() => break,
             }
-            self.sync_once().await;
+            if let Some(shared) = &mut self.shared {
+                shared.upkeep().await;
+            }
+            if Instant::now() >= next_sync {
+                self.sync_once().await;
+                next_sync = Instant::now() + self.period();
+            }
+        }
+        if let Some(shared) = &mut self.shared {
+            shared.release().await;
         }
     }
 
-    /// Fetches the listing once and applies it.
+    /// The time to the next listing: the poll period, with up to a tenth of it at random.
+    fn period(&self) -> Duration {
+        let period = self
+            .pollers
+            .config
+            .upstream
+            .poll_frequency
+            .max(Duration::from_millis(100));
+        period + period.mul_f64(rand::random::<f64>() * 0.1)
+    }
+
+    /// Fetches the listing once (in a fleet, reads the one fetched for the fleet) and applies it.
     pub(crate) async fn sync_once(&mut self) {
-        let config = &self.pollers.config;
-        let fetched = tokio::time::timeout(config.upstream.poll_timeout, self.fetch()).await;
-        let listed = match fetched {
-            Ok(Ok(listed)) => listed,
-            Ok(Err(reason)) => return self.failed(reason),
-            Err(_) => {
-                return self.failed(format!(
-                    "timed out after {:?}",
-                    config.upstream.poll_timeout
-                ))
-            }
+        let listed = match self.listing().await {
+            Ok(listed) => listed,
+            Err(reason) => return self.failed(reason),
         };
         if self.last_error.take().is_some() {
             tracing::info!("proxy key discovery recovered");
@@ -123,7 +143,30 @@ impl Discovery {
         }
     }
 
-    async fn fetch(&self) -> Result<Vec<DiscoveredEnv>, String> {
+    /// The listing: the fleet's from Redis when another replica fetches it, else fetched here
+    /// (and, by the fleet's holder, written for the others once it reads well).
+    async fn listing(&mut self) -> Result<Vec<DiscoveredEnv>, String> {
+        if let Some(shared) = &mut self.shared {
+            if let Some(stored) = shared.stored().await {
+                return parse_listing(&stored, SystemTime::now()).map_err(|reason| {
+                    shared.refused();
+                    format!("the fleet's stored listing: {reason}")
+                });
+            }
+        }
+        let timeout = self.pollers.config.upstream.poll_timeout;
+        let body = match tokio::time::timeout(timeout, self.fetch()).await {
+            Ok(fetched) => fetched?,
+            Err(_) => return Err(format!("timed out after {timeout:?}")),
+        };
+        let listed = parse_listing(&body, SystemTime::now())?;
+        if let Some(shared) = &mut self.shared {
+            shared.publish(&body).await;
+        }
+        Ok(listed)
+    }
+
+    async fn fetch(&self) -> Result<Bytes, String> {
         let url = format!("{}/proxy/config/", self.pollers.config.upstream.api_url);
         let response = self
             .pollers
@@ -137,11 +180,10 @@ impl Discovery {
         if !status.is_success() {
             return Err(format!("upstream answered {status}"));
         }
-        let body = response
+        response
             .bytes()
             .await
-            .map_err(|e| format!("reading the body failed: {e}"))?;
-        parse_listing(&body, SystemTime::now())
+            .map_err(|e| format!("reading the body failed: {e}"))
     }
 }
 

@@ -1,11 +1,13 @@
 //! The fleet's figures on `/metrics`: whether the shared store answers, how many environments
 //! this replica polls for the fleet, and where its documents came from (the store, or its own
-//! upstream fetch), so that a fleet's saved upstream fetches and refused store values show.
+//! upstream fetch), the upstream fetches a load from the store replaced, and refused store
+//! values.
 
 pub(crate) const STORE_REACHABLE: &str = "flagpole_fleet_store_reachable";
 pub(crate) const LEASES_HELD: &str = "flagpole_fleet_leases_held";
 pub(crate) const DOCUMENTS: &str = "flagpole_fleet_documents_total";
 pub(crate) const REFUSED: &str = "flagpole_fleet_store_documents_refused_total";
+pub(crate) const SAVED: &str = "flagpole_fleet_upstream_fetches_saved_total";
 
 /// Says what each figure means (once, when the exporter is installed).
 pub(crate) fn describe() {
@@ -24,9 +26,14 @@ pub(crate) fn describe() {
         "New document revisions this replica served, by where they came from (store or upstream)."
     );
     metrics::describe_counter!(
+        SAVED,
+        Unit::Count,
+        "Poll times at which this replica read the document from the fleet's Redis instead of fetching it upstream."
+    );
+    metrics::describe_counter!(
         REFUSED,
         Unit::Count,
-        "Documents read from the fleet's Redis and refused (unreadable, not the environment's, rejected by the engine); the last good one is kept."
+        "Documents read from the fleet's Redis and refused, by reason: undecodable (not a whole gzip stream) or rejected (not the environment's valid document); the last good one is kept."
     );
 }
 
@@ -44,6 +51,23 @@ pub(crate) fn document(from_store: bool) {
     metrics::counter!(DOCUMENTS, "source" => source).increment(1);
 }
 
-pub(crate) fn refused() {
-    metrics::counter!(REFUSED).increment(1);
+pub(crate) fn fetch_saved() {
+    metrics::counter!(SAVED).increment(1);
+}
+
+/// Why a value read from the store was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Not a whole gzip stream (corrupt, cut short) or too large once decompressed.
+    Undecodable,
+    /// Decompressed, but not this environment's valid document.
+    Rejected,
+}
+
+pub(crate) fn refused(why: Refusal) {
+    let reason = match why {
+        Refusal::Undecodable => "undecodable",
+        Refusal::Rejected => "rejected",
+    };
+    metrics::counter!(REFUSED, "reason" => reason).increment(1);
 }

@@ -12,7 +12,7 @@ use redis::aio::ConnectionManager;
 
 use super::lease::{self, Lease};
 use super::stored::{self, Loaded, Written};
-use super::{environment_id, Fleet};
+use super::{Fleet, Names};
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::upstream::{poll_one, Pollers};
 use crate::store::EnvSlot;
@@ -24,7 +24,7 @@ pub(crate) fn runner(fleet: Arc<Fleet>) -> crate::sources::upstream::Runner {
 
 /// What this replica knows of one environment's place in the fleet.
 struct Place {
-    id: String,
+    names: Names,
     /// The lease, while this replica holds it.
     lease: Option<Lease>,
     /// The content revision last written to Redis (by this replica, as the holder).
@@ -37,13 +37,13 @@ struct Place {
 
 async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
     let mut place = Place {
-        id: environment_id(&slot.client_key),
+        names: Names::environment(&slot.client_key),
         lease: None,
         written: None,
         refused: None,
         seen_free: false,
     };
-    let notice = fleet.register(&place.id);
+    let notice = fleet.register(&place.names.id);
     let mut schedule = PollSchedule::new(pollers.period(), Instant::now());
     let upkeep_every = fleet.lease / 3;
     let mut next_poll = Instant::now();
@@ -56,13 +56,15 @@ async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
         if Instant::now() >= next_poll {
             match fleet.connection().await {
                 Some(mut conn) if fleet.reachable() && place.lease.is_none() => {
-                    load(&fleet, &mut conn, &slot, &mut place).await
+                    if load(&fleet, &mut conn, &slot, &mut place).await {
+                        fleet.figures.saved();
+                    }
                 }
                 _ => {
                     let (before, heard) = (revision(&slot), slot.last_success());
                     poll_one(&slot, &pollers).await;
                     if revision(&slot) != before {
-                        crate::telemetry::fleet::document(false);
+                        fleet.figures.document(false);
                     }
                     write(&fleet, &slot, &mut place, slot.last_success() != heard).await;
                 }
@@ -83,13 +85,15 @@ async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
             _ = slot.stop.cancelled() => break,
         }
     }
-    fleet.unregister(&place.id);
+    fleet.unregister(&place.names.id);
     if let Some(held) = place.lease.take() {
         fleet.lease_gone();
         if let Some(mut conn) = fleet.connection().await {
-            let _ =
-                tokio::time::timeout(super::TIMEOUT, lease::release(&mut conn, &place.id, &held))
-                    .await;
+            let _ = tokio::time::timeout(
+                super::TIMEOUT,
+                lease::release(&mut conn, &place.names, &held),
+            )
+            .await;
         }
     }
 }
@@ -106,13 +110,13 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
     };
     if let Some(held) = place.lease.clone() {
         if fleet.over_share() {
-            let released = lease::release(&mut conn, &place.id, &held).await;
+            let released = lease::release(&mut conn, &place.names, &held).await;
             fleet.answered(released.as_ref());
             place.lease = None;
             place.written = None;
             return;
         }
-        let renewed = lease::renew(&mut conn, &place.id, &held, fleet.lease).await;
+        let renewed = lease::renew(&mut conn, &place.names, &held, fleet.lease).await;
         fleet.answered(renewed.as_ref());
         match renewed {
             Ok(true) => {}
@@ -127,7 +131,7 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
     }
     // Two checks in a row found it free: nobody under their share took it, so take it anyway.
     if fleet.reserve_lease(place.seen_free) {
-        let taken = lease::acquire(&mut conn, &place.id, &fleet.replica, fleet.lease).await;
+        let taken = lease::acquire(&mut conn, &place.names, &fleet.replica, fleet.lease).await;
         fleet.answered(taken.as_ref());
         if let Ok(Some(held)) = taken {
             place.lease = Some(held);
@@ -141,7 +145,7 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
         fleet.lease_gone();
     }
     let free: redis::RedisResult<bool> =
-        redis::AsyncCommands::exists(&mut conn, super::lease_key(&place.id)).await;
+        redis::AsyncCommands::exists(&mut conn, &place.names.lease).await;
     fleet.answered(free.as_ref());
     place.seen_free = matches!(free, Ok(false));
 }
@@ -153,14 +157,33 @@ fn drop_lease(fleet: &Fleet, place: &mut Place) {
     }
 }
 
-/// Loads the environment's document from Redis (a non-holder's check, a notice).
-async fn load(fleet: &Fleet, conn: &mut ConnectionManager, slot: &Arc<EnvSlot>, place: &mut Place) {
-    let loaded = stored::load(conn, &place.id, slot, place.refused.as_deref()).await;
+/// Loads the environment's document from Redis (a non-holder's check, a notice); whether Redis
+/// answered with one (new, the same, or refused).
+async fn load(
+    fleet: &Fleet,
+    conn: &mut ConnectionManager,
+    slot: &Arc<EnvSlot>,
+    place: &mut Place,
+) -> bool {
+    let loaded = stored::load(
+        conn,
+        &place.names,
+        slot,
+        place.refused.as_deref(),
+        &fleet.figures,
+    )
+    .await;
     fleet.answered(loaded.as_ref());
     match loaded {
-        Ok(Loaded::New) | Ok(Loaded::Unchanged) => place.refused = None,
-        Ok(Loaded::Refused { revision }) => place.refused = Some(revision),
-        Ok(Loaded::Nothing) | Err(_) => {}
+        Ok(Loaded::New) | Ok(Loaded::Unchanged) => {
+            place.refused = None;
+            true
+        }
+        Ok(Loaded::Refused { revision }) => {
+            place.refused = Some(revision);
+            true
+        }
+        Ok(Loaded::Nothing) | Err(_) => false,
     }
 }
 
@@ -180,17 +203,17 @@ async fn write(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place, heard: boo
     if current == place.written {
         if heard {
             let at = stored::last_success_ms(slot);
-            let confirmed = stored::confirm(&mut conn, &place.id, &held, at).await;
+            let confirmed = stored::confirm(&mut conn, &place.names, &held, at).await;
             fleet.answered(confirmed.as_ref());
         }
         return;
     }
-    let mut written = stored::write(&mut conn, &place.id, &held, slot, false).await;
+    let mut written = stored::write(&mut conn, &place.names, &held, slot, false).await;
     if matches!(written, Ok(Written::Newer)) {
         // Newer than what upstream just gave: serve it if it is good, replace it if it is not.
         load(fleet, &mut conn, slot, place).await;
         if place.refused.is_some() {
-            written = stored::write(&mut conn, &place.id, &held, slot, true).await;
+            written = stored::write(&mut conn, &place.names, &held, slot, true).await;
         }
     }
     fleet.answered(written.as_ref());

@@ -1,4 +1,5 @@
-//! A lease: the right to poll one environment upstream for the whole fleet, held in Redis with a
+//! A lease: the right to poll one environment (or the `proxy_key` listing) upstream for the
+//! whole fleet, held in Redis with a
 //! time to live (`lease_seconds`), renewed by its holder every third of it. Its value is the
 //! holder's name and a fencing token, a number from a per-environment counter that only grows:
 //! a holder whose lease ran out (it hung, or Redis expired it) and was taken by another no
@@ -11,7 +12,7 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use redis::{RedisResult, Script};
 
-use super::{fence_key, lease_key};
+use super::Names;
 
 /// A lease this replica holds: the value Redis keeps under the lease's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,16 +58,16 @@ fn millis(d: Duration) -> u64 {
     d.as_millis().max(1) as u64
 }
 
-/// Takes the environment's lease for `replica` if it is free.
+/// Takes the lease of `names` for `replica` if it is free.
 pub(crate) async fn acquire(
     conn: &mut ConnectionManager,
-    id: &str,
+    names: &Names,
     replica: &str,
     ttl: Duration,
 ) -> RedisResult<Option<Lease>> {
     let token: u64 = ACQUIRE
-        .key(lease_key(id))
-        .key(fence_key(id))
+        .key(&names.lease)
+        .key(&names.fence)
         .arg(replica)
         .arg(millis(ttl))
         .invoke_async(conn)
@@ -79,12 +80,12 @@ pub(crate) async fn acquire(
 /// Extends a held lease; `false`: it was lost (expired, and maybe taken by another replica).
 pub(crate) async fn renew(
     conn: &mut ConnectionManager,
-    id: &str,
+    names: &Names,
     lease: &Lease,
     ttl: Duration,
 ) -> RedisResult<bool> {
     let renewed: u32 = RENEW
-        .key(lease_key(id))
+        .key(&names.lease)
         .arg(&lease.value)
         .arg(millis(ttl))
         .invoke_async(conn)
@@ -95,11 +96,11 @@ pub(crate) async fn renew(
 /// Gives a held lease up (another replica may take it at once).
 pub(crate) async fn release(
     conn: &mut ConnectionManager,
-    id: &str,
+    names: &Names,
     lease: &Lease,
 ) -> RedisResult<()> {
     let _: u32 = RELEASE
-        .key(lease_key(id))
+        .key(&names.lease)
         .arg(&lease.value)
         .invoke_async(conn)
         .await?;

@@ -10,7 +10,9 @@
 //!
 //! Redis key names carry a digest of the client key, never a key itself.
 
+pub(crate) mod discovery;
 pub(crate) mod environment;
+pub(crate) mod figures;
 pub(crate) mod lease;
 pub(crate) mod membership;
 pub(crate) mod notices;
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
@@ -37,9 +40,16 @@ const TIMEOUT: Duration = Duration::from_secs(1);
 /// A failed connection is tried again at most this often (every environment asks for it).
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 
+/// How Redis is reached: one address, or the master Redis Sentinel names (asked again each time
+/// a connection is made, so that after a failover the promoted replica is used).
+enum Target {
+    Direct(redis::Client),
+    Sentinel(tokio::sync::Mutex<SentinelClient>),
+}
+
 /// One replica's handle on the shared store.
 pub(crate) struct Fleet {
-    client: redis::Client,
+    target: Target,
     connection: Mutex<Option<ConnectionManager>>,
     /// When the last connection attempt started (one at a time).
     connecting: tokio::sync::Mutex<Option<Instant>>,
@@ -52,21 +62,27 @@ pub(crate) struct Fleet {
     replicas: AtomicUsize,
     /// Per environment served here (by digest): woken when the store announces its document.
     notices: Mutex<HashMap<String, Arc<Notify>>>,
+    pub(crate) figures: figures::Figures,
 }
 
 impl Fleet {
     /// The handle; nothing is connected yet. A URL the client refuses stops the start.
     pub(crate) fn new(config: &FleetConfig) -> Result<Arc<Fleet>, String> {
-        let client = redis::Client::open(config.redis_url.as_str()).map_err(|e| {
-            format!(
-                "flagpole.fleet.redis_url {}: {e}",
-                crate::config::redact_redis_url(&config.redis_url)
-            )
-        })?;
+        let target = match &config.sentinel_master {
+            Some(master) => Target::Sentinel(tokio::sync::Mutex::new(sentinel(config, master)?)),
+            None => {
+                Target::Direct(redis::Client::open(config.redis_url.as_str()).map_err(|e| {
+                    format!(
+                        "flagpole.fleet.redis_url {}: {e}",
+                        crate::config::redact_redis_url(&config.redis_url)
+                    )
+                })?)
+            }
+        };
         crate::telemetry::fleet::store_reachable(false);
         crate::telemetry::fleet::leases_held(0);
         Ok(Arc::new(Fleet {
-            client,
+            target,
             connection: Mutex::new(None),
             connecting: tokio::sync::Mutex::new(None),
             replica: format!("{:016x}", rand::random::<u64>()),
@@ -75,7 +91,16 @@ impl Fleet {
             held: AtomicUsize::new(0),
             replicas: AtomicUsize::new(1),
             notices: Mutex::new(HashMap::new()),
+            figures: figures::Figures::default(),
         }))
+    }
+
+    /// A client for Redis: the one address, or the master the sentinels name now.
+    async fn client(&self) -> redis::RedisResult<redis::Client> {
+        match &self.target {
+            Target::Direct(client) => Ok(client.clone()),
+            Target::Sentinel(sentinel) => sentinel.lock().await.async_get_client().await,
+        }
     }
 
     /// A connection (multiplexed, reconnecting by itself once made), or `None` while Redis
@@ -98,10 +123,12 @@ impl Fleet {
             .set_response_timeout(Some(TIMEOUT))
             .set_number_of_retries(1)
             .set_max_delay(RECONNECT_EVERY);
-        let made = tokio::time::timeout(
-            2 * TIMEOUT,
-            self.client.get_connection_manager_with_config(config),
-        )
+        let made = tokio::time::timeout(4 * TIMEOUT, async {
+            self.client()
+                .await?
+                .get_connection_manager_with_config(config)
+                .await
+        })
         .await;
         match made {
             Ok(Ok(c)) => {
@@ -109,7 +136,7 @@ impl Fleet {
                 Some(c)
             }
             Ok(Err(e)) => {
-                self.answered::<()>(Err(&e));
+                self.set_reachable(false, &e.to_string());
                 None
             }
             Err(_) => {
@@ -120,7 +147,8 @@ impl Fleet {
     }
 
     /// Records how a command went: Redis is reachable while commands succeed. A reply Redis
-    /// gives as an error (a script's, say) still means it answered.
+    /// gives as an error (a script's, say) still means it answered, except that a replica
+    /// refusing writes is no longer the master (after a failover).
     pub(crate) fn answered<T>(&self, result: Result<T, &redis::RedisError>) {
         match result {
             Ok(_) => self.set_reachable(true, ""),
@@ -128,8 +156,14 @@ impl Fleet {
                 if e.is_io_error()
                     || e.is_timeout()
                     || e.is_connection_dropped()
-                    || e.is_connection_refusal() =>
+                    || e.is_connection_refusal()
+                    || e.to_string().contains("READONLY") =>
             {
+                // With Sentinel the next connection asks where the master is now (a connection
+                // to one address reconnects there by itself).
+                if matches!(self.target, Target::Sentinel(_)) {
+                    *self.connection.lock() = None;
+                }
                 self.set_reachable(false, &e.to_string())
             }
             Err(e) => {
@@ -152,6 +186,21 @@ impl Fleet {
 
     pub(crate) fn reachable(&self) -> bool {
         self.reachable.load(Ordering::Acquire)
+    }
+
+    /// What the status page shows of the fleet.
+    pub(crate) fn facts(&self) -> figures::Facts {
+        let mut facts = figures::Facts {
+            store_reachable: self.reachable(),
+            replicas: self.replicas.load(Ordering::Acquire),
+            leases_held: self.held.load(Ordering::Acquire),
+            documents_from_store: 0,
+            documents_from_upstream: 0,
+            upstream_fetches_saved: 0,
+            store_values_refused: 0,
+        };
+        self.figures.fill(&mut facts);
+        facts
     }
 
     /// How many leases this replica should hold: its even share of the environments served.
@@ -214,6 +263,36 @@ impl Fleet {
     }
 }
 
+/// The Sentinel client for `master`: the sentinels as configured; the master reached with the
+/// user, password, database and TLS of the first.
+fn sentinel(config: &FleetConfig, master: &str) -> Result<SentinelClient, String> {
+    use redis::IntoConnectionInfo;
+    let shown = |s: &str| crate::config::redact_redis_url(s);
+    let first = config
+        .sentinels
+        .first()
+        .ok_or("flagpole.fleet.sentinels: empty")?;
+    let info = first
+        .as_str()
+        .into_connection_info()
+        .map_err(|e| format!("flagpole.fleet.sentinels {}: {e}", shown(first)))?;
+    let mut node = SentinelNodeConnectionInfo::default()
+        .set_redis_connection_info(info.redis_settings().clone());
+    if matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
+        node = node.set_tls_mode(redis::TlsMode::Secure);
+    }
+    SentinelClient::build(
+        config.sentinels.iter().map(String::as_str).collect(),
+        master,
+        Some(node),
+        SentinelServerType::Master,
+    )
+    .map_err(|e| {
+        let all: Vec<String> = config.sentinels.iter().map(|s| shown(s)).collect();
+        format!("flagpole.fleet.sentinels {}: {e}", all.join(", "))
+    })
+}
+
 /// Cold start: every environment Redis holds a document for is served from it at once (before
 /// any upstream answer; readiness counts them as they load). Redis not answering: nothing.
 pub(crate) async fn start_from_store(fleet: &Arc<Fleet>, slots: Vec<Arc<crate::store::EnvSlot>>) {
@@ -223,34 +302,51 @@ pub(crate) async fn start_from_store(fleet: &Arc<Fleet>, slots: Vec<Arc<crate::s
     crate::sources::startup::bounded(slots.into_iter().map(|slot| {
         let mut conn = conn.clone();
         async move {
-            let id = environment_id(&slot.client_key);
-            let loaded = stored::load(&mut conn, &id, &slot, None).await;
+            let names = Names::environment(&slot.client_key);
+            let loaded = stored::load(&mut conn, &names, &slot, None, &fleet.figures).await;
             fleet.answered(loaded.as_ref());
         }
     }))
     .await;
 }
 
-/// The digest an environment is known by in Redis: SHA-256 of its client key, 128 bits in hex.
-pub(crate) fn environment_id(client_key: &str) -> String {
-    let digest = Sha256::digest(client_key.as_bytes());
+/// The digest a key is known by in Redis: SHA-256 of it, 128 bits in hex.
+pub(crate) fn environment_id(key: &str) -> String {
+    let digest = Sha256::digest(key.as_bytes());
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Redis names: an environment's document (a hash), its lease, its fencing counter; the
-/// channel new documents are announced on; the member list.
-fn document_key(id: &str) -> String {
-    format!("{PREFIX}:env:{id}:document")
+/// The Redis names of one thing polled upstream for the fleet: an environment (by the digest of
+/// its client key) or the `proxy_key` listing (by the digest of the proxy key). Its document (a
+/// hash), its lease, its fencing counter; `id` is what the notice of a new document carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Names {
+    pub id: String,
+    pub document: String,
+    pub lease: String,
+    pub fence: String,
 }
 
-fn lease_key(id: &str) -> String {
-    format!("{PREFIX}:env:{id}:lease")
+impl Names {
+    pub(crate) fn environment(client_key: &str) -> Names {
+        Names::of("env", environment_id(client_key))
+    }
+
+    pub(crate) fn discovery(proxy_key: &str) -> Names {
+        Names::of("discovery", environment_id(proxy_key))
+    }
+
+    fn of(kind: &str, id: String) -> Names {
+        Names {
+            document: format!("{PREFIX}:{kind}:{id}:document"),
+            lease: format!("{PREFIX}:{kind}:{id}:lease"),
+            fence: format!("{PREFIX}:{kind}:{id}:fence"),
+            id,
+        }
+    }
 }
 
-fn fence_key(id: &str) -> String {
-    format!("{PREFIX}:env:{id}:fence")
-}
-
+/// The channel new documents are announced on; the member list.
 const CHANNEL: &str = "flagpole:documents";
 const MEMBERS: &str = "flagpole:replicas";
 
@@ -260,7 +356,19 @@ mod tests {
     fn redis_names_carry_a_digest_never_the_key() {
         let id = super::environment_id("ser.secret_server_side_key");
         assert_eq!(id.len(), 32);
-        assert!(!super::document_key(&id).contains("secret"));
+        let names = super::Names::environment("ser.secret_server_side_key");
+        assert_eq!(names.document, format!("flagpole:env:{id}:document"));
+        let listing = super::Names::discovery("secret_proxy_key");
+        for name in [
+            &names.document,
+            &names.lease,
+            &names.fence,
+            &listing.document,
+            &listing.lease,
+        ] {
+            assert!(!name.contains("secret"), "{name}");
+        }
+        assert_ne!(listing.lease, names.lease);
         assert_eq!(id, super::environment_id("ser.secret_server_side_key"));
         assert_ne!(id, super::environment_id("ser.secret_server_side_kez"));
     }

@@ -27,7 +27,10 @@ pub(crate) async fn run(fleet: Arc<Fleet>, stop: CancellationToken) {
 
 /// One subscription, until it fails.
 async fn listen(fleet: &Fleet) {
-    let pubsub = tokio::time::timeout(super::TIMEOUT, fleet.client.get_async_pubsub()).await;
+    let pubsub = tokio::time::timeout(4 * super::TIMEOUT, async {
+        fleet.client().await?.get_async_pubsub().await
+    })
+    .await;
     let Ok(Ok(mut pubsub)) = pubsub else {
         return;
     };

@@ -257,6 +257,7 @@ pub(super) fn page(report: &Report) -> String {
     if report.pages > 1 {
         pagination(&mut out, report.page, report.pages);
     }
+    fleet(&mut out, report);
     analytics(&mut out, report);
     let generated = report
         .now
@@ -271,6 +272,52 @@ pub(super) fn page(report: &Report) -> String {
         escape(&when(report.now))
     );
     out
+}
+
+/// The fleet's shared store, when this replica is in a fleet.
+fn fleet(out: &mut String, report: &Report) {
+    let Some(f) = &report.fleet else {
+        return;
+    };
+    let reachable = if f.store_reachable {
+        "reachable"
+    } else {
+        "not answering: polling upstream on its own"
+    };
+    let figures = [
+        ("store_reachable", "Store", reachable.to_owned()),
+        ("replicas", "Replicas", f.replicas.to_string()),
+        ("leases_held", "Leases held", f.leases_held.to_string()),
+        (
+            "documents_from_store",
+            "Documents from the store",
+            grouped(f.documents_from_store),
+        ),
+        (
+            "documents_from_upstream",
+            "Documents from upstream",
+            grouped(f.documents_from_upstream),
+        ),
+        (
+            "upstream_fetches_saved",
+            "Upstream fetches saved",
+            grouped(f.upstream_fetches_saved),
+        ),
+        (
+            "store_values_refused",
+            "Store values refused",
+            grouped(f.store_values_refused),
+        ),
+    ];
+    out.push_str("<h2>Fleet</h2>\n<dl class=\"summary\" data-section=\"fleet\">");
+    for (field, title, value) in figures {
+        let _ = write!(
+            out,
+            "<div><dt>{title}</dt><dd data-field=\"fleet_{field}\">{}</dd></div>",
+            escape(&value)
+        );
+    }
+    out.push_str("</dl>\n");
 }
 
 /// The flag analytics table, when any environment has reported.

@@ -4,7 +4,9 @@
 //! key fingerprint, source, revision and content revision, last successful update and age, the
 //! last error, document size, requests served per resource and refused (4xx), open streams;
 //! and the requests refused because their key reached no environment; per environment that
-//! reported flag analytics, the evaluations received, forwarded and dropped, and the last flush.
+//! reported flag analytics, the evaluations received, forwarded and dropped, and the last flush;
+//! in a fleet, its store: reachable, replicas, leases held, documents from the store and from
+//! upstream, upstream fetches saved, store values refused.
 //!
 //! Nothing secret is shown: environments appear as key fingerprints, and any configured key
 //! that an error message happens to contain is replaced by its fingerprint.
@@ -133,6 +135,15 @@ fn to_json(report: &Report) -> Value {
             "progress": format!("{}/{} environments loaded", report.summary.loaded, report.summary.environments),
             "document_bytes": report.summary.document_bytes,
         },
+        "fleet": report.fleet.as_ref().map(|f| json!({
+            "store_reachable": f.store_reachable,
+            "replicas": f.replicas,
+            "leases_held": f.leases_held,
+            "documents_from_store": f.documents_from_store,
+            "documents_from_upstream": f.documents_from_upstream,
+            "upstream_fetches_saved": f.upstream_fetches_saved,
+            "store_values_refused": f.store_values_refused,
+        })),
         "page": report.page,
         "pages": report.pages,
         "page_size": report::PAGE_SIZE,

@@ -29,6 +29,8 @@ pub(super) struct Report {
     /// This page (from 1) and how many there are.
     pub page: usize,
     pub pages: usize,
+    /// The fleet's shared store, when this replica is in one.
+    pub fleet: Option<crate::sources::fleet::figures::Facts>,
 }
 
 impl Report {
@@ -67,6 +69,7 @@ impl Report {
             summary,
             page,
             pages,
+            fleet: state.fleet.as_ref().map(|f| f.facts()),
         }
     }
 }
