@@ -86,7 +86,8 @@ macro_rules! expected {
                     Some(Value::Object(o)) => Some(V::ObjectValue(proto::object(o))),
                     _ => None,
                 };
-                let variant = if value.is_none() && !r.enabled {
+                let defaulted = value.is_none() && !r.enabled;
+                let variant = if defaulted {
                     String::new()
                 } else {
                     r.variant.clone().into_owned()
@@ -103,7 +104,7 @@ macro_rules! expected {
                     metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
                 }
                 let flag_message = AnyFlag {
-                    reason: r.reason.to_owned(),
+                    reason: mapping::when_stale(r.reason, o.stale, !defaulted).to_owned(),
                     variant: $variant(variant),
                     value,
                     metadata: o.metadata.then_some(Struct { fields: metadata }),
@@ -121,7 +122,8 @@ macro_rules! expected {
 
 /// Every answer, for callers with and without identities and traits that match segments and
 /// land in every split, both key kinds, both versions, with and without metadata, with and
-/// without `parse_json_strings`, is byte for byte prost's encoding of the same message.
+/// without `parse_json_strings`, fresh and stale, is byte for byte prost's encoding of the same
+/// message.
 #[test]
 fn answers_are_prost_encodings_of_the_same_message() {
     let doc = document();
@@ -151,15 +153,16 @@ fn answers_are_prost_encodings_of_the_same_message() {
                 None => snapshot.env.own_flags().unwrap(),
             };
             for kind in [KeyKind::Server, KeyKind::Client] {
-                for metadata in [false, true] {
-                    for v2 in [false, true] {
+                for (metadata, v2, stale) in variations() {
                         let options = Options {
                             form: Form::Proto { v2 },
                             metadata,
                             parse_json_strings,
+                            stale,
                         };
                         let ours = write(&snapshot, kind, &result.flags, options);
-                        let name = format!("{identifier} {kind:?} v2={v2} meta={metadata}");
+                        let name =
+                            format!("{identifier} {kind:?} v2={v2} meta={metadata} stale={stale}");
                         if v2 {
                             let (bytes, message) =
                                 expect_v2(&snapshot, kind, &result.flags, options);
@@ -179,7 +182,6 @@ fn answers_are_prost_encodings_of_the_same_message() {
                             }
                         }
                         compared += 1;
-                    }
                 }
             }
         }
@@ -193,6 +195,7 @@ fn answers_are_prost_encodings_of_the_same_message() {
         "TARGETING_MATCH",
         "SPLIT",
         "DISABLED",
+        "STALE",
         "BoolValue",
         "StringValue",
         "DoubleValue",
@@ -201,6 +204,11 @@ fn answers_are_prost_encodings_of_the_same_message() {
     ] {
         assert!(seen.contains(wanted), "{wanted} never occurred: {seen}");
     }
+}
+
+/// Every combination of (metadata, v2, stale).
+fn variations() -> impl Iterator<Item = (bool, bool, bool)> {
+    (0..8u8).map(|i| (i & 1 != 0, i & 2 != 0, i & 4 != 0))
 }
 
 /// The default answer carries no metadata at all; asked, every flag has its metadata.
@@ -213,6 +221,7 @@ fn metadata_only_when_asked() {
             form: Form::Proto { v2: true },
             metadata,
             parse_json_strings: false,
+            stale: false,
         };
         let bytes = write(&snapshot, KeyKind::Server, &result.flags, options);
         let decoded = reference::v2::ResolveAllResponse::decode(&bytes[..]).unwrap();
