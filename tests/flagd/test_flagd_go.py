@@ -2,7 +2,8 @@
 application/proto, flagd.evaluation.v1) against Flagpole's flagd front door. Its only way to carry
 a key is user-info in its host setting, which Go's HTTP client sends as `Authorization: Basic`.
 Every value compared with the reference engine; errors; client keys; a document change; several
-domain-scoped providers through changes and a restart."""
+domain-scoped providers through changes and a restart; `STALE` answers (not cached) while the
+upstream is away, announced both ways."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 flagd.evaluation.v1) against Flagpole's flagd front door. It sends no selector in RPC mode; the key
 goes in a gRPC client interceptor (`clientInterceptors`), as the README shows. Every value compared
 with the reference engine; errors; client keys; several domain-scoped providers through changes
-and a restart."""
+and a restart; `STALE` answers (not cached) while the upstream is away, announced both ways."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 flagd.evaluation.v2) against Flagpole's flagd front door: every value compared with the reference
 engine, targeting, splits, errors, client-key filtering, a document change seen as the
 provider's ConfigurationChanged event, and several domain-scoped providers on one connection
-(their event streams carry no key) through changes and a restart."""
+(their event streams carry no key) through changes and a restart; `STALE` answers (not cached)
+while the upstream is away, announced both ways."""
 
 from __future__ import annotations
 

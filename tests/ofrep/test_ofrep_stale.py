@@ -16,6 +16,7 @@ from openfeature.contrib.provider.ofrep import OFREPProvider
 from openfeature.evaluation_context import EvaluationContext
 from openfeature.flag_evaluation import Reason
 
+from metrics_support import printed_fingerprints, scrape
 from ofrep_support import BULK, MAIN, OfrepProcess, bulk, ok_bulk, ok_json, post, single, wait_serving
 from serve_harness import Upstream, upstream_config, wait_until
 
@@ -90,6 +91,7 @@ def test_answers_say_stale_while_the_upstream_is_away(tmp_path, open_stream):
         assert flagsmith_bodies(fp) == fresh_flagsmith
         readiness = fp.readiness()
         assert (readiness.status, readiness.json()["reason"]) == (503, "environment document(s) stale.")
+        assert scrape(fp).get("flagpole_environment_stale", environment=printed_fingerprints(fp)[0]) == 1
 
         upstream = Upstream(upstream.port).start()
         upstream.set_document(MAIN.server_key, MAIN.document)
@@ -102,6 +104,7 @@ def test_answers_say_stale_while_the_upstream_is_away(tmp_path, open_stream):
         assert post(fp, BULK, {"context": PRO}, key=MAIN.server_key,
                     headers={"If-None-Match": stale_etag}).status == 200
         wait_until(lambda: fp.readiness().status == 200, WAIT, "readiness never recovered")
+        assert scrape(fp).get("flagpole_environment_stale", environment=printed_fingerprints(fp)[0]) == 0
     finally:
         upstream.stop()
         assert fp.stop() == 0, fp.stderr_tail()

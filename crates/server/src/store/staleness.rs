@@ -136,7 +136,10 @@ mod tests {
         let rule = StaleRule::new(Duration::from_secs(10), Some(Duration::from_secs(30)));
         assert_eq!(rule.allowed(1), Some(Duration::from_secs(40)));
         assert_eq!(rule.allowed(3), Some(Duration::from_secs(100)));
-        assert_eq!(StaleRule::new(Duration::from_secs(10), None).allowed(3), None);
+        assert_eq!(
+            StaleRule::new(Duration::from_secs(10), None).allowed(3),
+            None
+        );
     }
 
     #[tokio::test]

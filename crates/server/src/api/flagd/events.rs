@@ -386,7 +386,12 @@ mod tests {
         let before_secret = prints(&[("secret", 1, false, false)]);
         assert!(changed_flags(&before_secret, &only_secret, KeyKind::Client, false).is_none());
         // Nothing known before (that snapshot is gone): everything it sees is news.
-        let all = names(changed_flags(&Fingerprints::new(), &after, KeyKind::Client, false));
+        let all = names(changed_flags(
+            &Fingerprints::new(),
+            &after,
+            KeyKind::Client,
+            false,
+        ));
         assert_eq!(all.len(), 4, "{all:?}");
         // A stale switch: every flag the key sees, unchanged ones too.
         let switched = names(changed_flags(&after, &after, KeyKind::Client, true));

@@ -253,6 +253,9 @@ mod tests {
         assert_eq!(when_stale("STATIC", true, true), "STALE");
         assert_eq!(when_stale("DISABLED", true, true), "STALE");
         assert_eq!(when_stale("DISABLED", true, false), "DISABLED");
-        assert_eq!(when_stale("TARGETING_MATCH", false, true), "TARGETING_MATCH");
+        assert_eq!(
+            when_stale("TARGETING_MATCH", false, true),
+            "TARGETING_MATCH"
+        );
     }
 }

@@ -154,34 +154,31 @@ fn answers_are_prost_encodings_of_the_same_message() {
             };
             for kind in [KeyKind::Server, KeyKind::Client] {
                 for (metadata, v2, stale) in variations() {
-                        let options = Options {
-                            form: Form::Proto { v2 },
-                            metadata,
-                            parse_json_strings,
-                            stale,
-                        };
-                        let ours = write(&snapshot, kind, &result.flags, options);
-                        let name =
-                            format!("{identifier} {kind:?} v2={v2} meta={metadata} stale={stale}");
-                        if v2 {
-                            let (bytes, message) =
-                                expect_v2(&snapshot, kind, &result.flags, options);
-                            assert_eq!(ours, bytes, "{name}");
-                            let decoded =
-                                reference::v2::ResolveAllResponse::decode(&ours[..]).unwrap();
-                            assert_eq!(decoded, message, "{name}");
-                        } else {
-                            let (bytes, message) =
-                                expect_v1(&snapshot, kind, &result.flags, options);
-                            assert_eq!(ours, bytes, "{name}");
-                            for flag in message.flags.values() {
-                                let value = flag.value.as_ref().map_or("None".to_owned(), |v| {
-                                    format!("{v:?}").split('(').next().unwrap().to_owned()
-                                });
-                                kinds_seen.insert((flag.reason.clone(), value));
-                            }
+                    let options = Options {
+                        form: Form::Proto { v2 },
+                        metadata,
+                        parse_json_strings,
+                        stale,
+                    };
+                    let ours = write(&snapshot, kind, &result.flags, options);
+                    let name =
+                        format!("{identifier} {kind:?} v2={v2} meta={metadata} stale={stale}");
+                    if v2 {
+                        let (bytes, message) = expect_v2(&snapshot, kind, &result.flags, options);
+                        assert_eq!(ours, bytes, "{name}");
+                        let decoded = reference::v2::ResolveAllResponse::decode(&ours[..]).unwrap();
+                        assert_eq!(decoded, message, "{name}");
+                    } else {
+                        let (bytes, message) = expect_v1(&snapshot, kind, &result.flags, options);
+                        assert_eq!(ours, bytes, "{name}");
+                        for flag in message.flags.values() {
+                            let value = flag.value.as_ref().map_or("None".to_owned(), |v| {
+                                format!("{v:?}").split('(').next().unwrap().to_owned()
+                            });
+                            kinds_seen.insert((flag.reason.clone(), value));
                         }
-                        compared += 1;
+                    }
+                    compared += 1;
                 }
             }
         }
