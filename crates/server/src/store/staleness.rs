@@ -154,7 +154,8 @@ mod tests {
         let file = EnvSlot::new("file".into(), Source::File("f.json".into()));
         let added = store.add_all(vec![(polled, vec![]), (file, vec![])]);
         let rule = StaleRule::new(Duration::from_secs(1), Some(Duration::from_secs(1)));
-        let start = SystemTime::now();
+        // Whole milliseconds, as the last success is kept.
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         for env in &added {
             let document = crate::received::Incoming::Bytes(bytes::Bytes::from(
                 EXAMPLE.replace("example_client_key", &env.client_key),
