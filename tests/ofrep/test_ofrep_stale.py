@@ -3,7 +3,8 @@ stops answering is stale once its document is older than the readiness rule allo
 poll + 1 s grace); meanwhile OFREP answers with a value say `STALE` (read through the Python
 OFREP provider and on the wire, single and bulk), the bulk ETag changes so that no answer
 cached either side of the switch is revalidated across it, the change stream sends an event for
-the switch, and the Flagsmith endpoints answer exactly what they answered before. When the
+the switch, and the Flagsmith endpoints answer exactly what they answered before (their
+real-time stream sends nothing for it). When the
 upstream answers again, everything is as it was (the fresh ETag included), and the stream says so.
 
 Every step waits for the change stream's event (or the provider's answer) with a generous
@@ -11,14 +12,18 @@ deadline; nothing sleeps."""
 
 from __future__ import annotations
 
+import json
+
 from openfeature import api
 from openfeature.contrib.provider.ofrep import OFREPProvider
 from openfeature.evaluation_context import EvaluationContext
 from openfeature.flag_evaluation import Reason
 
 from metrics_support import printed_fingerprints, scrape
+from fixtures import make_document
 from ofrep_support import BULK, MAIN, OfrepProcess, bulk, ok_bulk, ok_json, post, single, wait_serving
 from serve_harness import Upstream, upstream_config, wait_until
+from sse_support import event_id_of, seq_of
 
 TIMINGS = {"api_poll_frequency_seconds": 1, "api_poll_timeout_seconds": 1,
            "health_check": {"environment_update_grace_period_seconds": 1}}
@@ -66,6 +71,10 @@ def test_answers_say_stale_while_the_upstream_is_away(tmp_path, open_stream):
         stream = open_stream(fp.port, stream_uri)
         stream.wait_preamble()
         fresh_id = stream_uri.split("since=")[1]
+        # The Flagsmith SDKs' real-time stream: the current document at once, then one event per
+        # new document (none for a stale switch).
+        realtime = open_stream(fp.port, f"/sse/environments/{MAIN.client_key}/stream")
+        assert realtime.wait_for(lambda s: len(s.events) == 1, WAIT), realtime
 
         upstream.stop()
         assert stream.wait_for(lambda s: any(e.id == f"{fresh_id}-stale" for e in s.events), WAIT), \
@@ -105,6 +114,14 @@ def test_answers_say_stale_while_the_upstream_is_away(tmp_path, open_stream):
                     headers={"If-None-Match": stale_etag}).status == 200
         wait_until(lambda: fp.readiness().status == 200, WAIT, "readiness never recovered")
         assert scrape(fp).get("flagpole_environment_stale", environment=printed_fingerprints(fp)[0]) == 0
+
+        # A new document: its event is the Flagsmith stream's second, so neither switch was sent.
+        newer = make_document(MAIN.client_key, env_id=MAIN.document["id"], revision=1)
+        upstream.set_document(MAIN.server_key, newer)
+        assert stream.wait_for(lambda s: s.events[-1].id == event_id_of(newer), WAIT), stream
+        assert realtime.wait_for(lambda s: len(s.events) >= 2, WAIT), realtime
+        assert [e.type for e in realtime.events] == ["environment_updated"] * 2, realtime.events
+        assert json.loads(realtime.events[1].data)["updated_at"] == seq_of(newer) / 1000
     finally:
         upstream.stop()
         assert fp.stop() == 0, fp.stderr_tail()
