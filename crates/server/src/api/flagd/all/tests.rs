@@ -122,8 +122,7 @@ macro_rules! expected {
 
 /// Every answer, for callers with and without identities and traits that match segments and
 /// land in every split, both key kinds, both versions, with and without metadata, with and
-/// without `parse_json_strings`, fresh and stale, is byte for byte prost's encoding of the same
-/// message.
+/// without `parse_json_strings`, is byte for byte prost's encoding of the same message.
 #[test]
 fn answers_are_prost_encodings_of_the_same_message() {
     let doc = document();
@@ -153,32 +152,36 @@ fn answers_are_prost_encodings_of_the_same_message() {
                 None => snapshot.env.own_flags().unwrap(),
             };
             for kind in [KeyKind::Server, KeyKind::Client] {
-                for (metadata, v2, stale) in variations() {
-                    let options = Options {
-                        form: Form::Proto { v2 },
-                        metadata,
-                        parse_json_strings,
-                        stale,
-                    };
-                    let ours = write(&snapshot, kind, &result.flags, options);
-                    let name =
-                        format!("{identifier} {kind:?} v2={v2} meta={metadata} stale={stale}");
-                    if v2 {
-                        let (bytes, message) = expect_v2(&snapshot, kind, &result.flags, options);
-                        assert_eq!(ours, bytes, "{name}");
-                        let decoded = reference::v2::ResolveAllResponse::decode(&ours[..]).unwrap();
-                        assert_eq!(decoded, message, "{name}");
-                    } else {
-                        let (bytes, message) = expect_v1(&snapshot, kind, &result.flags, options);
-                        assert_eq!(ours, bytes, "{name}");
-                        for flag in message.flags.values() {
-                            let value = flag.value.as_ref().map_or("None".to_owned(), |v| {
-                                format!("{v:?}").split('(').next().unwrap().to_owned()
-                            });
-                            kinds_seen.insert((flag.reason.clone(), value));
+                for metadata in [false, true] {
+                    for v2 in [false, true] {
+                        let options = Options {
+                            form: Form::Proto { v2 },
+                            metadata,
+                            parse_json_strings,
+                            stale: false,
+                        };
+                        let ours = write(&snapshot, kind, &result.flags, options);
+                        let name = format!("{identifier} {kind:?} v2={v2} meta={metadata}");
+                        if v2 {
+                            let (bytes, message) =
+                                expect_v2(&snapshot, kind, &result.flags, options);
+                            assert_eq!(ours, bytes, "{name}");
+                            let decoded =
+                                reference::v2::ResolveAllResponse::decode(&ours[..]).unwrap();
+                            assert_eq!(decoded, message, "{name}");
+                        } else {
+                            let (bytes, message) =
+                                expect_v1(&snapshot, kind, &result.flags, options);
+                            assert_eq!(ours, bytes, "{name}");
+                            for flag in message.flags.values() {
+                                let value = flag.value.as_ref().map_or("None".to_owned(), |v| {
+                                    format!("{v:?}").split('(').next().unwrap().to_owned()
+                                });
+                                kinds_seen.insert((flag.reason.clone(), value));
+                            }
                         }
+                        compared += 1;
                     }
-                    compared += 1;
                 }
             }
         }
@@ -192,7 +195,6 @@ fn answers_are_prost_encodings_of_the_same_message() {
         "TARGETING_MATCH",
         "SPLIT",
         "DISABLED",
-        "STALE",
         "BoolValue",
         "StringValue",
         "DoubleValue",
@@ -201,11 +203,6 @@ fn answers_are_prost_encodings_of_the_same_message() {
     ] {
         assert!(seen.contains(wanted), "{wanted} never occurred: {seen}");
     }
-}
-
-/// Every combination of (metadata, v2, stale).
-fn variations() -> impl Iterator<Item = (bool, bool, bool)> {
-    (0..8u8).map(|i| (i & 1 != 0, i & 2 != 0, i & 4 != 0))
 }
 
 /// The default answer carries no metadata at all; asked, every flag has its metadata.
@@ -234,4 +231,48 @@ fn metadata_only_when_asked() {
             }
         }
     }
+}
+
+/// While the document is stale, answers are the same messages with `STALE` for every flag with a
+/// value (a flag on the caller's default keeps `DISABLED`), for the own flags and identities in
+/// segments and splits.
+#[test]
+fn stale_answers_are_the_same_messages_saying_stale() {
+    let snapshot = Snapshot::build(&document(), 1).unwrap();
+    let expect_v1 = expected!(v1, |v| v);
+    let expect_v2 = expected!(v2, Some);
+    let mut reasons = std::collections::BTreeSet::new();
+    for i in 0..40 {
+        let identifier = format!("user-{i}");
+        let traits = [Trait {
+            key: "plan".into(),
+            value: TraitValue::Str(["free", "pro", "enterprise"][i % 3].into()),
+        }];
+        let identity = Identity::new(&identifier, &traits);
+        let result = match i {
+            0 => snapshot.env.own_flags().unwrap(),
+            _ => snapshot.env.evaluate(Some(&identity)).unwrap(),
+        };
+        for kind in [KeyKind::Server, KeyKind::Client] {
+            for (v2, metadata) in [(false, false), (true, true)] {
+                let options = Options {
+                    form: Form::Proto { v2 },
+                    metadata,
+                    parse_json_strings: false,
+                    stale: true,
+                };
+                let ours = write(&snapshot, kind, &result.flags, options);
+                let bytes = if v2 {
+                    expect_v2(&snapshot, kind, &result.flags, options).0
+                } else {
+                    let (bytes, message) = expect_v1(&snapshot, kind, &result.flags, options);
+                    reasons.extend(message.flags.values().map(|f| f.reason.clone()));
+                    bytes
+                };
+                assert_eq!(ours, bytes, "{identifier} {kind:?} v2={v2}");
+            }
+        }
+    }
+    let want: std::collections::BTreeSet<String> = ["DISABLED", "STALE"].map(String::from).into();
+    assert_eq!(reasons, want);
 }
