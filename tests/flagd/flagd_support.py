@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import fixtures as fx
-from serve_harness import Env, FlagpoleProcess, free_port, local_config, wait_until
+from serve_harness import Env, FlagpoleProcess, Upstream, free_port, local_config, upstream_config, wait_until
 
 MAIN = Env("flagd_main_client", "ser.flagd_main_server", fx.make_document("flagd_main_client", env_id=5001))
 LIVE = Env("flagd_live_client", "ser.flagd_live_server", fx.make_document("flagd_live_client", env_id=5002))
@@ -310,4 +310,69 @@ def domains_case(start_flagd, tmp_path: Path, open_session) -> None:
     except BaseException:
         session.close(check=False)
         raise
+    session.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Stale answers: the upstream away past the grace period, then back
+
+# Polled every second with a 1 s grace period (the shortest the configuration accepts beside
+# that poll): one environment is stale 2 s after its last successful poll.
+STALE_TIMINGS = {"api_poll_frequency_seconds": 1, "api_poll_timeout_seconds": 1,
+                 "health_check": {"environment_update_grace_period_seconds": 1}}
+# Zeta: nothing can vary it (STATIC, so the providers cache it); seg_feat: a segment match;
+# text_off: disabled with a value a string read cannot carry (the caller's default applies).
+STALE_CASES = [
+    {"provider": "main", "type": "string", "flag": "Zeta", "default": "x"},
+    {"provider": "main", "type": "string", "flag": "seg_feat", "default": "x",
+     "context": {"targetingKey": "u1", "plan": "pro"}},
+    {"provider": "main", "type": "string", "flag": "text_off", "default": "x"},
+]
+FRESH_REASONS = ["STATIC", "TARGETING_MATCH", "DISABLED"]
+
+
+def polled_flagd(start_flagd, upstream: Upstream) -> FlagpoleProcess:
+    """Flagpole polling MAIN from `upstream` with STALE_TIMINGS and a flagd port, serving."""
+    config = upstream_config(upstream, [MAIN], flagpole={"grpc": {"port": free_port()}}, **STALE_TIMINGS)
+    fp = start_flagd(config=config)
+    fp.wait_ready()
+    return fp
+
+
+def stale_case(start_flagd, open_session) -> None:
+    """One provider (`open_session(port, {"main": MAIN's server key})`, its default LRU cache)
+    reads STALE_CASES from an environment polled from an upstream. The upstream stops: a
+    configuration change naming `Zeta` arrives, then every read with a value says `STALE` with
+    the value it had (`Zeta` too, on every read: nothing cached), and the flag on the caller's
+    default keeps `DISABLED`. The upstream comes back: another configuration change, and the
+    usual reasons again (`Zeta` `STATIC`, then served from the cache)."""
+    upstream = Upstream().start()
+    upstream.set_document(MAIN.server_key, MAIN.document)
+    fp = polled_flagd(start_flagd, upstream)
+    session = open_session(fp.grpc_port, {"main": MAIN.server_key})
+    zeta = STALE_CASES[:1]
+    try:
+        fresh = session.evaluate(STALE_CASES)
+        assert [r["reason"] for r in fresh] == FRESH_REASONS, fresh
+        assert session.evaluate(zeta)[0]["reason"] == "CACHED"
+
+        mark = session.events.mark()
+        upstream.stop()
+        session.events.wait("changed", "main", mark, flag="Zeta")
+        for _ in range(2):  # the second read too: a STALE answer is not cached
+            stale = session.evaluate(STALE_CASES)
+            want = [dict(r, reason="STALE") for r in fresh[:2]] + [fresh[2]]
+            assert stale == want, f"{stale}\n{fp.stderr_tail()}"
+
+        mark = session.events.mark()
+        upstream = Upstream(upstream.port).start()
+        upstream.set_document(MAIN.server_key, MAIN.document)
+        session.events.wait("changed", "main", mark, flag="Zeta")
+        assert session.evaluate(STALE_CASES) == fresh
+        assert session.evaluate(zeta)[0]["reason"] == "CACHED"
+    except BaseException:
+        session.close(check=False)
+        raise
+    finally:
+        upstream.stop()
     session.close()

@@ -2,7 +2,8 @@
 application/proto, flagd.evaluation.v1) against Flagpole's flagd front door. Its only way to carry
 a key is user-info in its host setting, which Go's HTTP client sends as `Authorization: Basic`.
 Every value compared with the reference engine; errors; client keys; a document change; several
-domain-scoped providers through changes and a restart."""
+domain-scoped providers through changes and a restart; `STALE` answers (not cached) while the
+upstream is away, announced both ways."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import fixtures as fx
-from flagd_support import MAIN, DriverSession, document_change_case, domains_case, reference_cases
+from flagd_support import MAIN, DriverSession, document_change_case, domains_case, reference_cases, stale_case
 
 HERE = Path(__file__).resolve().parent
 # The Go provider (0.3.2) returns the wire value of a DISABLED answer without a variant rather
@@ -99,3 +100,7 @@ def test_go_provider_sees_a_document_change(flagd_srv, go_driver, tmp_path):
 
 def test_go_providers_of_one_process_follow_their_environments(start_flagd, go_driver, tmp_path):
     domains_case(start_flagd, tmp_path, sessions(go_driver, tmp_path))
+
+
+def test_go_provider_says_stale_while_the_upstream_is_away(start_flagd, go_driver, tmp_path):
+    stale_case(start_flagd, sessions(go_driver, tmp_path))

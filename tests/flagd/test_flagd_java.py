@@ -2,7 +2,7 @@
 flagd.evaluation.v1) against Flagpole's flagd front door. It sends no selector in RPC mode; the key
 goes in a gRPC client interceptor (`clientInterceptors`), as the README shows. Every value compared
 with the reference engine; errors; client keys; several domain-scoped providers through changes
-and a restart."""
+and a restart; `STALE` answers (not cached) while the upstream is away, announced both ways."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import fixtures as fx
-from flagd_support import MAIN, DriverSession, domains_case, reference_cases
+from flagd_support import MAIN, DriverSession, domains_case, reference_cases, stale_case
 
 HERE = Path(__file__).resolve().parent
 ZERO = {"boolean": False, "string": "", "integer": 0, "float": 0.0, "object": None}
@@ -69,9 +69,19 @@ def test_java_provider_equals_the_reference(flagd_srv, java_driver, tmp_path):
         assert {k: result[k] for k in want} == want, (case, result)
 
 
-def test_java_providers_of_one_process_follow_their_environments(start_flagd, java_driver, tmp_path):
+def java_sessions(java_driver: list[str], workdir):
+    """Opens a session of Java providers, one per domain with its key in an interceptor, LRU
+    cache."""
     def open_session(port, domains):
         providers = {name: {"key": key, "cache": "lru"} for name, key in domains.items()}
-        return DriverSession(java_driver + ["--session"], tmp_path, port, providers)
+        return DriverSession(java_driver + ["--session"], workdir, port, providers)
 
-    domains_case(start_flagd, tmp_path, open_session)
+    return open_session
+
+
+def test_java_providers_of_one_process_follow_their_environments(start_flagd, java_driver, tmp_path):
+    domains_case(start_flagd, tmp_path, java_sessions(java_driver, tmp_path))
+
+
+def test_java_provider_says_stale_while_the_upstream_is_away(start_flagd, java_driver, tmp_path):
+    stale_case(start_flagd, java_sessions(java_driver, tmp_path))

@@ -2,7 +2,8 @@
 flagd.evaluation.v2) against Flagpole's flagd front door: every value compared with the reference
 engine, targeting, splits, errors, client-key filtering, a document change seen as the
 provider's ConfigurationChanged event, and several domain-scoped providers on one connection
-(their event streams carry no key) through changes and a restart."""
+(their event streams carry no key) through changes and a restart; `STALE` answers (not cached)
+while the upstream is away, announced both ways."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import shutil
 import subprocess
 
 import fixtures as fx
-from flagd_support import MAIN, DriverSession, document_change_case, domains_case, reference_cases
+from flagd_support import MAIN, DriverSession, document_change_case, domains_case, reference_cases, stale_case
 
 # JS has one number type: integers and floats are both read with getNumberDetails.
 JS_TYPE = {"boolean": "boolean", "string": "string", "integer": "number", "float": "number",
@@ -101,3 +102,8 @@ def test_js_provider_with_an_unknown_key(flagd_srv, node_flagd_dir, tmp_path):
                "cases": [{"provider": "unknown", "type": "string", "flag": "text", "default": "x"}]}
     result = run_driver(node_flagd_dir, tmp_path, request)["results"][0]
     assert (result["value"], result["errorCode"]) == ("x", "GENERAL"), result
+
+
+def test_js_provider_says_stale_while_the_upstream_is_away(start_flagd, node_flagd_dir):
+    # The provider's stream carries no key: it follows the environment its calls present.
+    stale_case(start_flagd, sessions(node_flagd_dir))

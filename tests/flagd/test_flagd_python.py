@@ -1,7 +1,8 @@
 """The Python flagd provider (openfeature-provider-flagd 0.6.1, RPC mode: gRPC,
 flagd.evaluation.v2) against Flagpole's flagd front door: every value compared with the
 reference engine, targeting, splits, errors, client-key filtering, change events, reconnects,
-several domain-scoped providers through changes and a restart."""
+several domain-scoped providers through changes and a restart, `STALE` answers while the
+upstream is away (the provider, and `ResolveAll` over gRPC and Connect)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ from flagd_support import (
     flagd_config,
     flagd_expected,
     ofrep_expected,
+    polled_flagd,
     resolver_for,
+    stale_case,
 )
-from serve_harness import wait_until
+from serve_harness import Upstream, wait_until
 
 _domains = itertools.count()
 
@@ -278,8 +281,13 @@ class Session:
                                                                      "flags": d.flags_changed or []}))
 
     def evaluate(self, cases: list[dict]) -> list[dict]:
-        return [{"value": details(self.clients[c["provider"]], c["type"], c["flag"], c["default"],
-                                  context_of(c.get("context"))).value} for c in cases]
+        out = []
+        for c in cases:
+            d = details(self.clients[c["provider"]], c["type"], c["flag"], c["default"],
+                        context_of(c.get("context")))
+            out.append({"value": d.value, "variant": d.variant, "reason": d.reason,
+                        "errorCode": d.error_code})
+        return out
 
     def close(self, check: bool = True) -> None:
         """Shuts the providers down (`check` is `DriverSession.close`'s: nothing to check here)."""
@@ -289,3 +297,61 @@ class Session:
 
 def test_providers_of_one_process_follow_their_environments(start_flagd, tmp_path):
     domains_case(start_flagd, tmp_path, Session)
+
+
+def test_answers_say_stale_while_the_upstream_is_away(start_flagd):
+    stale_case(start_flagd, Session)
+
+
+def _connect_resolve_all(port: int) -> dict:
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("POST", "/flagd.evaluation.v2.Service/ResolveAll", b"{}",
+                     {"Content-Type": "application/json", "X-API-Key": MAIN.server_key})
+        response = conn.getresponse()
+        assert response.status == 200
+        return json.loads(response.read())["flags"]
+    finally:
+        conn.close()
+
+
+def test_resolve_all_says_stale_over_grpc_and_connect(start_flagd):
+    """`ResolveAll` (v1 and v2 over gRPC, Connect JSON) and a single resolver while the upstream
+    is away: every flag with a value `STALE`, with the value it had; a flag on the caller's
+    default keeps `DISABLED`; back to the usual reasons once the upstream answers again."""
+    upstream = Upstream().start()
+    upstream.set_document(MAIN.server_key, MAIN.document)
+    fp = polled_flagd(start_flagd, upstream)
+    want = ofrep_expected(MAIN, None, server=True)
+    meta = [("flagd-selector", MAIN.server_key)]
+    with grpc.insecure_channel(f"127.0.0.1:{fp.grpc_port}") as channel:
+        def answers() -> dict[str, dict]:
+            out = {}
+            for version in ("v1", "v2"):
+                flags = _resolve_all(channel, version)(v1.ResolveAllRequest(), metadata=meta, timeout=10).flags
+                out[version] = {k: (f.reason, f.variant, f.WhichOneof("value")) for k, f in flags.items()}
+            connect = _connect_resolve_all(fp.grpc_port)
+            out["connect"] = {k: (f["reason"], f.get("variant", "")) for k, f in connect.items()}
+            single = v2_grpc.ServiceStub(channel).ResolveString(v2.ResolveStringRequest(flag_key="text"),
+                                                                metadata=meta, timeout=10)
+            out["single"] = (single.value, single.reason, single.variant)
+            return out
+
+        fresh = answers()
+        assert {k: r for k, (r, _, _) in fresh["v2"].items()} == {k: i["reason"] for k, i in want.items()}
+        try:
+            upstream.stop()
+            wait_until(lambda: answers()["single"][1] == "STALE", 60,
+                       f"the answers never said STALE\n{fp.stderr_tail()}")
+            stale = answers()
+            assert stale["single"] == ("Hello", "STALE", "enabled"), stale["single"]
+            for version in ("v1", "v2", "connect"):
+                for name, item in want.items():
+                    reason = "DISABLED" if "value" not in item else "STALE"
+                    assert stale[version][name] == (reason,) + fresh[version][name][1:], (version, name)
+            upstream = Upstream(upstream.port).start()
+            upstream.set_document(MAIN.server_key, MAIN.document)
+            wait_until(lambda: answers() == fresh, 60, f"the usual reasons never came back\n{fp.stderr_tail()}")
+        finally:
+            upstream.stop()

@@ -112,6 +112,12 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     load_documents(plan, warm.clone(), &shutdown).await?;
     let fleet = start_fleet(&config, &store, &shutdown).await?;
     let pollers = start_polling(&config, &store, warm, fleet.clone(), &shutdown);
+    // Which documents are stale (OpenFeature answers say so), judged as readiness judges.
+    shutdown.spawn(
+        store
+            .clone()
+            .judge_staleness_until_shutdown(store::StaleRule::of(&config)),
+    );
     let state = front_doors(&config, &store, pollers.as_ref(), fleet, &shutdown).await;
     run(ports, state, &config, &shutdown).await;
     Ok(())

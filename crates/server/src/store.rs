@@ -5,7 +5,7 @@
 
 // A fast hasher: the key table is looked up per request and rebuilt only when keys change.
 use foldhash::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -18,6 +18,9 @@ use tokio_util::sync::CancellationToken;
 use crate::rate_limit::KeyLimits;
 use crate::received::{content_revision, Incoming, Received, Rejected};
 use crate::snapshot::{KeyKind, Snapshot};
+
+mod staleness;
+pub(crate) use staleness::StaleRule;
 
 /// Where an environment's document comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +43,12 @@ pub struct EnvSlot {
     last_success_ms: AtomicU64,
     /// The last failure, cleared on success (logged once per change).
     last_error: Mutex<Option<String>>,
+    /// Whether the document is stale by the readiness rule ([`StaleRule`]): the OpenFeature
+    /// front doors answer `STALE` meanwhile. Flipped by the store's judge (`staleness.rs`).
+    stale: AtomicBool,
+    /// Wakes that judge (the store's own, given when the slot is added): a stale environment
+    /// that succeeds is fresh again at once, not at the judge's next round.
+    judge: Arc<tokio::sync::Notify>,
     /// The ETag upstream gave with the current document.
     pub upstream_etag: Mutex<Option<String>>,
     /// Serialises publishing (builders run one at a time per environment).
@@ -69,6 +78,9 @@ pub struct Revision {
     pub updated_at_ms: u64,
     /// The snapshot's content revision (equal on every replica).
     pub content_revision: String,
+    /// Whether the document is stale ([`EnvSlot::is_stale`]): a switch either way is announced
+    /// as well, with the same content revision.
+    pub stale: bool,
 }
 
 /// What publishing a document did.
@@ -89,6 +101,8 @@ impl EnvSlot {
             snapshot: ArcSwapOption::empty(),
             last_success_ms: AtomicU64::new(0),
             last_error: Mutex::new(None),
+            stale: AtomicBool::new(false),
+            judge: Arc::default(),
             upstream_etag: Mutex::new(None),
             publish: tokio::sync::Mutex::new(()),
             revisions: tokio::sync::watch::Sender::new(None),
@@ -189,11 +203,15 @@ impl EnvSlot {
         let previous = self.snapshot.swap(Some(snapshot.clone()));
         // A new snapshot is a new content revision (equal content was turned away above); the
         // cell still compares, so that a watcher is never woken for what it has.
-        let announced = Revision {
+        let mut announced = Revision {
             updated_at_ms: snapshot.updated_at_ms,
             content_revision: snapshot.content_revision.clone(),
+            stale: false,
         };
         self.revisions.send_if_modified(|latest| {
+            // Read under the cell's lock, as a switch announces it: the cell ends up saying
+            // what the flag says, whichever of the two goes last.
+            announced.stale = self.is_stale();
             if latest.as_deref() == Some(&announced) {
                 return false;
             }
@@ -237,6 +255,9 @@ impl EnvSlot {
             .unwrap_or_default()
             .as_millis() as u64;
         self.last_success_ms.store(ms.max(1), Ordering::Release);
+        if self.is_stale() {
+            self.judge.notify_one();
+        }
         let mut last = self.last_error.lock();
         if last.take().is_some() {
             tracing::info!(environment = %crate::keys::fingerprint(&self.client_key), "environment document updates recovered");
@@ -346,6 +367,8 @@ pub struct Store {
     shutdown: CancellationToken,
     /// Requests whose key reached no environment (or that had none).
     pub unrecognised: crate::usage::Unrecognised,
+    /// Wakes the staleness judge (`staleness.rs`); every environment holds a clone.
+    judge: Arc<tokio::sync::Notify>,
 }
 
 impl Store {
@@ -388,6 +411,7 @@ impl Store {
         let mut added = Vec::with_capacity(environments.len());
         for (mut slot, server_keys) in environments {
             slot.stop = self.shutdown.child_token();
+            slot.judge = self.judge.clone();
             let slot = Arc::new(slot);
             table.keys.insert(
                 slot.client_key.clone(),
@@ -439,6 +463,7 @@ impl Store {
                     );
                     slot.discovered = true;
                     slot.stop = self.shutdown.child_token();
+                    slot.judge = self.judge.clone();
                     let slot = Arc::new(slot);
                     table.envs.push(slot.clone());
                     changes.added.push(slot.clone());

@@ -162,7 +162,7 @@ pub(super) struct ServerFile {
 #[derive(Deserialize, Serialize, JsonSchema, Default)]
 #[serde(default)]
 pub(super) struct HealthCheckFile {
-    /// Seconds past a missed poll before readiness calls an environment stale (per environment served); at least `api_poll_frequency_seconds` (default: 30 or the poll period when longer); `null`: never stale.
+    /// Seconds past a missed poll before readiness calls an environment stale and OpenFeature answers say `STALE` (per environment served); at least `api_poll_frequency_seconds` (default: 30 or the poll period when longer); `null`: never stale.
     #[serde(deserialize_with = "present")]
     environment_update_grace_period_seconds: Option<Option<Seconds>>,
 }

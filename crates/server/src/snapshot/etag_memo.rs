@@ -1,7 +1,7 @@
 //! Remembers, per snapshot, the ETag of the request bodies it has answered, so that a client
 //! revalidating with the same context gets its 304 without the body being parsed, normalised
 //! and hashed again (that work is most of a 304's cost). Keyed by a 128-bit hash of (key kind,
-//! endpoint, raw body bytes); a small direct-mapped table, so memory is fixed and an entry for
+//! endpoint, whether the document is stale, raw body bytes); a small direct-mapped table, so memory is fixed and an entry for
 //! another body simply replaces the old one. A new revision builds a new snapshot, and with it
 //! an empty memo: nothing stale survives. The table is allocated on the first answer it keeps:
 //! an environment no OFREP client revalidates against (most, in a proxy serving hundreds) pays
@@ -39,9 +39,10 @@ impl Default for EtagMemo {
 }
 
 impl EtagMemo {
-    /// The memo key of a request: the kind of key, the flag asked for (`None`: all flags) and
-    /// the raw body.
-    pub fn key(kind: KeyKind, flag: Option<&str>, body: &[u8]) -> u128 {
+    /// The memo key of a request: the kind of key, the flag asked for (`None`: all flags),
+    /// whether the environment's document is stale (its answers, and so their ETags, differ)
+    /// and the raw body.
+    pub fn key(kind: KeyKind, flag: Option<&str>, stale: bool, body: &[u8]) -> u128 {
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         hasher.update(match kind {
             KeyKind::Client => b"c",
@@ -55,6 +56,7 @@ impl EtagMemo {
             }
             None => hasher.update(b"b"),
         }
+        hasher.update(if stale { b"s" } else { b"-" });
         hasher.update(body);
         hasher.digest128()
     }
@@ -89,13 +91,14 @@ mod tests {
     fn remembers_by_kind_flag_and_bytes() {
         let memo = EtagMemo::default();
         let etag = "W/\"0123456789abcdef0123456789abcdef\"";
-        let a = EtagMemo::key(KeyKind::Client, None, b"{}");
+        let a = EtagMemo::key(KeyKind::Client, None, false, b"{}");
         memo.put(a, etag, true);
         assert_eq!(memo.get(a), Some((etag.to_owned(), true)));
         for other in [
-            EtagMemo::key(KeyKind::Server, None, b"{}"),
-            EtagMemo::key(KeyKind::Client, Some("x"), b"{}"),
-            EtagMemo::key(KeyKind::Client, None, b"{ }"),
+            EtagMemo::key(KeyKind::Server, None, false, b"{}"),
+            EtagMemo::key(KeyKind::Client, Some("x"), false, b"{}"),
+            EtagMemo::key(KeyKind::Client, None, false, b"{ }"),
+            EtagMemo::key(KeyKind::Client, None, true, b"{}"),
         ] {
             assert_ne!(other, a);
             assert_eq!(memo.get(other), None);

@@ -5,7 +5,8 @@
 //! A stream holds a receiver of the environment's revision cell (a pointer and a version
 //! number), its heartbeat timer and a share of the rendered announcement: no queue, no copy.
 //! Revisions that arrive faster than a connection drains collapse into the latest, which is
-//! what a client needs: "refetch now".
+//! what a client needs: "refetch now". A Flagsmith stream skips an announcement whose content is
+//! what it last told (a stale switch: the SDKs' bodies do not change).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -58,6 +59,8 @@ pub struct EventStream {
     pub(super) format: Format,
     pub(super) first: Option<Bytes>,
     pub(super) changes: WatchStream<Option<Arc<Revision>>>,
+    /// What the client was last told (or had when it opened).
+    pub(super) told: Option<Arc<Revision>>,
     pub(super) announcements: Arc<Announcements>,
     /// The environment's stop token: removed by discovery, or the proxy shutting down.
     pub(super) stopped: Pin<Box<WaitForCancellationFutureOwned>>,
@@ -86,14 +89,25 @@ impl http_body::Body for EventStream {
         if this.stopped.as_mut().poll(cx).is_ready() {
             return Poll::Ready(None);
         }
-        match Pin::new(&mut this.changes).poll_next(cx) {
-            Poll::Ready(None) => return Poll::Ready(None),
-            Poll::Ready(Some(Some(revision))) => {
-                this.ticks.reset();
-                let bytes = this.announcements.of(&revision).bytes(this.format);
-                return Poll::Ready(Some(Ok(Frame::data(bytes))));
+        loop {
+            match Pin::new(&mut this.changes).poll_next(cx) {
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Ready(Some(Some(revision))) => {
+                    let same_content = this.told.as_ref().is_some_and(|told| {
+                        told.updated_at_ms == revision.updated_at_ms
+                            && told.content_revision == revision.content_revision
+                    });
+                    if same_content && this.format == Format::Flagsmith {
+                        this.told = Some(revision);
+                        continue;
+                    }
+                    this.ticks.reset();
+                    let bytes = this.announcements.of(&revision).bytes(this.format);
+                    this.told = Some(revision);
+                    return Poll::Ready(Some(Ok(Frame::data(bytes))));
+                }
+                Poll::Ready(Some(None)) | Poll::Pending => break,
             }
-            Poll::Ready(Some(None)) | Poll::Pending => {}
         }
         if this.ticks.poll_tick(cx).is_ready() {
             return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b": ping\n\n")))));

@@ -1,9 +1,12 @@
 //! One content revision rendered in each stream protocol's bytes, once per revision per
 //! environment (whichever stream wakes first renders; the rest share it).
 //!
-//! - OFREP: `id: <seq>-<rev>`, `event: message`, `data: {"type":"refetchEvaluation",…}`.
+//! - OFREP: `id: <seq>-<rev>` (`<seq>-<rev>-stale` while the document is stale: a switch either
+//!   way is an event, since the answers' reasons change), `event: message`,
+//!   `data: {"type":"refetchEvaluation",…}`.
 //! - Flagsmith real-time: `event: environment_updated`, `data: {"updated_at": <seconds>}`; the
-//!   SDKs refetch the environment document when it is newer than theirs.
+//!   SDKs refetch the environment document when it is newer than theirs (a stale switch is not
+//!   sent: their bodies do not change).
 
 use bytes::Bytes;
 
@@ -21,6 +24,7 @@ pub(crate) enum Format {
 pub(super) struct Rendered {
     seq: u64,
     rev: String,
+    stale: bool,
     ofrep: Bytes,
     flagsmith: Bytes,
 }
@@ -29,7 +33,7 @@ impl Rendered {
     pub(super) fn of(revision: &Revision) -> Rendered {
         let seq = revision.updated_at_ms;
         let rev = revision.content_revision.clone();
-        let id = format!("{seq}-{rev}");
+        let id = event_id(seq, &rev, revision.stale);
         let mut data = serde_json::Map::new();
         data.insert("type".into(), "refetchEvaluation".into());
         data.insert("etag".into(), rev.clone().into());
@@ -47,6 +51,7 @@ impl Rendered {
         Rendered {
             seq,
             rev,
+            stale: revision.stale,
             ofrep: Bytes::from(ofrep),
             flagsmith: Bytes::from(flagsmith),
         }
@@ -54,7 +59,9 @@ impl Rendered {
 
     /// Whether this is the rendering of `revision`.
     pub(super) fn renders(&self, revision: &Revision) -> bool {
-        self.seq == revision.updated_at_ms && self.rev == revision.content_revision
+        self.seq == revision.updated_at_ms
+            && self.rev == revision.content_revision
+            && self.stale == revision.stale
     }
 
     pub(super) fn bytes(&self, format: Format) -> Bytes {
@@ -65,16 +72,29 @@ impl Rendered {
     }
 }
 
+/// An OFREP event id: the document's `updated_at` (ms), its content revision, and whether it is
+/// stale. Bulk answers announce it too (`since`), so that a stream opened after one sends only
+/// what the answer did not reflect.
+pub(crate) fn event_id(updated_at_ms: u64, content_revision: &str, stale: bool) -> String {
+    let mark = if stale { "-stale" } else { "" };
+    format!("{updated_at_ms}-{content_revision}{mark}")
+}
+
 /// Whether an OFREP client that has `last_id` should be sent `current` at once: yes unless it
 /// has it, or it has seen a newer revision than this replica (which sends when it catches up).
 pub(super) fn catch_up(last_id: Option<&str>, current: &Revision) -> bool {
-    let Some((seq, rev)) = last_id.and_then(|id| id.split_once('-')) else {
+    let Some((seq, rest)) = last_id.and_then(|id| id.split_once('-')) else {
         return true;
     };
     let Ok(seq) = seq.parse::<u64>() else {
         return true;
     };
-    rev != current.content_revision && seq <= current.updated_at_ms
+    let (rev, stale) = match rest.strip_suffix("-stale") {
+        Some(rev) => (rev, true),
+        None => (rest, false),
+    };
+    let has = rev == current.content_revision && stale == current.stale;
+    !has && seq <= current.updated_at_ms
 }
 
 #[cfg(test)]
@@ -86,12 +106,22 @@ mod tests {
         let current = Revision {
             updated_at_ms: 2000,
             content_revision: "bbb".into(),
+            stale: false,
         };
         assert!(catch_up(None, &current));
         assert!(catch_up(Some("garbage"), &current));
         assert!(catch_up(Some("1000-aaa"), &current));
         assert!(!catch_up(Some("2000-bbb"), &current));
         assert!(!catch_up(Some("3000-ccc"), &current));
+        // The same revision, seen while stale (or fresh, now stale): the reasons differ.
+        assert!(catch_up(Some("2000-bbb-stale"), &current));
+        let stale = Revision {
+            stale: true,
+            ..current
+        };
+        assert!(catch_up(Some("2000-bbb"), &stale));
+        assert!(!catch_up(Some("2000-bbb-stale"), &stale));
+        assert_eq!(event_id(2000, "bbb", true), "2000-bbb-stale");
     }
 
     #[test]
@@ -99,6 +129,7 @@ mod tests {
         let r = Rendered::of(&Revision {
             updated_at_ms: 1_700_000_000_500,
             content_revision: "abc".into(),
+            stale: false,
         });
         assert_eq!(
             r.bytes(Format::Ofrep),

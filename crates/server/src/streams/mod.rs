@@ -11,7 +11,7 @@ mod body;
 mod event;
 
 pub(crate) use body::EventStream;
-pub(crate) use event::Format;
+pub(crate) use event::{event_id, Format};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -161,6 +161,7 @@ impl Streams {
         let revisions = env.revisions.subscribe();
         let current = revisions.borrow().clone();
         let mut first = b"retry: 5000\n: flagpole change stream\n\n".to_vec();
+        let told = current.clone();
         if let Some(current) = current {
             let send = match format {
                 Format::Ofrep => event::catch_up(last_id, &current),
@@ -177,6 +178,7 @@ impl Streams {
             format,
             first: Some(Bytes::from(first)),
             changes: WatchStream::from_changes(revisions),
+            told,
             announcements,
             stopped: Box::pin(env.stop.clone().cancelled_owned()),
             ticks,

@@ -20,6 +20,8 @@ pub(crate) struct EnvFacts {
     /// Seconds since the last successful update.
     pub age_seconds: Option<f64>,
     pub last_error: Option<String>,
+    /// OpenFeature answers say `STALE` (`store/staleness.rs`).
+    pub stale: bool,
     pub requests: [(Resource, u64); 3],
     /// Requests with this environment's key refused with a 4xx.
     pub rejected: u64,
@@ -47,6 +49,7 @@ impl EnvFacts {
             age_seconds: last_success
                 .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64()),
             last_error: env.last_error(),
+            stale: env.is_stale(),
             requests: Resource::ALL.map(|r| (r, env.usage.served(r))),
             rejected: env.usage.rejected(),
             streams: env.revisions.receiver_count(),
@@ -206,6 +209,14 @@ pub(crate) fn render(out: &mut String, facts: &[EnvFacts], open_streams: usize) 
     );
     family(
         out,
+        "flagpole_environment_stale",
+        "gauge",
+        "1 while the document is stale by the readiness rule (OpenFeature answers say STALE).",
+        facts,
+        |e| one(bool_value(e.stale)),
+    );
+    family(
+        out,
         "flagpole_environment_requests_total",
         "counter",
         "Requests served per environment and resource (OFREP counts as flags or identities).",
@@ -240,6 +251,7 @@ mod tests {
             last_success: None,
             age_seconds: None,
             last_error: Some("boom".into()),
+            stale: false,
             requests: Resource::ALL.map(|r| (r, 2)),
             rejected: 0,
             streams: 0,

@@ -112,6 +112,7 @@ mod tests {
             last_success: None,
             age_seconds: Some(age),
             last_error: failing.then(|| "boom".into()),
+            stale: false,
             requests: Resource::ALL.map(|r| (r, served)),
             rejected: 0,
             streams: 1,

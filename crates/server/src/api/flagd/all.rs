@@ -8,6 +8,9 @@
 //! reason. A flag the table cannot place (a document whose override is named unlike its
 //! feature) takes the general way: mapped and encoded on the spot, the same bytes.
 //!
+//! While the environment's document is stale a flag with a value says `STALE` (a flag on the
+//! caller's default keeps `DISABLED`), as the single resolvers answer.
+//!
 //! Per-flag metadata (`flagsmithEnabled`, `flagsmithFeatureId`, and for server keys
 //! `flagsmithReason`, `flagsmithSegment`) is sent only when the call asks for it with the
 //! `flagpole-metadata: true` header: a `Struct` per flag is most of what a provider pays to
@@ -51,6 +54,8 @@ pub(super) struct Options {
     pub metadata: bool,
     /// `ofrep.parse_json_strings`.
     pub parse_json_strings: bool,
+    /// The environment's document is stale: answers with a value say `STALE`.
+    pub stale: bool,
 }
 
 /// Whether the call asks for per-flag metadata (`flagpole-metadata: true` or `1`).
@@ -84,6 +89,7 @@ pub(super) fn answer(
         form,
         metadata,
         parse_json_strings: state.config.ofrep.parse_json_strings,
+        stale: authorised.env.is_stale(),
     };
     Ok(write(snapshot, kind, &result.flags, options).into())
 }
@@ -186,7 +192,8 @@ fn piece<'a>(
             let (has_value, enabled) = (bits & 1 != 0, bits & 2 != 0);
             let (length, rest) = read_varint(&prepared.bytes[1..]);
             let (variant, value) = rest.split_at(length);
-            let variant = if !has_value && !enabled {
+            let defaulted = !has_value && !enabled;
+            let variant = if defaulted {
                 Cow::Borrowed(&b""[..])
             } else if variant.is_empty() {
                 match mapping::variant_text(enabled, flag.variant, split, flag.value) {
@@ -198,7 +205,11 @@ fn piece<'a>(
             };
             return Piece {
                 flag,
-                reason: mapping::reason(enabled, &flag.reason, prepared.can_vary),
+                reason: mapping::when_stale(
+                    mapping::reason(enabled, &flag.reason, prepared.can_vary),
+                    options.stale,
+                    !defaulted,
+                ),
                 variant,
                 value: Cow::Borrowed(value),
                 can_vary: prepared.can_vary,
@@ -215,7 +226,8 @@ fn piece<'a>(
         Form::Proto { .. } => proto_value(&mut value, r.value.as_deref()),
         Form::Json => json_value(&mut value, r.value.as_deref()),
     }
-    let variant = if value.is_empty() && !r.enabled {
+    let defaulted = value.is_empty() && !r.enabled;
+    let variant = if defaulted {
         Cow::Borrowed(&b""[..])
     } else {
         match r.variant {
@@ -225,7 +237,7 @@ fn piece<'a>(
     };
     Piece {
         flag,
-        reason: r.reason,
+        reason: mapping::when_stale(r.reason, options.stale, !defaulted),
         variant,
         value: Cow::Owned(value),
         can_vary,

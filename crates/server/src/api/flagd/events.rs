@@ -18,7 +18,9 @@
 //! The providers drop their cached answers for the flags a `configuration_change` names. A
 //! flag's environment-level state is compared between revisions; a flag that can vary by
 //! context is always named, since its segments or overrides may have changed without that
-//! state changing. A client key is told only of the flags it may see.
+//! state changing. A client key is told only of the flags it may see. When the document turns
+//! stale, or fresh again, every flag is named: each answer's reason changes (`STALE`), and a
+//! provider must not keep serving the `STATIC` answer it cached before.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Weak};
@@ -78,6 +80,8 @@ impl Shared {
 struct Followed {
     presented: Presented,
     told: Arc<Fingerprints>,
+    /// Whether the document was stale when the flags were last told.
+    told_stale: bool,
 }
 
 /// Opens a stream of one version's messages, built by `message(type, data)`; its task runs on
@@ -152,6 +156,7 @@ where
                         WatchStream::from_changes(p.env.revisions.subscribe()),
                     );
                     followed.push(Followed {
+                        told_stale: p.env.is_stale(),
                         presented: p.clone(),
                         told,
                     });
@@ -231,8 +236,11 @@ async fn grown(presented: &mut Option<watch::Receiver<Vec<Presented>>>) -> Optio
 fn tell(shared: &Shared, followed: &mut Followed) -> Option<Struct> {
     let snapshot = followed.presented.env.snapshot()?;
     let now = shared.fingerprints(&snapshot);
-    let notice = changed_flags(&followed.told, &now, followed.presented.kind);
+    let stale = followed.presented.env.is_stale();
+    let switched = stale != followed.told_stale;
+    let notice = changed_flags(&followed.told, &now, followed.presented.kind, switched);
     followed.told = now;
+    followed.told_stale = stale;
     notice
 }
 
@@ -258,8 +266,14 @@ fn fingerprints(snapshot: &Snapshot) -> Fingerprints {
 }
 
 /// `{"flags": {<key>: {"type": "update"|"write"|"delete"}}}`, flagd's change notice, of the
-/// flags a key of `kind` sees before or after; `None` when there are none.
-fn changed_flags(before: &Fingerprints, after: &Fingerprints, kind: KeyKind) -> Option<Struct> {
+/// flags a key of `kind` sees before or after (`every`: each one it sees, changed or not);
+/// `None` when there are none.
+fn changed_flags(
+    before: &Fingerprints,
+    after: &Fingerprints,
+    kind: KeyKind,
+    every: bool,
+) -> Option<Struct> {
     let sees = |f: &&(u64, bool, bool)| kind == KeyKind::Server || f.2;
     let keys: HashSet<&String> = before.keys().chain(after.keys()).collect();
     let mut flags = BTreeMap::new();
@@ -267,7 +281,7 @@ fn changed_flags(before: &Fingerprints, after: &Fingerprints, kind: KeyKind) -> 
         let change = match (before.get(key).filter(sees), after.get(key).filter(sees)) {
             (None, Some(_)) => "write",
             (Some(_), None) => "delete",
-            (Some(a), Some(b)) if a != b || a.1 || b.1 => "update",
+            (Some(a), Some(b)) if every || a != b || a.1 || b.1 => "update",
             _ => continue,
         };
         let mut fields = BTreeMap::new();
@@ -342,7 +356,7 @@ mod tests {
             ("targeted", 1, true, true),
             ("secret", 2, false, false),
         ]);
-        let server = names(changed_flags(&before, &after, KeyKind::Server));
+        let server = names(changed_flags(&before, &after, KeyKind::Server, false));
         let want = |list: &[(&str, &str)]| {
             list.iter()
                 .map(|(k, t)| (k.to_string(), t.to_string()))
@@ -358,7 +372,7 @@ mod tests {
                 ("targeted", "update"),
             ])
         );
-        let client = names(changed_flags(&before, &after, KeyKind::Client));
+        let client = names(changed_flags(&before, &after, KeyKind::Client, false));
         assert_eq!(
             client,
             want(&[
@@ -370,9 +384,25 @@ mod tests {
         );
         let only_secret = prints(&[("secret", 3, false, false)]);
         let before_secret = prints(&[("secret", 1, false, false)]);
-        assert!(changed_flags(&before_secret, &only_secret, KeyKind::Client).is_none());
+        assert!(changed_flags(&before_secret, &only_secret, KeyKind::Client, false).is_none());
         // Nothing known before (that snapshot is gone): everything it sees is news.
-        let all = names(changed_flags(&Fingerprints::new(), &after, KeyKind::Client));
+        let all = names(changed_flags(
+            &Fingerprints::new(),
+            &after,
+            KeyKind::Client,
+            false,
+        ));
         assert_eq!(all.len(), 4, "{all:?}");
+        // A stale switch: every flag the key sees, unchanged ones too.
+        let switched = names(changed_flags(&after, &after, KeyKind::Client, true));
+        assert_eq!(
+            switched,
+            want(&[
+                ("changed", "update"),
+                ("new", "update"),
+                ("same", "update"),
+                ("targeted", "update"),
+            ])
+        );
     }
 }

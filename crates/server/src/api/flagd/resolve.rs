@@ -4,7 +4,8 @@
 //! A resolver names the type it wants. An enabled flag whose value has another type is
 //! `INVALID_ARGUMENT` (the providers' TYPE_MISMATCH); a disabled flag without a value of that
 //! type answers `DISABLED` with an empty variant, which the providers read as "use the
-//! caller's default". An unknown flag (or one a client key may not see) is `NOT_FOUND`.
+//! caller's default". An unknown flag (or one a client key may not see) is `NOT_FOUND`. While
+//! the environment's document is stale, an answer with a value says `STALE`.
 
 use std::collections::BTreeMap;
 
@@ -64,12 +65,13 @@ pub(super) fn one(
     authorised.env.usage.count(usage_resource(&input));
     let traits = input.engine_traits();
     let identity = input.identifier.map(|id| Identity::new(id, &traits));
+    let stale = authorised.env.is_stale();
     let not_found = || Status::not_found(format!("no flag named '{key}' in this environment"));
     let resolve = |flag: &FlagResult<'_>| -> Result<Resolved, Status> {
         if !snapshot.is_visible(kinds, flag.key, flag.enabled) {
             return Err(not_found());
         }
-        typed(&mapped(state, snapshot, flag, kinds), kind)
+        typed(&mapped(state, snapshot, flag, kinds), kind, stale)
     };
     match &identity {
         Some(identity) => {
@@ -109,8 +111,8 @@ fn mapped<'a>(
     mapping::resolve(flag, kind, state.config.ofrep.parse_json_strings, can_vary)
 }
 
-/// The mapped flag as the requested type.
-fn typed(r: &Resolution<'_>, kind: Kind) -> Result<Resolved, Status> {
+/// The mapped flag as the requested type (`STALE` while the document is `stale`).
+fn typed(r: &Resolution<'_>, kind: Kind, stale: bool) -> Result<Resolved, Status> {
     let value = match (kind, r.value.as_deref()) {
         (Kind::Bool, Some(Value::Bool(b))) => Some(Typed::Bool(*b)),
         (Kind::String, Some(Value::String(s))) => Some(Typed::String(s.clone())),
@@ -120,8 +122,8 @@ fn typed(r: &Resolution<'_>, kind: Kind) -> Result<Resolved, Status> {
         _ => None,
     };
     match value {
-        Some(value) => Ok(finish(r, value, false)),
-        None if !r.enabled => Ok(finish(r, Typed::None, true)),
+        Some(value) => Ok(finish(r, value, false, stale)),
+        None if !r.enabled => Ok(finish(r, Typed::None, true, stale)),
         None => Err(Status::invalid_argument(format!(
             "flag '{}' is not of type {}",
             r.key,
@@ -146,7 +148,7 @@ fn integer(n: &serde_json::Number) -> Option<i64> {
 }
 
 /// The response parts; `defaulted`: no value for the caller, so the variant is empty.
-fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool) -> Resolved {
+fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool, stale: bool) -> Resolved {
     let mut metadata = BTreeMap::new();
     if let Some(id) = r.feature_id.and_then(Value::as_f64) {
         metadata.insert("flagsmithFeatureId".to_owned(), proto::number(id));
@@ -160,7 +162,7 @@ fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool) -> Resolved {
     }
     Resolved {
         value,
-        reason: r.reason,
+        reason: mapping::when_stale(r.reason, stale, !defaulted),
         variant: if defaulted {
             String::new()
         } else {

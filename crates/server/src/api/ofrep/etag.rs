@@ -1,6 +1,6 @@
 //! An OFREP answer's ETag: a hash of everything its body depends on (request, key kind,
-//! document revision, settings), known before anything is evaluated, and how a client's
-//! `If-None-Match` is matched against it.
+//! document revision, whether it is stale, settings), known before anything is evaluated, and
+//! how a client's `If-None-Match` is matched against it.
 
 use http::{header, HeaderMap};
 use serde_json::{json, Value};
@@ -14,6 +14,7 @@ pub(super) fn etag(
     snapshot: &Snapshot,
     kind: KeyKind,
     flag: Option<&str>,
+    stale: bool,
     input: &Value,
     settings: &str,
 ) -> String {
@@ -21,7 +22,7 @@ pub(super) fn etag(
         None => ("bulk", Value::Null),
         Some(key) => ("flag", Value::String(key.to_owned())),
     };
-    let described = json!({
+    let mut described = json!({
         "v": 1,
         "op": op,
         "flag": flag,
@@ -30,6 +31,10 @@ pub(super) fn etag(
         "cfg": settings,
         "in": input,
     });
+    // Only while stale: a fresh answer's ETag is what it always was.
+    if stale {
+        described["stale"] = Value::Bool(true);
+    }
     let mut bytes = Vec::with_capacity(256);
     // Typed: a trait `1` and a trait `1.0` evaluate differently, so they must not share an ETag.
     canonical::write_with(&mut bytes, &described, canonical::Numbers::Typed);

@@ -86,8 +86,11 @@ async fn evaluation(
             snapshot = fresher;
         }
     }
+    // Read once: the ETag and the body agree on it. A switch changes every ETag, so an answer
+    // cached either side of it is never revalidated across it.
+    let stale = env.is_stale();
     // A revalidation with a body this snapshot has answered before: 304 without parsing.
-    let memo_key = EtagMemo::key(kind, flag, &body);
+    let memo_key = EtagMemo::key(kind, flag, stale, &body);
     if let Some((etag, identified)) = snapshot.ofrep_etags.get(memo_key) {
         if matches_etag(&parts.headers, &etag) {
             env.usage.count(usage_resource(identified));
@@ -114,7 +117,7 @@ async fn evaluation(
         Some(s) => std::borrow::Cow::Borrowed(s.etag_settings.as_str()),
         None => std::borrow::Cow::Owned(crate::canonical::settings_tag(config, None)),
     };
-    let etag = etag(&snapshot, kind, flag, &input.normalised(), &settings);
+    let etag = etag(&snapshot, kind, flag, stale, &input.normalised(), &settings);
     let identified = input.identifier.is_some();
     snapshot.ofrep_etags.put(memo_key, &etag, identified);
     env.usage.count(usage_resource(identified));
@@ -153,7 +156,7 @@ async fn evaluation(
                         format!("no flag named '{key}' in this environment"),
                     )
                 })?;
-            write_mapped(&mut out, &snapshot, flag, kind, config);
+            write_mapped(&mut out, &snapshot, flag, kind, config, stale);
         }
         None => {
             let mut flags: Vec<_> = result
@@ -169,11 +172,11 @@ async fn evaluation(
                 if i > 0 {
                     out.push(b',');
                 }
-                write_mapped(&mut out, &snapshot, flag, kind, config);
+                write_mapped(&mut out, &snapshot, flag, kind, config, stale);
             }
             out.push(b']');
             if let (true, Some(stream)) = (config.sse.enabled, stream) {
-                write_event_streams(&mut out, config, &stream.token, &snapshot);
+                write_event_streams(&mut out, config, &stream.token, &snapshot, stale);
             }
             out.extend_from_slice(b",\"metadata\":{\"version\":\"");
             out.extend_from_slice(snapshot.content_revision.as_bytes());
@@ -194,26 +197,33 @@ async fn evaluation(
     Ok(response)
 }
 
-/// One flag as an OFREP evaluation object, mapped as every OpenFeature front door maps it.
+/// One flag as an OFREP evaluation object, mapped as every OpenFeature front door maps it
+/// (`STALE` while the document is `stale`).
 fn write_mapped(
     out: &mut Vec<u8>,
     snapshot: &Snapshot,
     flag: &flagpole_engine::FlagResult<'_>,
     kind: KeyKind,
     config: &OfrepConfig,
+    stale: bool,
 ) {
     let can_vary = snapshot.env.can_vary(flag.key);
-    let resolved = mapping::resolve(flag, kind, config.parse_json_strings, can_vary);
+    let mut resolved = mapping::resolve(flag, kind, config.parse_json_strings, can_vary);
+    resolved.reason = mapping::when_stale(resolved.reason, stale, resolved.value.is_some());
     mapping::write_flag(out, &resolved);
 }
 
 /// `,"eventStreams":[…]`: where to listen for changes (OFREP's `eventStreams` extension). `since` is the current
 /// event id, closing the gap between this response and the connect.
-fn write_event_streams(out: &mut Vec<u8>, config: &OfrepConfig, token: &str, snapshot: &Snapshot) {
-    let uri = format!(
-        "/{EVENTS_PATH}?t={token}&since={}-{}",
-        snapshot.updated_at_ms, snapshot.content_revision
-    );
+fn write_event_streams(
+    out: &mut Vec<u8>,
+    config: &OfrepConfig,
+    token: &str,
+    snapshot: &Snapshot,
+    stale: bool,
+) {
+    let since = crate::streams::event_id(snapshot.updated_at_ms, &snapshot.content_revision, stale);
+    let uri = format!("/{EVENTS_PATH}?t={token}&since={since}");
     let place = match &config.public_base_url {
         Some(base) => json!({"url": format!("{base}{uri}")}),
         None => json!({"endpoint": {"requestUri": uri}}),

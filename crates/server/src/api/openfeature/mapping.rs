@@ -8,6 +8,9 @@
 //! applies), and the variant is always present because the Python OFREP provider requires it.
 //! `STATIC` is only for a feature that can vary by nothing: caching providers (flagd's) keep a
 //! `STATIC` answer by flag key alone, whatever the context.
+//!
+//! While the environment's document is stale (`store::StaleRule`) an answer with a value says
+//! `STALE` instead ([`when_stale`]); the caching providers keep nothing but `STATIC` answers.
 
 use std::borrow::Cow;
 
@@ -144,6 +147,19 @@ pub(crate) fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'st
     }
 }
 
+/// The reason sent: `STALE` in place of `reason` while the environment's document is stale,
+/// for an answer that carries a value. One without (a disabled flag: the caller's default
+/// applies) keeps `DISABLED`: the Python and JS flagd providers return the caller's default only
+/// for that reason (or `DEFAULT`) with an empty variant, and would otherwise return the empty
+/// wire value.
+pub(crate) fn when_stale(reason: &'static str, stale: bool, has_value: bool) -> &'static str {
+    if stale && has_value {
+        "STALE"
+    } else {
+        reason
+    }
+}
+
 /// The variant, always present.
 fn variant<'a>(enabled: bool, flag: &FlagResult<'a>) -> Cow<'a, str> {
     let split = matches!(flag.reason, Reason::Split(_));
@@ -230,5 +246,16 @@ mod tests {
             "SPLIT"
         );
         assert_eq!(reason(true, &Reason::CircularDependency, false), "UNKNOWN");
+    }
+
+    #[test]
+    fn stale_answers_say_so_unless_the_callers_default_applies() {
+        assert_eq!(when_stale("STATIC", true, true), "STALE");
+        assert_eq!(when_stale("DISABLED", true, true), "STALE");
+        assert_eq!(when_stale("DISABLED", true, false), "DISABLED");
+        assert_eq!(
+            when_stale("TARGETING_MATCH", false, true),
+            "TARGETING_MATCH"
+        );
     }
 }

@@ -7,7 +7,7 @@ use http::{header, HeaderValue, StatusCode};
 use serde_json::json;
 
 use crate::api::{full, AppState, Response};
-use crate::store::Source;
+use crate::store::StaleRule;
 
 pub(crate) fn liveness() -> Response {
     json_response(StatusCode::OK, &json!({"status": "ok"}))
@@ -21,19 +21,14 @@ pub(crate) fn readiness(state: &AppState) -> Response {
     let now = SystemTime::now();
     let mut reason = None;
     let mut oldest: Option<SystemTime> = None;
-    let allowed = state
-        .config
-        .health
-        .stale_grace
-        .map(|grace| state.config.upstream.poll_frequency + grace * envs.len() as u32);
+    // The one staleness rule: the OpenFeature front doors' `STALE` follows it too.
+    let allowed = StaleRule::of(&state.config).allowed(envs.len());
     for env in envs {
         match (env.snapshot(), env.last_success()) {
             (Some(_), Some(at)) => {
                 loaded += 1;
                 oldest = Some(oldest.map_or(at, |o| o.min(at)));
-                let polled = matches!(env.source, Source::Upstream { .. });
-                let age = now.duration_since(at).unwrap_or_default();
-                if polled && allowed.is_some_and(|allowed| age > allowed) {
+                if StaleRule::is_stale(&env, now, allowed) {
                     reason.get_or_insert("environment document(s) stale.");
                 }
             }

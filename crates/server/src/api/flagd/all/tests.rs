@@ -86,7 +86,8 @@ macro_rules! expected {
                     Some(Value::Object(o)) => Some(V::ObjectValue(proto::object(o))),
                     _ => None,
                 };
-                let variant = if value.is_none() && !r.enabled {
+                let defaulted = value.is_none() && !r.enabled;
+                let variant = if defaulted {
                     String::new()
                 } else {
                     r.variant.clone().into_owned()
@@ -103,7 +104,7 @@ macro_rules! expected {
                     metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
                 }
                 let flag_message = AnyFlag {
-                    reason: r.reason.to_owned(),
+                    reason: mapping::when_stale(r.reason, o.stale, !defaulted).to_owned(),
                     variant: $variant(variant),
                     value,
                     metadata: o.metadata.then_some(Struct { fields: metadata }),
@@ -157,6 +158,7 @@ fn answers_are_prost_encodings_of_the_same_message() {
                             form: Form::Proto { v2 },
                             metadata,
                             parse_json_strings,
+                            stale: false,
                         };
                         let ours = write(&snapshot, kind, &result.flags, options);
                         let name = format!("{identifier} {kind:?} v2={v2} meta={metadata}");
@@ -213,6 +215,7 @@ fn metadata_only_when_asked() {
             form: Form::Proto { v2: true },
             metadata,
             parse_json_strings: false,
+            stale: false,
         };
         let bytes = write(&snapshot, KeyKind::Server, &result.flags, options);
         let decoded = reference::v2::ResolveAllResponse::decode(&bytes[..]).unwrap();
@@ -228,4 +231,48 @@ fn metadata_only_when_asked() {
             }
         }
     }
+}
+
+/// While the document is stale, answers are the same messages with `STALE` for every flag with a
+/// value (a flag on the caller's default keeps `DISABLED`), for the own flags and identities in
+/// segments and splits.
+#[test]
+fn stale_answers_are_the_same_messages_saying_stale() {
+    let snapshot = Snapshot::build(&document(), 1).unwrap();
+    let expect_v1 = expected!(v1, |v| v);
+    let expect_v2 = expected!(v2, Some);
+    let mut reasons = std::collections::BTreeSet::new();
+    for i in 0..40 {
+        let identifier = format!("user-{i}");
+        let traits = [Trait {
+            key: "plan".into(),
+            value: TraitValue::Str(["free", "pro", "enterprise"][i % 3].into()),
+        }];
+        let identity = Identity::new(&identifier, &traits);
+        let result = match i {
+            0 => snapshot.env.own_flags().unwrap(),
+            _ => snapshot.env.evaluate(Some(&identity)).unwrap(),
+        };
+        for kind in [KeyKind::Server, KeyKind::Client] {
+            for (v2, metadata) in [(false, false), (true, true)] {
+                let options = Options {
+                    form: Form::Proto { v2 },
+                    metadata,
+                    parse_json_strings: false,
+                    stale: true,
+                };
+                let ours = write(&snapshot, kind, &result.flags, options);
+                let bytes = if v2 {
+                    expect_v2(&snapshot, kind, &result.flags, options).0
+                } else {
+                    let (bytes, message) = expect_v1(&snapshot, kind, &result.flags, options);
+                    reasons.extend(message.flags.values().map(|f| f.reason.clone()));
+                    bytes
+                };
+                assert_eq!(ours, bytes, "{identifier} {kind:?} v2={v2}");
+            }
+        }
+    }
+    let want: std::collections::BTreeSet<String> = ["DISABLED", "STALE"].map(String::from).into();
+    assert_eq!(reasons, want);
 }

@@ -115,6 +115,7 @@ fn to_json(report: &Report) -> Value {
                 "last_success": e.last_success.map(rfc3339),
                 "age_seconds": e.age_seconds,
                 "last_error": e.last_error,
+                "stale": e.stale,
                 "requests": requests,
                 "rejected": e.rejected,
                 "streams": e.streams,
