@@ -32,6 +32,7 @@ use tonic::{Request, Response, Status};
 use super::authorise::Authorised;
 use super::AppState;
 use crate::telemetry::flagd::{self as calls, Method};
+use crate::telemetry::otel::spans::FlagEvaluated;
 pub(crate) use peers::Connection;
 use resolve::{Kind, Resolved, Typed};
 
@@ -167,7 +168,7 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::Bool, |m| (m.flag_key, m.context))?;
-                    Ok(Response::new($v::ResolveBooleanResponse {
+                    Ok(traced(r.traced, $v::ResolveBooleanResponse {
                         value: scalar!($wrap, r.value, Typed::Bool),
                         reason: r.reason.to_owned(),
                         variant: $wrap(r.variant),
@@ -184,7 +185,7 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::String, |m| (m.flag_key, m.context))?;
-                    Ok(Response::new($v::ResolveStringResponse {
+                    Ok(traced(r.traced, $v::ResolveStringResponse {
                         value: scalar!($wrap, r.value, Typed::String),
                         reason: r.reason.to_owned(),
                         variant: $wrap(r.variant),
@@ -201,7 +202,7 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::Float, |m| (m.flag_key, m.context))?;
-                    Ok(Response::new($v::ResolveFloatResponse {
+                    Ok(traced(r.traced, $v::ResolveFloatResponse {
                         value: scalar!($wrap, r.value, Typed::Float),
                         reason: r.reason.to_owned(),
                         variant: $wrap(r.variant),
@@ -218,7 +219,7 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::Int, |m| (m.flag_key, m.context))?;
-                    Ok(Response::new($v::ResolveIntResponse {
+                    Ok(traced(r.traced, $v::ResolveIntResponse {
                         value: scalar!($wrap, r.value, Typed::Int),
                         reason: r.reason.to_owned(),
                         variant: $wrap(r.variant),
@@ -239,7 +240,7 @@ macro_rules! service {
                         Typed::Object(o) => Some(o),
                         _ => None,
                     };
-                    Ok(Response::new($v::ResolveObjectResponse {
+                    Ok(traced(r.traced, $v::ResolveObjectResponse {
                         value,
                         reason: r.reason.to_owned(),
                         variant: $wrap(r.variant),
@@ -286,6 +287,15 @@ macro_rules! scalar {
             _ => Default::default(),
         }
     };
+}
+
+/// A resolver's answer, the evaluation recorded for its span (`None` unless spans are exported).
+fn traced<T>(flag: Option<FlagEvaluated>, message: T) -> Response<T> {
+    let mut response = Response::new(message);
+    if let Some(flag) = flag {
+        response.extensions_mut().insert(flag);
+    }
+    response
 }
 
 /// v1's plain fields.

@@ -19,6 +19,7 @@ use crate::api::openfeature::context::{self, Input};
 use crate::api::openfeature::mapping::{self, Resolution};
 use crate::api::AppState;
 use crate::snapshot::{KeyKind, Snapshot};
+use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// The type a resolver asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +49,8 @@ pub(super) struct Resolved {
     pub reason: &'static str,
     pub variant: String,
     pub metadata: Struct,
+    /// For the call's span, when spans are exported.
+    pub traced: Option<FlagEvaluated>,
 }
 
 /// One flag of the requested type.
@@ -71,7 +74,7 @@ pub(super) fn one(
         }
         typed(&mapped(state, snapshot, flag, kinds), kind)
     };
-    match &identity {
+    let mut resolved = match &identity {
         Some(identity) => {
             // The feature alone, as the Flagsmith SDKs evaluate one flag read.
             let flag = snapshot
@@ -79,7 +82,7 @@ pub(super) fn one(
                 .evaluate_feature(key, Some(identity))
                 .map_err(evaluation_failed)?
                 .ok_or_else(not_found)?;
-            resolve(&flag)
+            resolve(&flag)?
         }
         None => {
             let flags = snapshot.env.own_flags().map_err(evaluation_failed)?;
@@ -88,9 +91,11 @@ pub(super) fn one(
                 .iter()
                 .find(|f| f.key == key)
                 .ok_or_else(not_found)?;
-            resolve(flag)
+            resolve(flag)?
         }
-    }
+    };
+    resolved.traced = FlagEvaluated::note(key, &resolved.variant, resolved.reason, input.identifier);
+    Ok(resolved)
 }
 
 /// The request's context as Flagsmith inputs (`INVALID_ARGUMENT` as OFREP's 400).
@@ -167,6 +172,7 @@ fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool) -> Resolved {
             r.variant.clone().into_owned()
         },
         metadata: Struct { fields: metadata },
+        traced: None,
     }
 }
 

@@ -21,6 +21,7 @@ use crate::config::OfrepConfig;
 use crate::snapshot::etag_memo::EtagMemo;
 use crate::snapshot::{KeyKind, Snapshot};
 use crate::store::EnvSlot;
+use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// The path of the change stream, as announced in bulk answers.
 const EVENTS_PATH: &str = "ofrep/v1/events";
@@ -139,6 +140,7 @@ async fn evaluation(
     })?;
 
     let mut out = Vec::with_capacity(128 + 160 * result.flags.len());
+    let mut traced = None;
     match flag {
         Some(key) => {
             let flag = result
@@ -153,7 +155,13 @@ async fn evaluation(
                         format!("no flag named '{key}' in this environment"),
                     )
                 })?;
-            write_mapped(&mut out, &snapshot, flag, kind, config);
+            let resolved = write_mapped(&mut out, &snapshot, flag, kind, config);
+            traced = FlagEvaluated::note(
+                key,
+                &resolved.variant,
+                resolved.reason,
+                input.identifier,
+            );
         }
         None => {
             let mut flags: Vec<_> = result
@@ -191,20 +199,25 @@ async fn evaluation(
         HeaderValue::from_static("application/json"),
     );
     success_headers(response.headers_mut(), &etag);
+    if let Some(traced) = traced {
+        response.extensions_mut().insert(traced);
+    }
     Ok(response)
 }
 
-/// One flag as an OFREP evaluation object, mapped as every OpenFeature front door maps it.
-fn write_mapped(
+/// One flag as an OFREP evaluation object, mapped as every OpenFeature front door maps it;
+/// returns the mapping (a single-flag span records it).
+fn write_mapped<'a>(
     out: &mut Vec<u8>,
     snapshot: &Snapshot,
-    flag: &flagpole_engine::FlagResult<'_>,
+    flag: &'a flagpole_engine::FlagResult<'a>,
     kind: KeyKind,
     config: &OfrepConfig,
-) {
+) -> mapping::Resolution<'a> {
     let can_vary = snapshot.env.can_vary(flag.key);
     let resolved = mapping::resolve(flag, kind, config.parse_json_strings, can_vary);
     mapping::write_flag(out, &resolved);
+    resolved
 }
 
 /// `,"eventStreams":[…]`: where to listen for changes (OFREP's `eventStreams` extension). `since` is the current
