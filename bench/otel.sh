@@ -48,6 +48,8 @@ service:
   telemetry:
     metrics:
       level: none
+    traces:
+      level: none
 extensions:
   healthcheckv2:
     use_v2: true
@@ -76,7 +78,7 @@ exporters:
   jaeger_storage_exporter:
     trace_storage: memstore
 EOF
-"$JAEGER" --config "file:$OUT/jaeger.yaml" >"$OUT/jaeger.log" 2>&1 &
+OTEL_SDK_DISABLED=true "$JAEGER" --config "file:$OUT/jaeger.yaml" >"$OUT/jaeger.log" 2>&1 &
 JAEGER_PID=$!
 FLAGPOLE_PID=
 cleanup() {

@@ -53,6 +53,8 @@ service:
   telemetry:
     metrics:
       level: none
+    traces:
+      level: none
     logs:
       level: info
 extensions:
@@ -107,8 +109,10 @@ class Jaeger:
 
     def start(self) -> "Jaeger":
         self._log = open(self.log_path, "ab")
+        # Jaeger's own spans stay in (it would send them to localhost:4317).
+        env = {**os.environ, "OTEL_TRACES_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"}
         self.proc = subprocess.Popen([str(self.binary), "--config", f"file:{self.config_path}"],
-                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log)
+                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=env)
 
         def ready() -> bool:
             if self.proc.poll() is not None:
