@@ -168,12 +168,7 @@ enum Sent {
 async fn send(upstream: &Upstream, env: &EnvCounts, batch: &Batch) -> Sent {
     let url = format!("{}/analytics/flags/", upstream.api_url);
     let span = reqwest::Url::parse(&url).ok().and_then(|u| {
-        ClientSpan::start(
-            "POST /analytics/flags/",
-            "POST",
-            &u,
-            Some(&env.client_key),
-        )
+        ClientSpan::start("POST /analytics/flags/", "POST", &u, Some(&env.client_key))
     });
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(span) = &span {

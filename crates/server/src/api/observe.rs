@@ -72,11 +72,16 @@ impl Observer {
             })
         });
         let span = self.tracer.map(|tracer| {
-            let route = super::route::Route::of(head.uri.path()).label().template();
+            let route = super::route::Route::of(head.uri.path());
+            // The real-time stream's key is in its path, not a header.
+            let path_key = match route {
+                super::route::Route::RealtimeStream(key) => Some(key),
+                _ => None,
+            };
             ServerSpan::http(
                 tracer,
                 (head.method, head.uri, head.version, head.headers),
-                route,
+                (route.label().template(), path_key),
                 || loggable_path(head.uri.path()),
             )
         });

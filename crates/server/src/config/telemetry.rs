@@ -185,8 +185,12 @@ impl TelemetryFile {
             resource_attributes: self.resource_attributes.unwrap_or_default(),
             sampler: self.sampler.unwrap_or(d.sampler),
             sampler_arg: self.sampler_arg.unwrap_or(d.sampler_arg),
-            export_timeout: self.export_timeout_seconds.map_or(d.export_timeout, |s| s.0),
-            max_queue_size: self.max_queue_size.map_or(d.max_queue_size, Positive::usize),
+            export_timeout: self
+                .export_timeout_seconds
+                .map_or(d.export_timeout, |s| s.0),
+            max_queue_size: self
+                .max_queue_size
+                .map_or(d.max_queue_size, Positive::usize),
             metrics_interval: self
                 .metrics_interval_seconds
                 .map_or(d.metrics_interval, |s| s.0),
@@ -231,7 +235,8 @@ pub(super) fn apply_env(c: &mut OtelConfig, env: &[(String, String)]) -> Result<
             .find(|(k, v)| k == name && !v.trim().is_empty())
             .map(|(_, v)| v.trim())
     };
-    let wrong = |name: &str, what: &str| ConfigError(format!("environment variable {name}: {what}"));
+    let wrong =
+        |name: &str, what: &str| ConfigError(format!("environment variable {name}: {what}"));
     if let Some(v) = get("OTEL_SDK_DISABLED") {
         c.enabled = !v.eq_ignore_ascii_case("true");
     }
@@ -267,11 +272,17 @@ pub(super) fn apply_env(c: &mut OtelConfig, env: &[(String, String)]) -> Result<
         c.protocol = match v {
             "grpc" => Protocol::Grpc,
             "http/protobuf" => Protocol::HttpProtobuf,
-            _ => return Err(wrong("OTEL_EXPORTER_OTLP_PROTOCOL", "expected grpc or http/protobuf (http/json is not supported)")),
+            _ => {
+                return Err(wrong(
+                    "OTEL_EXPORTER_OTLP_PROTOCOL",
+                    "expected grpc or http/protobuf (http/json is not supported)",
+                ))
+            }
         };
     }
     if let Some(v) = get("OTEL_EXPORTER_OTLP_HEADERS") {
-        c.headers.extend(pairs(v).map_err(|e| wrong("OTEL_EXPORTER_OTLP_HEADERS", &e))?);
+        c.headers
+            .extend(pairs(v).map_err(|e| wrong("OTEL_EXPORTER_OTLP_HEADERS", &e))?);
     }
     if let Some(v) = get("OTEL_RESOURCE_ATTRIBUTES") {
         c.resource_attributes
@@ -284,13 +295,14 @@ pub(super) fn apply_env(c: &mut OtelConfig, env: &[(String, String)]) -> Result<
         c.service_name = v.to_owned();
     }
     if let Some(v) = get("OTEL_TRACES_SAMPLER") {
-        c.sampler = serde_json::from_value(serde_json::Value::String(v.to_owned())).map_err(|_| {
-            wrong(
-                "OTEL_TRACES_SAMPLER",
-                "expected always_on, always_off, traceidratio, parentbased_always_on, \
+        c.sampler =
+            serde_json::from_value(serde_json::Value::String(v.to_owned())).map_err(|_| {
+                wrong(
+                    "OTEL_TRACES_SAMPLER",
+                    "expected always_on, always_off, traceidratio, parentbased_always_on, \
                  parentbased_always_off or parentbased_traceidratio",
-            )
-        })?;
+                )
+            })?;
     }
     if let Some(v) = get("OTEL_TRACES_SAMPLER_ARG") {
         c.sampler_arg = v
@@ -417,7 +429,10 @@ mod tests {
         let e = apply_env(&mut c, &env(&[("OTEL_TRACES_SAMPLER", "sometimes")]))
             .unwrap_err()
             .0;
-        assert!(e.starts_with("environment variable OTEL_TRACES_SAMPLER:"), "{e}");
+        assert!(
+            e.starts_with("environment variable OTEL_TRACES_SAMPLER:"),
+            "{e}"
+        );
         let e = apply_env(&mut c, &env(&[("OTEL_TRACES_SAMPLER_ARG", "2")]))
             .unwrap_err()
             .0;
@@ -427,6 +442,9 @@ mod tests {
         assert!(e.contains("flagpole.telemetry.protocol"), "{e}");
         let typo = json!({"flagpole": {"telemetry": {"endpont": "http://x"}}});
         let e = from_json(typo.as_object().unwrap()).unwrap_err().0;
-        assert!(e.contains("did you mean 'flagpole.telemetry.endpoint'"), "{e}");
+        assert!(
+            e.contains("did you mean 'flagpole.telemetry.endpoint'"),
+            "{e}"
+        );
     }
 }

@@ -28,8 +28,8 @@ use tower_service::Service as _;
 
 use crate::api::flagd::{connect, Connection, Flagd};
 use crate::config::Config;
-use crate::telemetry::otel::spans::ServerSpan;
 use crate::tasks::Tasks;
+use crate::telemetry::otel::spans::ServerSpan;
 
 /// Serves `flagd` on `listener` until `stopping` is cancelled and the calls in flight end (at
 /// most `config.server.shutdown_timeout`).

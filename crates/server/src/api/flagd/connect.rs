@@ -23,8 +23,8 @@ use tonic::transport::server::TcpConnectInfo;
 use tonic::{Code, Status};
 
 use super::connect_json::Json;
-use crate::telemetry::otel::spans::FlagEvaluated;
 use super::{all, v1, v2, Connection, Flagd};
+use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// What a Connect response is made of.
 pub(crate) type Body = tonic::body::Body;

@@ -168,12 +168,15 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::Bool, |m| (m.flag_key, m.context))?;
-                    Ok(traced(r.traced, $v::ResolveBooleanResponse {
-                        value: scalar!($wrap, r.value, Typed::Bool),
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveBooleanResponse {
+                            value: scalar!($wrap, r.value, Typed::Bool),
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveBoolean, started, outcome)
             }
@@ -185,12 +188,15 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::String, |m| (m.flag_key, m.context))?;
-                    Ok(traced(r.traced, $v::ResolveStringResponse {
-                        value: scalar!($wrap, r.value, Typed::String),
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveStringResponse {
+                            value: scalar!($wrap, r.value, Typed::String),
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveString, started, outcome)
             }
@@ -202,12 +208,15 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::Float, |m| (m.flag_key, m.context))?;
-                    Ok(traced(r.traced, $v::ResolveFloatResponse {
-                        value: scalar!($wrap, r.value, Typed::Float),
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveFloatResponse {
+                            value: scalar!($wrap, r.value, Typed::Float),
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveFloat, started, outcome)
             }
@@ -219,12 +228,15 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::Int, |m| (m.flag_key, m.context))?;
-                    Ok(traced(r.traced, $v::ResolveIntResponse {
-                        value: scalar!($wrap, r.value, Typed::Int),
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveIntResponse {
+                            value: scalar!($wrap, r.value, Typed::Int),
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveInt, started, outcome)
             }
@@ -240,12 +252,15 @@ macro_rules! service {
                         Typed::Object(o) => Some(o),
                         _ => None,
                     };
-                    Ok(traced(r.traced, $v::ResolveObjectResponse {
-                        value,
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveObjectResponse {
+                            value,
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveObject, started, outcome)
             }

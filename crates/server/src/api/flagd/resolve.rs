@@ -94,7 +94,8 @@ pub(super) fn one(
             resolve(flag)?
         }
     };
-    resolved.traced = FlagEvaluated::note(key, &resolved.variant, resolved.reason, input.identifier);
+    resolved.traced =
+        FlagEvaluated::note(key, &resolved.variant, resolved.reason, input.identifier);
     Ok(resolved)
 }
 

@@ -156,12 +156,7 @@ async fn evaluation(
                     )
                 })?;
             let resolved = write_mapped(&mut out, &snapshot, flag, kind, config);
-            traced = FlagEvaluated::note(
-                key,
-                &resolved.variant,
-                resolved.reason,
-                input.identifier,
-            );
+            traced = FlagEvaluated::note(key, &resolved.variant, resolved.reason, input.identifier);
         }
         None => {
             let mut flags: Vec<_> = result

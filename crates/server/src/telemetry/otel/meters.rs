@@ -50,13 +50,17 @@ pub(super) fn install(provider: &SdkMeterProvider) {
         rpc_duration: meter
             .f64_histogram("rpc.server.call.duration")
             .with_unit("s")
-            .with_description("Duration of flagd calls, gRPC and Connect (event streams: to the stream opening).")
+            .with_description(
+                "Duration of flagd calls, gRPC and Connect (event streams: to the stream opening).",
+            )
             .with_boundaries(DURATION_BOUNDS.to_vec())
             .build(),
         upstream_duration: meter
             .f64_histogram("flagpole.upstream.fetch.duration")
             .with_unit("s")
-            .with_description("Environment document fetches from upstream, every page included, by result.")
+            .with_description(
+                "Environment document fetches from upstream, every page included, by result.",
+            )
             .with_boundaries(FETCH_BOUNDS.to_vec())
             .build(),
         identity_cache: meter

@@ -133,7 +133,11 @@ fn server_address(headers: &HeaderMap, uri: &http::Uri) -> Vec<KeyValue> {
     let authority = uri
         .authority()
         .map(http::uri::Authority::as_str)
-        .or_else(|| headers.get(http::header::HOST).and_then(|v| v.to_str().ok()));
+        .or_else(|| {
+            headers
+                .get(http::header::HOST)
+                .and_then(|v| v.to_str().ok())
+        });
     let Some(authority) = authority else {
         return Vec::new();
     };
@@ -155,11 +159,12 @@ pub(crate) struct ServerSpan {
 impl ServerSpan {
     /// Starts the server span of an HTTP request (the Flagsmith API, OFREP, the streams).
     /// `route` is the route's template (`/api/v1/identities/`), `None` for a path that is no
-    /// endpoint; `path` is the path as it may be recorded (keys fingerprinted).
+    /// endpoint; `path_key` a key the path carries (the real-time stream's); `path` is the path
+    /// as it may be recorded (keys fingerprinted).
     pub(crate) fn http(
         tracer: &SdkTracer,
         (method, uri, version, headers): (&Method, &http::Uri, Version, &HeaderMap),
-        route: Option<&'static str>,
+        (route, path_key): (Option<&'static str>, Option<&str>),
         path: impl FnOnce() -> String,
     ) -> ServerSpan {
         let method = method_name(method);
@@ -181,7 +186,7 @@ impl ServerSpan {
             for kv in server_address(headers, uri) {
                 span.set_attribute(kv);
             }
-            common(&mut span, headers);
+            fingerprint(&mut span, presented_key(headers).or(path_key));
         }
         ServerSpan { span }
     }
@@ -207,7 +212,7 @@ impl ServerSpan {
             for kv in server_address(headers, uri) {
                 span.set_attribute(kv);
             }
-            common(&mut span, headers);
+            fingerprint(&mut span, presented_key(headers));
         }
         ServerSpan { span }
     }
@@ -246,9 +251,9 @@ impl ServerSpan {
     }
 }
 
-/// Attributes every server span has: the presented key's fingerprint.
-fn common(span: &mut Span, headers: &HeaderMap) {
-    if let Some(key) = presented_key(headers) {
+/// The presented key's fingerprint, as the logs show it.
+fn fingerprint(span: &mut Span, key: Option<&str>) {
+    if let Some(key) = key {
         span.set_attribute(KeyValue::new(
             "flagpole.environment_key.fingerprint",
             crate::keys::fingerprint(key),
