@@ -29,8 +29,9 @@ MODES="off on100 on1"
 command -v wrk >/dev/null 2>&1 || { echo "wrk is needed (apt-get install wrk)" >&2; exit 1; }
 JAEGER=${FLAGPOLE_JAEGER:-.tools/bin/jaeger}
 [ -x "$JAEGER" ] || { echo "no Jaeger at $JAEGER: scripts/test.sh builds it" >&2; exit 1; }
-cargo build --release --quiet -p flagpole
-BIN=target/release/flagpole
+# FLAGPOLE_BIN: a binary already built (else the release build here).
+BIN=${FLAGPOLE_BIN:-target/release/flagpole}
+[ -n "${FLAGPOLE_BIN:-}" ] || cargo build --release --quiet -p flagpole
 OUT=bench/out/otel
 mkdir -p "$OUT"
 
@@ -142,7 +143,7 @@ done
 echo
 if [ -n "$BASELINE" ]; then
   for endpoint in flags identities; do
-    python3 -c "print('/api/v1/$endpoint/: before OpenTelemetry ${best[$endpoint/base]} µs, off ${best[$endpoint/off]} µs: {${best[$endpoint/off]}/${best[$endpoint/base]}:.2f}×')"
+    python3 -c "print(f'/api/v1/$endpoint/: before OpenTelemetry ${best[$endpoint/base]} µs, off ${best[$endpoint/off]} µs: {${best[$endpoint/off]}/${best[$endpoint/base]}:.2f}×')"
   done
 fi
 echo "| endpoint | telemetry off: µs CPU/request | traces 100 %: µs | ratio | traces 1 %: µs | ratio |"
