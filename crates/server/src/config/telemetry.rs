@@ -419,6 +419,9 @@ mod tests {
             (SamplerKind::ParentbasedTraceIdRatio, 0.01)
         );
         assert_eq!(c.export_timeout, Duration::from_millis(2500));
+        let mut printed = c.clone();
+        printed.redact();
+        assert!(!printed.headers["api-key"].contains("a b"), "{printed:?}");
         apply_env(&mut c, &env(&[("OTEL_SDK_DISABLED", "true")])).unwrap();
         assert_eq!(c.endpoint_of(Signal::Traces), None);
     }
