@@ -393,7 +393,10 @@ mod tests {
                 ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://other:4317"),
                 ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://metrics:4317"),
-                ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b,x-team=edge"),
+                (
+                    "OTEL_EXPORTER_OTLP_HEADERS",
+                    "api-key=s3cret%20value,x-team=edge",
+                ),
                 ("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod"),
                 ("OTEL_SERVICE_NAME", "edge-flags"),
                 ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
@@ -410,7 +413,7 @@ mod tests {
             c.endpoint_of(Signal::Metrics).as_deref(),
             Some("http://metrics:4317")
         );
-        assert_eq!(c.headers["api-key"], "a b");
+        assert_eq!(c.headers["api-key"], "s3cret value");
         assert_eq!(c.headers["x-team"], "edge");
         assert_eq!(c.service_name, "edge-flags");
         assert_eq!(c.resource_attributes["deployment.environment"], "prod");
@@ -421,7 +424,10 @@ mod tests {
         assert_eq!(c.export_timeout, Duration::from_millis(2500));
         let mut printed = c.clone();
         printed.redact();
-        assert!(!printed.headers["api-key"].contains("a b"), "{printed:?}");
+        assert!(
+            !printed.headers["api-key"].contains("s3cret value"),
+            "{printed:?}"
+        );
         apply_env(&mut c, &env(&[("OTEL_SDK_DISABLED", "true")])).unwrap();
         assert_eq!(c.endpoint_of(Signal::Traces), None);
     }
