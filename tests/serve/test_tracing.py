@@ -51,10 +51,11 @@ def otel_env(jaeger: Jaeger, protocol: str, **extra: str) -> dict[str, str]:
     }
 
 
-def start_local(flagpole, tmp_path, env: dict[str, str], grpc_port: int | None = None):
+def start_local(flagpole, tmp_path, env: dict[str, str], grpc_port: int | None = None, **flagpole_keys):
     envs = standard_envs()
     paths = write_documents(tmp_path / "docs", envs)
     extra = {"grpc": {"port": grpc_port}} if grpc_port else {}
+    extra.update(flagpole_keys)
     fp = flagpole(config=local_config(paths, envs, flagpole=extra), env=env)
     fp.wait_ready()
     return fp, envs
@@ -154,6 +155,19 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
     assert connect.name == "flagd.evaluation.v1.Service/ResolveString"
     assert connect.tags["rpc.system"] == "connect_rpc"
     assert connect.tags["feature_flag.key"] == "plain_string"
+
+
+def test_the_identifier_is_recorded_only_when_the_option_says_so(tmp_path, flagpole, jaeger):
+    fp, envs = start_local(flagpole, tmp_path, otel_env(jaeger, "http/protobuf"),
+                           telemetry={"record_identifier": True})
+    caller = Caller.new()
+    r = fp.post("/ofrep/v1/evaluate/flags/bool_value", {"context": {"targetingKey": "user-7"}},
+                envs[0].client_key, headers=caller.headers())
+    assert r.status == 200, r
+    assert fp.stop() == 0
+    span = jaeger.wait_span(caller.trace_id, lambda s: s.parent == caller.span_id, "the OFREP span")
+    assert span.tags["feature_flag.context.id"] == "user-7"
+    assert_no_key(jaeger.trace(caller.trace_id), envs[0].client_key, envs[0].server_key)
 
 
 def test_otlp_metrics_arrive(tmp_path, flagpole, jaeger):
