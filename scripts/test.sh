@@ -128,6 +128,24 @@ else
   echo "no Go to install helm with; the Helm chart tests will be skipped"
 fi
 
+# The tracing tests (tests/serve/test_tracing.py) export to a real Jaeger, built here from the Go
+# module proxy into .tools/bin. tests/serve/jaeger/go.mod pins it as a tool: Jaeger's own go.mod
+# has replace directives, which a plain `go install …@v1.76.0` refuses.
+echo "== jaeger v1.76.0 (tracing tests)"
+if [ -x .tools/bin/jaeger ] && grep -q 'github.com/jaegertracing/jaeger v1.76.0' <(go version -m .tools/bin/jaeger 2>/dev/null); then
+  echo "found: .tools/bin/jaeger"
+elif command -v go >/dev/null 2>&1; then
+  if (cd tests/serve/jaeger && GOBIN="$(cd ../../.. && pwd)/.tools/bin" go install tool); then
+    echo "built: .tools/bin/jaeger"
+  else
+    echo "could not build Jaeger; the tracing tests will fail or be skipped" >&2
+    in_ci && exit 1
+  fi
+elif in_ci; then
+  echo "missing prerequisite: Go (to build Jaeger for the tracing tests)" >&2
+  exit 1
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::counts::{Batch, DropReason, EnvCounts, FlushOutcome};
 use super::registry::Analytics;
+use crate::telemetry::otel::spans::ClientSpan;
 
 /// The longest wait between retries to a failing upstream.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -165,15 +166,30 @@ enum Sent {
 }
 
 async fn send(upstream: &Upstream, env: &EnvCounts, batch: &Batch) -> Sent {
+    let url = format!("{}/analytics/flags/", upstream.api_url);
+    let span = reqwest::Url::parse(&url).ok().and_then(|u| {
+        ClientSpan::start("POST /analytics/flags/", "POST", &u, Some(&env.client_key))
+    });
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(span) = &span {
+        span.inject(&mut headers);
+    }
     let sent = upstream
         .client
-        .post(format!("{}/analytics/flags/", upstream.api_url))
+        .post(url)
+        .headers(headers)
         .header("X-Environment-Key", &env.client_key)
         .header("Content-Type", "application/json")
         .body(crate::json::to_vec(&batch.counts))
         .timeout(upstream.timeout)
         .send()
         .await;
+    if let Some(span) = span {
+        span.finish(match &sent {
+            Ok(response) => Ok(response.status().as_u16()),
+            Err(_) => Err("network"),
+        });
+    }
     match sent {
         Ok(response) if response.status().is_success() => Sent::Delivered,
         Ok(response) if response.status().is_client_error() => Sent::Refused(response.status()),

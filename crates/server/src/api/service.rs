@@ -14,7 +14,7 @@ use hyper::body::Incoming;
 
 use super::error::ApiError;
 use super::flagsmith::{analytics, document, flags, identities, realtime};
-use super::observe::{Observation, Observer};
+use super::observe::{Head, Observation, Observer};
 use super::ops::{health, metrics, status};
 use super::route::Route;
 use super::{cors, ofrep, AppState, Response};
@@ -88,7 +88,13 @@ impl hyper::service::Service<Request<Incoming>> for Api {
     type Future = ApiFuture;
 
     fn call(&self, request: Request<Incoming>) -> ApiFuture {
-        match self.observer.start(request.method(), request.uri()) {
+        let head = Head {
+            method: request.method(),
+            uri: request.uri(),
+            version: request.version(),
+            headers: request.headers(),
+        };
+        match self.observer.start(head) {
             None => self.answer(request).1,
             Some(observation) => {
                 let (route, future) = self.answer(request);
@@ -231,7 +237,12 @@ impl Api {
         if !route.is_change_stream() {
             return None;
         }
-        let observation = self.observer.start(&request.method, &request.uri);
+        let observation = self.observer.start(Head {
+            method: &request.method,
+            uri: &request.uri,
+            version: request.version,
+            headers: &request.headers,
+        });
         let origin = request.headers.get(header::ORIGIN).cloned();
         let mut response = match route {
             Route::RealtimeStream(key) => {

@@ -12,6 +12,7 @@
 //! looked at, so the rest of the environment (`PATH`, `HOME`, …) never matters; `FLAGPOLE_*`
 //! names are the project's own tools' (test knobs), never configuration, and `RUST_LOG` (and
 //! its neighbours, `RUSTC_LOG`, `RUST_LOG_STYLE`) belong to the log filter and other tools.
+//! `OTEL_*` names are OpenTelemetry's standard variables, read by `telemetry.rs`.
 
 use serde_json::{Map, Value};
 
@@ -52,6 +53,7 @@ pub(super) fn check_names(env: &[(String, String)]) -> Result<(), ConfigError> {
         if known.contains(&upper.as_str())
             || upper.starts_with("FLAGPOLE_")
             || upper.starts_with("RUST")
+            || super::telemetry::is_otel_variable(&upper)
         {
             continue;
         }
@@ -212,6 +214,11 @@ mod tests {
             "FLAGPOLE_BIN",
             "FLAGPOLE_UPDATE_GOLDEN",
             "FLAGPOLE_PORT",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_SERVICE_NAME",
+            "OTEL_TRACES_SAMPLER_ARG",
+            "OTEL_SDK_DISABLED",
             "API_KEY",
             "SERVER_NAME",
             "PROXY_HOST",

@@ -198,6 +198,8 @@ pub(super) struct FlagpoleFile {
     grpc: Option<Object<GrpcFile>>,
     /// Replicas sharing one Redis: each environment polled upstream by one replica for the whole fleet, new replicas started from what Redis holds; `null`: each replica on its own.
     fleet: Option<Object<super::fleet::FleetFile>>,
+    /// OpenTelemetry: traces and metrics exported over OTLP (the standard `OTEL_*` variables say the same and win); nothing is exported unless an endpoint is set.
+    telemetry: Option<super::telemetry::TelemetrySection>,
 }
 
 #[derive(Deserialize, Serialize, JsonSchema, Default)]
@@ -487,6 +489,9 @@ impl FlagpoleFile {
             c.shadow = section.settings();
         }
         c.fleet = self.fleet.map(|f| f.0.settings());
+        if let Some(Object(section)) = self.telemetry {
+            c.otel = section.settings();
+        }
     }
 
     fn from_settings(c: &Config) -> FlagpoleFile {
@@ -535,6 +540,9 @@ impl FlagpoleFile {
                 .fleet
                 .as_ref()
                 .map(|f| Object(super::fleet::FleetFile::from_settings(f))),
+            telemetry: Some(Object(super::telemetry::TelemetryFile::from_settings(
+                &c.otel,
+            ))),
         }
     }
 }

@@ -26,6 +26,7 @@ mod settings;
 mod shadow;
 mod start;
 mod suggest;
+mod telemetry;
 mod tls;
 mod values;
 
@@ -44,6 +45,7 @@ pub use settings::{
 };
 pub use start::{start, Example, Plan, ServeOptions, Startup};
 pub use suggest::closest;
+pub use telemetry::{OtelConfig, Protocol, SamplerKind, Signal};
 pub use tls::TlsConfig;
 
 /// A configuration problem that stops startup: one line, naming the key.
@@ -111,7 +113,8 @@ pub fn load(explicit: Option<&Path>, env: &[(String, String)]) -> Result<Loaded,
     };
     let variables = env::apply(&mut root, env);
     let mut warnings = Vec::new();
-    let config = parse(root, &variables, &mut warnings)?;
+    let mut config = parse(root, &variables, &mut warnings)?;
+    telemetry::apply_env(&mut config.otel, env)?;
     Ok(Loaded {
         config,
         warnings,

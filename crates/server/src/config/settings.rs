@@ -32,6 +32,8 @@ pub struct Config {
     pub shadow: ShadowConfig,
     /// `flagpole.fleet`: replicas sharing one Redis; `None`: each replica on its own.
     pub fleet: Option<super::fleet::FleetConfig>,
+    /// `flagpole.telemetry` and the `OTEL_*` variables: OpenTelemetry export.
+    pub otel: super::telemetry::OtelConfig,
 }
 
 /// Which environments are served.
@@ -183,6 +185,7 @@ impl Default for Config {
             analytics: AnalyticsConfig::default(),
             shadow: ShadowConfig::default(),
             fleet: None,
+            otel: super::telemetry::OtelConfig::default(),
         }
     }
 }
@@ -199,6 +202,7 @@ impl Config {
         }
         c.environments.proxy_key = c.environments.proxy_key.as_ref().map(hide);
         c.ofrep.sse.secret = c.ofrep.sse.secret.as_ref().map(hide);
+        c.otel.redact();
         if let Some(fleet) = &mut c.fleet {
             fleet.redis_url = super::fleet::redact(&fleet.redis_url);
             for sentinel in &mut fleet.sentinels {

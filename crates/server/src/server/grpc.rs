@@ -29,6 +29,7 @@ use tower_service::Service as _;
 use crate::api::flagd::{connect, Connection, Flagd};
 use crate::config::Config;
 use crate::tasks::Tasks;
+use crate::telemetry::otel::spans::ServerSpan;
 
 /// Serves `flagd` on `listener` until `stopping` is cancelled and the calls in flight end (at
 /// most `config.server.shutdown_timeout`).
@@ -109,19 +110,52 @@ pub(crate) async fn serve(
     }
 }
 
-/// gRPC to tonic, the rest to Connect.
+/// gRPC to tonic, the rest to Connect; with spans exported, each call in its server span.
 async fn dispatch(
+    flagd: Flagd,
+    routes: Routes,
+    request: http::Request<Incoming>,
+    local: Option<SocketAddr>,
+    peer: SocketAddr,
+) -> Result<http::Response<connect::Body>, Infallible> {
+    let Some(tracer) = crate::telemetry::otel::tracer() else {
+        return route(flagd, routes, request, local, peer).await;
+    };
+    let grpc = is_grpc(&request);
+    let system = if grpc { "grpc" } else { "connect_rpc" };
+    let span = ServerSpan::rpc(tracer, system, request.uri(), request.headers());
+    let response = route(flagd, routes, request, local, peer).await;
+    if let Ok(response) = &response {
+        let code = match grpc {
+            // A call that failed before its answer: the status is in the head (trailers-only).
+            true => response
+                .headers()
+                .get("grpc-status")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+            false => connect::code_of(response.status()) as i64,
+        };
+        span.finish_rpc(code, response.extensions());
+    }
+    response
+}
+
+fn is_grpc<B>(request: &http::Request<B>) -> bool {
+    request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+}
+
+async fn route(
     flagd: Flagd,
     mut routes: Routes,
     mut request: http::Request<Incoming>,
     local: Option<SocketAddr>,
     peer: SocketAddr,
 ) -> Result<http::Response<connect::Body>, Infallible> {
-    let grpc = request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
-    if grpc {
+    if is_grpc(&request) {
         // What tonic's own server would attach: the service reads the peer from it.
         request.extensions_mut().insert(TcpConnectInfo {
             local_addr: local,

@@ -15,6 +15,8 @@ use bytes::Bytes;
 use flagpole_engine::document::pages::{merge_page, next_page, MergeError};
 use reqwest::header::{HeaderMap, HeaderValue, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LINK};
 use reqwest::StatusCode;
+
+use crate::telemetry::otel::spans::ClientSpan;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
@@ -201,14 +203,17 @@ impl FetchError {
 
     /// A transport error: its kind from what failed, its text with every cause.
     fn transport(e: reqwest::Error) -> FetchError {
-        let kind = if e.is_timeout() {
+        FetchError::new(FetchError::transport_kind(&e), describe(e))
+    }
+
+    fn transport_kind(e: &reqwest::Error) -> &'static str {
+        if e.is_timeout() {
             "timeout"
         } else if e.is_connect() {
             "connect"
         } else {
             "network"
-        };
-        FetchError::new(kind, describe(e))
+        }
     }
 
     /// The same failure, its message prefixed (`page 2: …`).
@@ -317,10 +322,7 @@ async fn fetch_once(
         }
     }
 
-    let response = client
-        .get(base.clone())
-        .headers(first_page_headers)
-        .send()
+    let response = get(client, &base, first_page_headers, server_key)
         .await
         .map_err(FetchError::transport)?;
     if response.status() == StatusCode::NOT_MODIFIED {
@@ -348,10 +350,7 @@ async fn fetch_once(
                 FetchError::new("pagination", format!("more than {MAX_PAGES} pages")).into(),
             );
         }
-        let response = client
-            .get(url.clone())
-            .headers(headers.clone())
-            .send()
+        let response = get(client, &url, headers.clone(), server_key)
             .await
             .map_err(|e| FetchError::transport(e).context(format_args!("page {pages}")))?;
         let (body, following) = read_page(response, &url)
@@ -375,6 +374,27 @@ async fn fetch_once(
         document: Incoming::Tree(document),
         etag,
     })
+}
+
+/// One `GET` of a page, in its client span when spans are exported (its `traceparent` sent on).
+async fn get(
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+    mut headers: HeaderMap,
+    server_key: &str,
+) -> Result<reqwest::Response, reqwest::Error> {
+    let span = ClientSpan::start("GET /environment-document/", "GET", url, Some(server_key));
+    if let Some(span) = &span {
+        span.inject(&mut headers);
+    }
+    let response = client.get(url.clone()).headers(headers).send().await;
+    if let Some(span) = span {
+        span.finish(match &response {
+            Ok(r) => Ok(r.status().as_u16()),
+            Err(e) => Err(FetchError::transport_kind(e)),
+        });
+    }
+    response
 }
 
 fn describe(e: reqwest::Error) -> String {

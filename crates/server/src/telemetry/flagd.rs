@@ -38,6 +38,21 @@ impl Method {
     }
 }
 
+impl Method {
+    /// The method as flagd's services name it (`rpc.method`).
+    pub(crate) fn rpc_name(self) -> &'static str {
+        match self {
+            Method::ResolveBoolean => "ResolveBoolean",
+            Method::ResolveString => "ResolveString",
+            Method::ResolveInt => "ResolveInt",
+            Method::ResolveFloat => "ResolveFloat",
+            Method::ResolveObject => "ResolveObject",
+            Method::ResolveAll => "ResolveAll",
+            Method::EventStream => "EventStream",
+        }
+    }
+}
+
 /// gRPC status codes 0–16 by number, as the `code` label.
 const CODES: [&str; 17] = [
     "ok",
@@ -93,6 +108,9 @@ pub(crate) fn observed<T>(
     table.durations[method as usize]
         .get_or_init(|| metrics::histogram!(super::FLAGD_DURATION, "method" => method.name()))
         .record(started.elapsed().as_secs_f64());
+    if let Some(meters) = super::otel::meters::get() {
+        meters.rpc(method.rpc_name(), code as i64, started.elapsed());
+    }
     outcome
 }
 

@@ -49,6 +49,27 @@ impl RouteLabel {
     }
 }
 
+impl RouteLabel {
+    /// The route as the OpenTelemetry `http.route` attribute says it (a template: keys are
+    /// `{key}`); `None` for no endpoint and for a preflight, which may be of any path.
+    pub(crate) fn template(self) -> Option<&'static str> {
+        Some(match self {
+            RouteLabel::Flags => "/api/v1/flags/",
+            RouteLabel::Identities => "/api/v1/identities/",
+            RouteLabel::EnvironmentDocument => "/api/v1/environment-document/",
+            RouteLabel::Analytics => "/api/v1/analytics/flags/",
+            RouteLabel::OfrepBulk => "/ofrep/v1/evaluate/flags",
+            RouteLabel::OfrepFlag => "/ofrep/v1/evaluate/flags/{key}",
+            RouteLabel::OfrepEvents => "/ofrep/v1/events",
+            RouteLabel::RealtimeStream => "/sse/environments/{key}/stream",
+            RouteLabel::Health => "/proxy/health",
+            RouteLabel::Metrics => "/metrics",
+            RouteLabel::Status => "/proxy/status",
+            RouteLabel::Preflight | RouteLabel::NotFound => return None,
+        })
+    }
+}
+
 /// The statuses the proxy answers with, each its own `status` label; anything else is counted
 /// as `other`.
 const STATUSES: [(u16, &str); 18] = [

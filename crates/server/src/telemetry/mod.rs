@@ -11,11 +11,15 @@
 //! when scraped and written as text after the exporter's own output (`environments`), so an
 //! environment that key discovery removes disappears from the next scrape instead of lingering
 //! as a stale series.
+//!
+//! OpenTelemetry (traces and, beside these meters, the same figures over OTLP) is `otel`, set up
+//! by the same [`init`] when an endpoint is configured.
 
 pub(crate) mod environments;
 pub(crate) mod flagd;
 pub(crate) mod fleet;
 pub(crate) mod http;
+pub(crate) mod otel;
 pub(crate) mod summary;
 
 use std::sync::OnceLock;
@@ -74,6 +78,7 @@ pub(crate) fn init(config: &Config, shutdown: &Shutdown) {
             prometheus,
         }
     });
+    otel::init(config, shutdown);
 }
 
 fn install(shutdown: &Shutdown) -> Option<PrometheusHandle> {
@@ -174,6 +179,9 @@ pub(crate) fn uptime() -> (SystemTime, Duration) {
 pub(crate) fn upstream_fetch(result: &'static str, took: Duration) {
     metrics::counter!(UPSTREAM_FETCHES, "result" => result).increment(1);
     metrics::histogram!(UPSTREAM_DURATION).record(took.as_secs_f64());
+    if let Some(meters) = otel::meters::get() {
+        meters.upstream_fetch(result, took);
+    }
 }
 
 /// Counts one identity request answered from the identity cache (`hit`) or evaluated. On the
@@ -184,6 +192,9 @@ pub(crate) fn identity_cache(hit: bool) {
         ["miss", "hit"].map(|result| metrics::counter!(IDENTITY_CACHE, "result" => result))
     });
     handles[usize::from(hit)].increment(1);
+    if let Some(meters) = otel::meters::get() {
+        meters.identity_cache(hit);
+    }
 }
 
 /// `at` in Unix seconds (fractional).

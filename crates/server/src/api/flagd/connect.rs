@@ -24,6 +24,7 @@ use tonic::{Code, Status};
 
 use super::connect_json::Json;
 use super::{all, v1, v2, Connection, Flagd};
+use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// What a Connect response is made of.
 pub(crate) type Body = tonic::body::Body;
@@ -203,7 +204,13 @@ impl Call {
             Err(status) => return unary_error(http_status(status.code()), &status),
         };
         match method(self.request(message)).await {
-            Ok(response) => self.answer(self.encode(response.get_ref())),
+            Ok(response) => {
+                let mut out = self.answer(self.encode(response.get_ref()));
+                if let Some(flag) = response.extensions().get::<FlagEvaluated>() {
+                    out.extensions_mut().insert(flag.clone());
+                }
+                out
+            }
             Err(status) => unary_error(http_status(status.code()), &status),
         }
     }
@@ -364,6 +371,26 @@ fn code_name(code: Code) -> &'static str {
         Code::Unavailable => "unavailable",
         Code::DataLoss => "data_loss",
         Code::Unauthenticated => "unauthenticated",
+    }
+}
+
+/// The code a Connect answer's HTTP status stands for (the inverse of [`http_status`], for the
+/// call's span: a unary error's code is in its body).
+pub(crate) fn code_of(status: StatusCode) -> Code {
+    match status {
+        StatusCode::OK => Code::Ok,
+        StatusCode::BAD_REQUEST => Code::InvalidArgument,
+        StatusCode::UNAUTHORIZED => Code::Unauthenticated,
+        StatusCode::FORBIDDEN => Code::PermissionDenied,
+        StatusCode::NOT_FOUND => Code::NotFound,
+        StatusCode::CONFLICT => Code::Aborted,
+        StatusCode::PRECONDITION_FAILED => Code::FailedPrecondition,
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::PAYLOAD_TOO_LARGE => Code::ResourceExhausted,
+        StatusCode::REQUEST_TIMEOUT => Code::Cancelled,
+        StatusCode::GATEWAY_TIMEOUT => Code::DeadlineExceeded,
+        StatusCode::SERVICE_UNAVAILABLE => Code::Unavailable,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE | StatusCode::METHOD_NOT_ALLOWED => Code::Unimplemented,
+        _ => Code::Internal,
     }
 }
 

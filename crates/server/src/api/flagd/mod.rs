@@ -32,6 +32,7 @@ use tonic::{Request, Response, Status};
 use super::authorise::Authorised;
 use super::AppState;
 use crate::telemetry::flagd::{self as calls, Method};
+use crate::telemetry::otel::spans::FlagEvaluated;
 pub(crate) use peers::Connection;
 use resolve::{Kind, Resolved, Typed};
 
@@ -167,12 +168,15 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::Bool, |m| (m.flag_key, m.context))?;
-                    Ok(Response::new($v::ResolveBooleanResponse {
-                        value: scalar!($wrap, r.value, Typed::Bool),
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveBooleanResponse {
+                            value: scalar!($wrap, r.value, Typed::Bool),
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveBoolean, started, outcome)
             }
@@ -184,12 +188,15 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::String, |m| (m.flag_key, m.context))?;
-                    Ok(Response::new($v::ResolveStringResponse {
-                        value: scalar!($wrap, r.value, Typed::String),
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveStringResponse {
+                            value: scalar!($wrap, r.value, Typed::String),
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveString, started, outcome)
             }
@@ -201,12 +208,15 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::Float, |m| (m.flag_key, m.context))?;
-                    Ok(Response::new($v::ResolveFloatResponse {
-                        value: scalar!($wrap, r.value, Typed::Float),
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveFloatResponse {
+                            value: scalar!($wrap, r.value, Typed::Float),
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveFloat, started, outcome)
             }
@@ -218,12 +228,15 @@ macro_rules! service {
                 let started = Instant::now();
                 let outcome = (|| {
                     let r = self.one(request, Kind::Int, |m| (m.flag_key, m.context))?;
-                    Ok(Response::new($v::ResolveIntResponse {
-                        value: scalar!($wrap, r.value, Typed::Int),
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveIntResponse {
+                            value: scalar!($wrap, r.value, Typed::Int),
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveInt, started, outcome)
             }
@@ -239,12 +252,15 @@ macro_rules! service {
                         Typed::Object(o) => Some(o),
                         _ => None,
                     };
-                    Ok(Response::new($v::ResolveObjectResponse {
-                        value,
-                        reason: r.reason.to_owned(),
-                        variant: $wrap(r.variant),
-                        metadata: Some(r.metadata),
-                    }))
+                    Ok(traced(
+                        r.traced,
+                        $v::ResolveObjectResponse {
+                            value,
+                            reason: r.reason.to_owned(),
+                            variant: $wrap(r.variant),
+                            metadata: Some(r.metadata),
+                        },
+                    ))
                 })();
                 calls::observed(Method::ResolveObject, started, outcome)
             }
@@ -286,6 +302,15 @@ macro_rules! scalar {
             _ => Default::default(),
         }
     };
+}
+
+/// A resolver's answer, the evaluation recorded for its span (`None` unless spans are exported).
+fn traced<T>(flag: Option<FlagEvaluated>, message: T) -> Response<T> {
+    let mut response = Response::new(message);
+    if let Some(flag) = flag {
+        response.extensions_mut().insert(flag);
+    }
+    response
 }
 
 /// v1's plain fields.

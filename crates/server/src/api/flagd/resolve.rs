@@ -20,6 +20,7 @@ use crate::api::openfeature::context::{self, Input};
 use crate::api::openfeature::mapping::{self, Resolution};
 use crate::api::AppState;
 use crate::snapshot::{KeyKind, Snapshot};
+use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// The type a resolver asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +50,8 @@ pub(super) struct Resolved {
     pub reason: &'static str,
     pub variant: String,
     pub metadata: Struct,
+    /// For the call's span, when spans are exported.
+    pub traced: Option<FlagEvaluated>,
 }
 
 /// One flag of the requested type.
@@ -73,7 +76,7 @@ pub(super) fn one(
         }
         typed(&mapped(state, snapshot, flag, kinds), kind, stale)
     };
-    match &identity {
+    let mut resolved = match &identity {
         Some(identity) => {
             // The feature alone, as the Flagsmith SDKs evaluate one flag read.
             let flag = snapshot
@@ -81,7 +84,7 @@ pub(super) fn one(
                 .evaluate_feature(key, Some(identity))
                 .map_err(evaluation_failed)?
                 .ok_or_else(not_found)?;
-            resolve(&flag)
+            resolve(&flag)?
         }
         None => {
             let flags = snapshot.env.own_flags().map_err(evaluation_failed)?;
@@ -90,9 +93,12 @@ pub(super) fn one(
                 .iter()
                 .find(|f| f.key == key)
                 .ok_or_else(not_found)?;
-            resolve(flag)
+            resolve(flag)?
         }
-    }
+    };
+    resolved.traced =
+        FlagEvaluated::note(key, &resolved.variant, resolved.reason, input.identifier);
+    Ok(resolved)
 }
 
 /// The request's context as Flagsmith inputs (`INVALID_ARGUMENT` as OFREP's 400).
@@ -169,6 +175,7 @@ fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool, stale: bool) -> Res
             r.variant.clone().into_owned()
         },
         metadata: Struct { fields: metadata },
+        traced: None,
     }
 }
 

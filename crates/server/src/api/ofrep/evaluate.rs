@@ -21,6 +21,7 @@ use crate::config::OfrepConfig;
 use crate::snapshot::etag_memo::EtagMemo;
 use crate::snapshot::{KeyKind, Snapshot};
 use crate::store::EnvSlot;
+use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// The path of the change stream, as announced in bulk answers.
 const EVENTS_PATH: &str = "ofrep/v1/events";
@@ -142,6 +143,7 @@ async fn evaluation(
     })?;
 
     let mut out = Vec::with_capacity(128 + 160 * result.flags.len());
+    let mut traced = None;
     match flag {
         Some(key) => {
             let flag = result
@@ -156,7 +158,8 @@ async fn evaluation(
                         format!("no flag named '{key}' in this environment"),
                     )
                 })?;
-            write_mapped(&mut out, &snapshot, flag, kind, config, stale);
+            let resolved = write_mapped(&mut out, &snapshot, flag, kind, config, stale);
+            traced = FlagEvaluated::note(key, &resolved.variant, resolved.reason, input.identifier);
         }
         None => {
             let mut flags: Vec<_> = result
@@ -194,23 +197,27 @@ async fn evaluation(
         HeaderValue::from_static("application/json"),
     );
     success_headers(response.headers_mut(), &etag);
+    if let Some(traced) = traced {
+        response.extensions_mut().insert(traced);
+    }
     Ok(response)
 }
 
 /// One flag as an OFREP evaluation object, mapped as every OpenFeature front door maps it
-/// (`STALE` while the document is `stale`).
-fn write_mapped(
+/// (`STALE` while the document is `stale`); returns the mapping (a single-flag span records it).
+fn write_mapped<'a>(
     out: &mut Vec<u8>,
     snapshot: &Snapshot,
-    flag: &flagpole_engine::FlagResult<'_>,
+    flag: &'a flagpole_engine::FlagResult<'a>,
     kind: KeyKind,
     config: &OfrepConfig,
     stale: bool,
-) {
+) -> mapping::Resolution<'a> {
     let can_vary = snapshot.env.can_vary(flag.key);
     let mut resolved = mapping::resolve(flag, kind, config.parse_json_strings, can_vary);
     resolved.reason = mapping::when_stale(resolved.reason, stale, resolved.value.is_some());
     mapping::write_flag(out, &resolved);
+    resolved
 }
 
 /// `,"eventStreams":[…]`: where to listen for changes (OFREP's `eventStreams` extension). `since` is the current

@@ -1,0 +1,459 @@
+//! The `flagpole.telemetry` section: OpenTelemetry traces and metrics exported over OTLP, and
+//! the standard `OTEL_*` variables every OpenTelemetry SDK reads, which say the same and win
+//! over the file (as every variable does). Nothing is exported unless an endpoint is set, so a
+//! proxy with neither the section nor the variables pays nothing for it.
+//!
+//! The variables are read here, beside the keys they stand for, rather than by the exporter
+//! crates: one place decides the effective settings, `flagpole check` prints them, and a wrong
+//! value (`OTEL_TRACES_SAMPLER=sometimes`) stops start-up naming the variable.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::values::{seconds, Object, Positive, Seconds};
+use super::ConfigError;
+
+/// How spans and metrics travel to the collector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Protocol {
+    /// OTLP over gRPC (the collector's port 4317).
+    #[serde(rename = "grpc")]
+    Grpc,
+    /// OTLP over HTTP with protobuf bodies (port 4318; `/v1/traces`, `/v1/metrics`).
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+}
+
+/// Which traces are kept (the names of `OTEL_TRACES_SAMPLER`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplerKind {
+    AlwaysOn,
+    AlwaysOff,
+    #[serde(rename = "traceidratio")]
+    TraceIdRatio,
+    ParentbasedAlwaysOn,
+    ParentbasedAlwaysOff,
+    #[serde(rename = "parentbased_traceidratio")]
+    ParentbasedTraceIdRatio,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OtelConfig {
+    /// `false` (or `OTEL_SDK_DISABLED=true`): nothing is exported whatever else is set.
+    pub enabled: bool,
+    /// The collector for both signals (`OTEL_EXPORTER_OTLP_ENDPOINT`); over HTTP the signal's
+    /// path (`/v1/traces`) is appended.
+    pub endpoint: Option<String>,
+    /// Where spans go, as is (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`).
+    pub traces_endpoint: Option<String>,
+    /// Where metrics go, as is (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`).
+    pub metrics_endpoint: Option<String>,
+    pub protocol: Protocol,
+    /// Sent with every export (`OTEL_EXPORTER_OTLP_HEADERS`: `name=value,…`); values may be
+    /// credentials, so `flagpole check` prints them redacted.
+    pub headers: BTreeMap<String, String>,
+    pub service_name: String,
+    /// Added to the resource (`OTEL_RESOURCE_ATTRIBUTES`: `key=value,…`).
+    pub resource_attributes: BTreeMap<String, String>,
+    pub sampler: SamplerKind,
+    /// The ratio of the `traceidratio` samplers, 0 to 1.
+    pub sampler_arg: f64,
+    /// How long one export may take (`OTEL_EXPORTER_OTLP_TIMEOUT`, milliseconds there).
+    #[serde(rename = "export_timeout_seconds", serialize_with = "seconds")]
+    pub export_timeout: Duration,
+    /// Finished spans waiting for export at most (`OTEL_BSP_MAX_QUEUE_SIZE`); more are dropped
+    /// and counted.
+    pub max_queue_size: usize,
+    /// Between metric exports (`OTEL_METRIC_EXPORT_INTERVAL`, milliseconds there).
+    #[serde(rename = "metrics_interval_seconds", serialize_with = "seconds")]
+    pub metrics_interval: Duration,
+    /// Put the evaluation's identifier (`feature_flag.context.id`) on spans; off by default, as
+    /// identifiers are often personal data.
+    pub record_identifier: bool,
+}
+
+impl Default for OtelConfig {
+    fn default() -> Self {
+        OtelConfig {
+            enabled: true,
+            endpoint: None,
+            traces_endpoint: None,
+            metrics_endpoint: None,
+            protocol: Protocol::HttpProtobuf,
+            headers: BTreeMap::new(),
+            service_name: "flagpole".into(),
+            resource_attributes: BTreeMap::new(),
+            sampler: SamplerKind::ParentbasedAlwaysOn,
+            sampler_arg: 1.0,
+            export_timeout: Duration::from_secs(10),
+            max_queue_size: 2048,
+            metrics_interval: Duration::from_secs(60),
+            record_identifier: false,
+        }
+    }
+}
+
+/// A signal's destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    Traces,
+    Metrics,
+}
+
+impl OtelConfig {
+    /// Where `signal` is exported, if anywhere: its own endpoint as given, else the shared one
+    /// (with the signal's path over HTTP).
+    pub fn endpoint_of(&self, signal: Signal) -> Option<String> {
+        if !self.enabled {
+            return None;
+        }
+        let (own, path) = match signal {
+            Signal::Traces => (&self.traces_endpoint, "v1/traces"),
+            Signal::Metrics => (&self.metrics_endpoint, "v1/metrics"),
+        };
+        if let Some(own) = own {
+            // Empty: the signal turned off (`OTEL_TRACES_EXPORTER=none`).
+            return (!own.is_empty()).then(|| own.clone());
+        }
+        let base = self.endpoint.as_ref()?;
+        Some(match self.protocol {
+            Protocol::Grpc => base.clone(),
+            Protocol::HttpProtobuf => format!("{}/{path}", base.trim_end_matches('/')),
+        })
+    }
+
+    /// The same settings with header values hidden (they often carry an API key).
+    pub(super) fn redact(&mut self) {
+        for value in self.headers.values_mut() {
+            *value = crate::keys::fingerprint(value);
+        }
+    }
+}
+
+/// The section as written; absent and `null` members mean the default.
+#[derive(Deserialize, Serialize, JsonSchema, Default)]
+#[serde(default)]
+pub(super) struct TelemetryFile {
+    /// Export at all; false does what `OTEL_SDK_DISABLED=true` does.
+    enabled: Option<bool>,
+    /// The OTLP collector for traces and metrics (`OTEL_EXPORTER_OTLP_ENDPOINT`), e.g. `http://otel-collector:4318`; `null`: nothing exported unless a signal's own endpoint is set.
+    endpoint: Option<String>,
+    /// Where spans go, used as is (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`).
+    traces_endpoint: Option<String>,
+    /// Where metrics go, used as is (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`).
+    metrics_endpoint: Option<String>,
+    /// `grpc` or `http/protobuf` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
+    protocol: Option<Protocol>,
+    /// Headers sent with every export, e.g. a vendor's API key (`OTEL_EXPORTER_OTLP_HEADERS`).
+    headers: Option<BTreeMap<String, String>>,
+    /// The `service.name` resource attribute (`OTEL_SERVICE_NAME`).
+    service_name: Option<String>,
+    /// More resource attributes (`OTEL_RESOURCE_ATTRIBUTES`).
+    resource_attributes: Option<BTreeMap<String, String>>,
+    /// Which traces are kept (`OTEL_TRACES_SAMPLER`): `always_on`, `always_off`, `traceidratio`, `parentbased_always_on`, `parentbased_always_off`, `parentbased_traceidratio`.
+    sampler: Option<SamplerKind>,
+    /// The ratio of the `traceidratio` samplers, 0 to 1 (`OTEL_TRACES_SAMPLER_ARG`).
+    #[schemars(range(min = 0, max = 1))]
+    sampler_arg: Option<f64>,
+    /// Seconds one export may take (`OTEL_EXPORTER_OTLP_TIMEOUT`, in milliseconds).
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    export_timeout_seconds: Option<Seconds>,
+    /// Finished spans waiting for export at most (`OTEL_BSP_MAX_QUEUE_SIZE`); more are dropped and counted in `/metrics`.
+    max_queue_size: Option<Positive>,
+    /// Seconds between metric exports (`OTEL_METRIC_EXPORT_INTERVAL`, in milliseconds).
+    #[schemars(range(min = 0.1))]
+    metrics_interval_seconds: Option<Seconds>,
+    /// Put the evaluation's identifier (`feature_flag.context.id`) on spans; identifiers are often personal data.
+    record_identifier: Option<bool>,
+}
+
+impl TelemetryFile {
+    pub(super) fn settings(self) -> OtelConfig {
+        let d = OtelConfig::default();
+        OtelConfig {
+            enabled: self.enabled.unwrap_or(d.enabled),
+            endpoint: self.endpoint,
+            traces_endpoint: self.traces_endpoint,
+            metrics_endpoint: self.metrics_endpoint,
+            protocol: self.protocol.unwrap_or(d.protocol),
+            headers: self.headers.unwrap_or_default(),
+            service_name: self.service_name.unwrap_or(d.service_name),
+            resource_attributes: self.resource_attributes.unwrap_or_default(),
+            sampler: self.sampler.unwrap_or(d.sampler),
+            sampler_arg: self.sampler_arg.unwrap_or(d.sampler_arg),
+            export_timeout: self
+                .export_timeout_seconds
+                .map_or(d.export_timeout, |s| s.0),
+            max_queue_size: self
+                .max_queue_size
+                .map_or(d.max_queue_size, Positive::usize),
+            metrics_interval: self
+                .metrics_interval_seconds
+                .map_or(d.metrics_interval, |s| s.0),
+            record_identifier: self.record_identifier.unwrap_or(d.record_identifier),
+        }
+    }
+
+    pub(super) fn from_settings(c: &OtelConfig) -> TelemetryFile {
+        TelemetryFile {
+            enabled: Some(c.enabled),
+            endpoint: c.endpoint.clone(),
+            traces_endpoint: c.traces_endpoint.clone(),
+            metrics_endpoint: c.metrics_endpoint.clone(),
+            protocol: Some(c.protocol),
+            headers: Some(c.headers.clone()),
+            service_name: Some(c.service_name.clone()),
+            resource_attributes: Some(c.resource_attributes.clone()),
+            sampler: Some(c.sampler),
+            sampler_arg: Some(c.sampler_arg),
+            export_timeout_seconds: Some(Seconds(c.export_timeout)),
+            max_queue_size: Some(Positive(c.max_queue_size as u64)),
+            metrics_interval_seconds: Some(Seconds(c.metrics_interval)),
+            record_identifier: Some(c.record_identifier),
+        }
+    }
+}
+
+/// `Object<TelemetryFile>` as `FlagpoleFile` holds it.
+pub(super) type TelemetrySection = Object<TelemetryFile>;
+
+/// Whether a variable is one of OpenTelemetry's (never a misspelt Flagpole one).
+pub(super) fn is_otel_variable(upper_name: &str) -> bool {
+    upper_name.starts_with("OTEL_")
+}
+
+/// Applies the standard `OTEL_*` variables over the file's settings. An empty variable counts
+/// as unset, as the specification says.
+pub(super) fn apply_env(c: &mut OtelConfig, env: &[(String, String)]) -> Result<(), ConfigError> {
+    let get = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(k, v)| k == name && !v.trim().is_empty())
+            .map(|(_, v)| v.trim())
+    };
+    let wrong =
+        |name: &str, what: &str| ConfigError(format!("environment variable {name}: {what}"));
+    if let Some(v) = get("OTEL_SDK_DISABLED") {
+        c.enabled = !v.eq_ignore_ascii_case("true");
+    }
+    if let Some(v) = get("OTEL_EXPORTER_OTLP_ENDPOINT") {
+        c.endpoint = Some(v.to_owned());
+    }
+    if let Some(v) = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+        c.traces_endpoint = Some(v.to_owned());
+    }
+    if let Some(v) = get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
+        c.metrics_endpoint = Some(v.to_owned());
+    }
+    // `none` turns one signal off (OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER); `otlp` is the
+    // only exporter there is here.
+    for (name, signal) in [
+        ("OTEL_TRACES_EXPORTER", Signal::Traces),
+        ("OTEL_METRICS_EXPORTER", Signal::Metrics),
+    ] {
+        match get(name) {
+            None | Some("otlp") => {}
+            Some("none") => {
+                let own = match signal {
+                    Signal::Traces => &mut c.traces_endpoint,
+                    Signal::Metrics => &mut c.metrics_endpoint,
+                };
+                // An endpoint that cannot be dialled marks the signal off (see `endpoint_of`).
+                *own = Some(String::new());
+            }
+            Some(_) => return Err(wrong(name, "expected otlp or none")),
+        }
+    }
+    if let Some(v) = get("OTEL_EXPORTER_OTLP_PROTOCOL") {
+        c.protocol = match v {
+            "grpc" => Protocol::Grpc,
+            "http/protobuf" => Protocol::HttpProtobuf,
+            _ => {
+                return Err(wrong(
+                    "OTEL_EXPORTER_OTLP_PROTOCOL",
+                    "expected grpc or http/protobuf (http/json is not supported)",
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("OTEL_EXPORTER_OTLP_HEADERS") {
+        c.headers
+            .extend(pairs(v).map_err(|e| wrong("OTEL_EXPORTER_OTLP_HEADERS", &e))?);
+    }
+    if let Some(v) = get("OTEL_RESOURCE_ATTRIBUTES") {
+        c.resource_attributes
+            .extend(pairs(v).map_err(|e| wrong("OTEL_RESOURCE_ATTRIBUTES", &e))?);
+    }
+    if let Some(name) = c.resource_attributes.get("service.name") {
+        c.service_name = name.clone();
+    }
+    if let Some(v) = get("OTEL_SERVICE_NAME") {
+        c.service_name = v.to_owned();
+    }
+    if let Some(v) = get("OTEL_TRACES_SAMPLER") {
+        c.sampler =
+            serde_json::from_value(serde_json::Value::String(v.to_owned())).map_err(|_| {
+                wrong(
+                    "OTEL_TRACES_SAMPLER",
+                    "expected always_on, always_off, traceidratio, parentbased_always_on, \
+                 parentbased_always_off or parentbased_traceidratio",
+                )
+            })?;
+    }
+    if let Some(v) = get("OTEL_TRACES_SAMPLER_ARG") {
+        c.sampler_arg = v
+            .parse::<f64>()
+            .ok()
+            .filter(|r| (0.0..=1.0).contains(r))
+            .ok_or_else(|| wrong("OTEL_TRACES_SAMPLER_ARG", "expected a ratio from 0 to 1"))?;
+    }
+    let millis = |name: &str| -> Result<Option<Duration>, ConfigError> {
+        get(name)
+            .map(|v| {
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|ms| *ms > 0)
+                    .map(Duration::from_millis)
+                    .ok_or_else(|| wrong(name, "expected a positive number of milliseconds"))
+            })
+            .transpose()
+    };
+    if let Some(d) = millis("OTEL_EXPORTER_OTLP_TIMEOUT")? {
+        c.export_timeout = d;
+    }
+    if let Some(d) = millis("OTEL_METRIC_EXPORT_INTERVAL")? {
+        c.metrics_interval = d;
+    }
+    if let Some(v) = get("OTEL_BSP_MAX_QUEUE_SIZE") {
+        c.max_queue_size = v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| wrong("OTEL_BSP_MAX_QUEUE_SIZE", "expected a positive count"))?;
+    }
+    Ok(())
+}
+
+/// `key=value,key2=value2` with percent-encoded values (the W3C baggage shape the OTel
+/// variables use).
+fn pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(',')
+        .filter(|item| !item.trim().is_empty())
+        .map(|item| {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| "expected key=value pairs separated by commas".to_owned())?;
+            let value = percent_encoding::percent_decode_str(value.trim())
+                .decode_utf8()
+                .map_err(|_| "a value is not UTF-8 once percent-decoded".to_owned())?;
+            Ok((key.trim().to_owned(), value.into_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::from_json;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn nothing_is_exported_unless_an_endpoint_is_set() {
+        let c = OtelConfig::default();
+        assert_eq!(c.endpoint_of(Signal::Traces), None);
+        assert_eq!(c.endpoint_of(Signal::Metrics), None);
+    }
+
+    #[test]
+    fn the_section_loads_and_variables_win() {
+        let config = json!({"flagpole": {"telemetry": {
+            "endpoint": "http://collector:4318/", "sampler": "traceidratio", "sampler_arg": 0.5,
+            "headers": {"x-team": "flags"}}}});
+        let mut c = from_json(config.as_object().unwrap()).unwrap().config.otel;
+        assert_eq!(
+            c.endpoint_of(Signal::Traces).as_deref(),
+            Some("http://collector:4318/v1/traces")
+        );
+        assert_eq!(c.sampler, SamplerKind::TraceIdRatio);
+        apply_env(
+            &mut c,
+            &env(&[
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://other:4317"),
+                ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://metrics:4317"),
+                (
+                    "OTEL_EXPORTER_OTLP_HEADERS",
+                    "api-key=s3cret%20value,x-team=edge",
+                ),
+                ("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod"),
+                ("OTEL_SERVICE_NAME", "edge-flags"),
+                ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+                ("OTEL_TRACES_SAMPLER_ARG", "0.01"),
+                ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.endpoint_of(Signal::Traces).as_deref(),
+            Some("http://other:4317")
+        );
+        assert_eq!(
+            c.endpoint_of(Signal::Metrics).as_deref(),
+            Some("http://metrics:4317")
+        );
+        assert_eq!(c.headers["api-key"], "s3cret value");
+        assert_eq!(c.headers["x-team"], "edge");
+        assert_eq!(c.service_name, "edge-flags");
+        assert_eq!(c.resource_attributes["deployment.environment"], "prod");
+        assert_eq!(
+            (c.sampler, c.sampler_arg),
+            (SamplerKind::ParentbasedTraceIdRatio, 0.01)
+        );
+        assert_eq!(c.export_timeout, Duration::from_millis(2500));
+        let mut printed = c.clone();
+        printed.redact();
+        assert!(
+            !printed.headers["api-key"].contains("s3cret value"),
+            "{printed:?}"
+        );
+        apply_env(&mut c, &env(&[("OTEL_SDK_DISABLED", "true")])).unwrap();
+        assert_eq!(c.endpoint_of(Signal::Traces), None);
+    }
+
+    #[test]
+    fn wrong_values_name_their_variable_or_key() {
+        let mut c = OtelConfig::default();
+        let e = apply_env(&mut c, &env(&[("OTEL_TRACES_SAMPLER", "sometimes")]))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.starts_with("environment variable OTEL_TRACES_SAMPLER:"),
+            "{e}"
+        );
+        let e = apply_env(&mut c, &env(&[("OTEL_TRACES_SAMPLER_ARG", "2")]))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("OTEL_TRACES_SAMPLER_ARG"), "{e}");
+        let bad = json!({"flagpole": {"telemetry": {"protocol": "http/json"}}});
+        let e = from_json(bad.as_object().unwrap()).unwrap_err().0;
+        assert!(e.contains("flagpole.telemetry.protocol"), "{e}");
+        let typo = json!({"flagpole": {"telemetry": {"endpont": "http://x"}}});
+        let e = from_json(typo.as_object().unwrap()).unwrap_err().0;
+        assert!(
+            e.contains("did you mean 'flagpole.telemetry.endpoint'"),
+            "{e}"
+        );
+    }
+}

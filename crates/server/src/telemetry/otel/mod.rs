@@ -1,0 +1,255 @@
+//! OpenTelemetry: spans and metrics exported over OTLP (gRPC or HTTP/protobuf) with the official
+//! crates, set up once at start from `flagpole.telemetry` and the `OTEL_*` variables
+//! (`config/telemetry.rs`).
+//!
+//! Nothing is set up unless an endpoint is configured: [`tracer`] is then `None` and every
+//! front door skips its span in one branch (no context read, no clock, no allocation), and the
+//! OTLP meters ([`meters`]) are absent. With an endpoint, spans are queued and exported off the
+//! request path (`queue`), and the providers are flushed once requests have drained.
+//!
+//! `spans` has what the front doors and the upstream clients share: reading `traceparent`,
+//! `tracestate` and `baggage`, the server span of a request with the semantic-convention
+//! attributes, the client span of an outgoing request and the `traceparent` it sends on.
+
+pub(crate) mod meters;
+mod queue;
+pub(crate) mod spans;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use opentelemetry::KeyValue;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::Resource;
+
+use crate::config::{Config, OtelConfig, Protocol, SamplerKind, Signal};
+use crate::shutdown::Shutdown;
+
+pub(crate) use queue::SPANS_DROPPED;
+
+/// What was set up at start.
+struct Otel {
+    tracer: Option<SdkTracer>,
+    traces: Option<SdkTracerProvider>,
+    metrics: Option<SdkMeterProvider>,
+    record_identifier: bool,
+}
+
+static OTEL: OnceLock<Otel> = OnceLock::new();
+
+/// The tracer, when spans are exported.
+#[inline]
+pub(crate) fn tracer() -> Option<&'static SdkTracer> {
+    OTEL.get()?.tracer.as_ref()
+}
+
+/// Whether spans may carry the evaluation's identifier (`flagpole.telemetry.record_identifier`).
+pub(crate) fn record_identifier() -> bool {
+    OTEL.get().is_some_and(|o| o.record_identifier)
+}
+
+/// Sets up export (inside the Tokio runtime, which the exporters run on) and, when anything is
+/// exported, a background task of `shutdown` that flushes it once requests have drained.
+/// Later calls change nothing. A collector that cannot be set up (a malformed endpoint) is
+/// logged and nothing is exported: telemetry never stops the proxy.
+pub(crate) fn init(config: &Config, shutdown: &Shutdown) {
+    let c = &config.otel;
+    let otel = OTEL.get_or_init(|| {
+        let resource = resource(c);
+        let traces = c
+            .endpoint_of(Signal::Traces)
+            .and_then(|endpoint| match tracer_provider(c, &endpoint, &resource) {
+                Ok(provider) => {
+                    tracing::info!(%endpoint, protocol = protocol_name(c.protocol), sampler = ?c.sampler, "OpenTelemetry: exporting traces");
+                    Some(provider)
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "OpenTelemetry: traces are not exported");
+                    None
+                }
+            });
+        let metrics = c
+            .endpoint_of(Signal::Metrics)
+            .and_then(|endpoint| match meter_provider(c, &endpoint, &resource) {
+                Ok(provider) => {
+                    tracing::info!(%endpoint, protocol = protocol_name(c.protocol), "OpenTelemetry: exporting metrics");
+                    Some(provider)
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "OpenTelemetry: metrics are not exported");
+                    None
+                }
+            });
+        if let Some(provider) = &metrics {
+            meters::install(provider);
+        }
+        Otel {
+            tracer: traces
+                .as_ref()
+                .map(|p| opentelemetry::trace::TracerProvider::tracer(p, "flagpole")),
+            traces,
+            metrics,
+            record_identifier: c.record_identifier,
+        }
+    });
+    if otel.traces.is_none() && otel.metrics.is_none() {
+        return;
+    }
+    metrics::describe_counter!(
+        SPANS_DROPPED,
+        metrics::Unit::Count,
+        "Spans that never reached the OpenTelemetry collector (export queue full, or the collector down, slow or refusing)."
+    );
+    metrics::counter!(SPANS_DROPPED).increment(0);
+    let drained = shutdown.drained.clone();
+    shutdown.spawn(async move {
+        drained.cancelled().await;
+        let _ = crate::background::run(flush).await;
+    });
+}
+
+/// Exports what is pending and stops the exporters (after the drain: no request is left to
+/// make a span).
+fn flush() {
+    let Some(otel) = OTEL.get() else { return };
+    if let Some(traces) = &otel.traces {
+        let _ = traces.shutdown();
+    }
+    if let Some(metrics) = &otel.metrics {
+        let _ = metrics.shutdown();
+    }
+}
+
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Grpc => "grpc",
+        Protocol::HttpProtobuf => "http/protobuf",
+    }
+}
+
+fn resource(c: &OtelConfig) -> Resource {
+    Resource::builder_empty()
+        .with_attributes(
+            c.resource_attributes
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+        )
+        .with_service_name(c.service_name.clone())
+        .with_attributes([
+            KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+            KeyValue::new("telemetry.sdk.name", "opentelemetry"),
+            KeyValue::new("telemetry.sdk.language", "rust"),
+        ])
+        .build()
+}
+
+fn sampler(c: &OtelConfig) -> Sampler {
+    let ratio = c.sampler_arg;
+    match c.sampler {
+        SamplerKind::AlwaysOn => Sampler::AlwaysOn,
+        SamplerKind::AlwaysOff => Sampler::AlwaysOff,
+        SamplerKind::TraceIdRatio => Sampler::TraceIdRatioBased(ratio),
+        SamplerKind::ParentbasedAlwaysOn => Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
+        SamplerKind::ParentbasedAlwaysOff => Sampler::ParentBased(Box::new(Sampler::AlwaysOff)),
+        SamplerKind::ParentbasedTraceIdRatio => {
+            Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio)))
+        }
+    }
+}
+
+type BuildError = Box<dyn std::error::Error + Send + Sync>;
+
+fn tracer_provider(
+    c: &OtelConfig,
+    endpoint: &str,
+    resource: &Resource,
+) -> Result<SdkTracerProvider, BuildError> {
+    let builder = opentelemetry_otlp::SpanExporter::builder();
+    let mut exporter = match c.protocol {
+        Protocol::Grpc => builder
+            .with_tonic()
+            .with_endpoint(endpoint)
+            .with_timeout(c.export_timeout)
+            .with_metadata(metadata(c)?)
+            .build()?,
+        Protocol::HttpProtobuf => builder
+            .with_http()
+            .with_endpoint(endpoint)
+            .with_timeout(c.export_timeout)
+            .with_headers(headers(c))
+            .with_http_client(http_client(c))
+            .build()?,
+    };
+    opentelemetry_sdk::trace::SpanExporter::set_resource(&mut exporter, resource);
+    let queue = queue::Queue::start(
+        exporter,
+        c.max_queue_size,
+        c.export_timeout,
+        tokio::runtime::Handle::current(),
+    )?;
+    Ok(SdkTracerProvider::builder()
+        .with_resource(resource.clone())
+        .with_sampler(sampler(c))
+        .with_span_processor(queue)
+        .build())
+}
+
+fn meter_provider(
+    c: &OtelConfig,
+    endpoint: &str,
+    resource: &Resource,
+) -> Result<SdkMeterProvider, BuildError> {
+    let builder = opentelemetry_otlp::MetricExporter::builder();
+    let exporter = match c.protocol {
+        Protocol::Grpc => builder
+            .with_tonic()
+            .with_endpoint(endpoint)
+            .with_timeout(c.export_timeout)
+            .with_metadata(metadata(c)?)
+            .build()?,
+        Protocol::HttpProtobuf => builder
+            .with_http()
+            .with_endpoint(endpoint)
+            .with_timeout(c.export_timeout)
+            .with_headers(headers(c))
+            .with_http_client(http_client(c))
+            .build()?,
+    };
+    let exporter = meters::InRuntime::new(exporter, tokio::runtime::Handle::current());
+    let reader = opentelemetry_sdk::metrics::PeriodicReader::builder(exporter)
+        .with_interval(c.metrics_interval)
+        .build();
+    Ok(SdkMeterProvider::builder()
+        .with_resource(resource.clone())
+        .with_reader(reader)
+        .build())
+}
+
+fn headers(c: &OtelConfig) -> HashMap<String, String> {
+    c.headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn metadata(c: &OtelConfig) -> Result<tonic::metadata::MetadataMap, BuildError> {
+    let mut map = http::HeaderMap::new();
+    for (name, value) in &c.headers {
+        map.insert(
+            http::HeaderName::try_from(name.as_str())?,
+            http::HeaderValue::try_from(value.as_str())?,
+        );
+    }
+    Ok(tonic::metadata::MetadataMap::from_headers(map))
+}
+
+/// The HTTP exporter's client: the reqwest the proxy's other clients use, bounded by the export
+/// timeout.
+fn http_client(c: &OtelConfig) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(c.export_timeout)
+        .build()
+        .unwrap_or_default()
+}
