@@ -2,7 +2,8 @@
 //! the flagd providers speak it in RPC mode. A request whose content type is
 //! `application/grpc*` goes to tonic's router (both flagd evaluation services); anything else is
 //! a Connect call (`api/flagd/connect`). Each request carries its connection's
-//! [`Connection`] (what the connection has presented keys for). TCP_NODELAY, and the main
+//! [`Connection`] (what the connection has presented keys for). TCP_NODELAY, the writes of each
+//! turn of a connection sent together (`coalesce`: one send per unary call), and the main
 //! listener's shutdown: stop accepting, let calls in flight finish; event streams end with the
 //! proxy's `stopping` token.
 //! The main listener's protections apply here too, with their own budget: at most
@@ -26,6 +27,7 @@ use tonic::service::Routes;
 use tonic::transport::server::TcpConnectInfo;
 use tower_service::Service as _;
 
+use super::coalesce::{Coalesced, Turns};
 use crate::api::flagd::{connect, Connection, Flagd};
 use crate::config::Config;
 use crate::tasks::Tasks;
@@ -39,7 +41,10 @@ pub(crate) async fn serve(
     stopping: CancellationToken,
 ) {
     let drain = config.server.shutdown_timeout;
-    let routes = Routes::new(flagd.v1()).add_service(flagd.v2());
+    let front = Arc::new(Front {
+        routes: Routes::new(flagd.v1()).add_service(flagd.v2()),
+        flagd,
+    });
     let max_header_bytes = config.limits.max_header_bytes;
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -56,7 +61,10 @@ pub(crate) async fn serve(
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(max_header_bytes).unwrap_or(u32::MAX));
+        .max_header_list_size(u32::try_from(max_header_bytes).unwrap_or(u32::MAX))
+        // gRPC answers carry no `Date` (gRPC servers send none): one header less to make and
+        // encode per call.
+        .auto_date_header(false);
     let builder = Arc::new(builder);
     let capacity = Arc::new(Semaphore::new(config.limits.max_connections));
     let graceful = GracefulShutdown::new();
@@ -80,20 +88,19 @@ pub(crate) async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let local = stream.local_addr().ok();
-        let (flagd, routes, builder) = (flagd.clone(), routes.clone(), builder.clone());
+        let (front, builder) = (front.clone(), builder.clone());
         // What this connection presents keys for: its key-less event streams follow it.
         let presented = Connection::new();
         let service = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
             request.extensions_mut().insert(presented.clone());
-            dispatch(flagd.clone(), routes.clone(), request, local, peer)
+            dispatch(front.clone(), request, local, peer)
         });
-        let connection = graceful.watch(
-            builder
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned(),
-        );
+        // Each turn's writes in one send (`coalesce`).
+        let turns = Turns::default();
+        let io = TokioIo::new(Coalesced::new(stream, turns.clone()));
+        let connection = graceful.watch(builder.serve_connection(io, service).into_owned());
         connections.spawn(async move {
-            let _ = connection.await;
+            let _ = turns.drive(connection).await;
             drop(permit);
         });
     }
@@ -109,10 +116,15 @@ pub(crate) async fn serve(
     }
 }
 
+/// What the calls of every connection share (one reference to clone per call).
+struct Front {
+    flagd: Flagd,
+    routes: Routes,
+}
+
 /// gRPC to tonic, the rest to Connect.
 async fn dispatch(
-    flagd: Flagd,
-    mut routes: Routes,
+    front: Arc<Front>,
     mut request: http::Request<Incoming>,
     local: Option<SocketAddr>,
     peer: SocketAddr,
@@ -127,7 +139,8 @@ async fn dispatch(
             local_addr: local,
             remote_addr: Some(peer),
         });
-        return routes.call(request).await;
+        return front.routes.clone().call(request).await;
     }
-    Ok(connect::handle(&flagd, request, Some(peer)).await)
+    // Boxed: a Connect call's future is large, and every call's future is moved as it starts.
+    Ok(Box::pin(connect::handle(&front.flagd, request, Some(peer))).await)
 }
