@@ -212,7 +212,10 @@ mod tests {
                 assert!(io.as_mut().poll_read(cx, &mut read).is_ready());
                 assert!(io.as_mut().poll_write(cx, b"ack").is_ready());
                 assert!(io.as_mut().poll_flush(cx).is_pending(), "held");
-                assert!(io.as_mut().poll_flush(cx).is_pending(), "held all this turn");
+                assert!(
+                    io.as_mut().poll_flush(cx).is_pending(),
+                    "held all this turn"
+                );
                 return Poll::Pending;
             }
             assert!(io.as_mut().poll_write(cx, b"+answer").is_ready());
