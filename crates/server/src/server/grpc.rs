@@ -1,10 +1,10 @@
-//! The flagd listener (`flagpole.grpc.port`): HTTP/1.1 and HTTP/2 without TLS on one port, as
-//! the flagd providers speak it in RPC mode. A request whose content type is
-//! `application/grpc*` goes to tonic's router (both flagd evaluation services); anything else is
-//! a Connect call (`api/flagd/connect`). Each request carries its connection's
-//! [`Connection`] (what the connection has presented keys for). TCP_NODELAY, the writes of each
-//! turn of a connection sent together (`coalesce`: one send per unary call), and the main
-//! listener's shutdown: stop accepting, let calls in flight finish; event streams end with the
+//! The flagd listener (`flagpole.grpc.port`): HTTP/1.1 and HTTP/2 without TLS on one port, as the
+//! flagd providers speak it in RPC mode. A request whose content type is `application/grpc*` goes
+//! to its flagd evaluation service (tonic; any other path to tonic's router, which answers
+//! `UNIMPLEMENTED`); anything else is a Connect call (`api/flagd/connect`). Each request carries
+//! its connection's [`Connection`] (what the connection has presented keys for). TCP_NODELAY, the
+//! writes of each turn of a connection sent together (`coalesce`: one send per unary call), and the
+//! main listener's shutdown: stop accepting, let calls in flight finish; event streams end with the
 //! proxy's `stopping` token.
 //! The main listener's protections apply here too, with their own budget: at most
 //! `limits.max_connections` connections (past it, new ones wait in the kernel's backlog), request
@@ -23,12 +23,13 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tonic::server::NamedService as _;
 use tonic::service::Routes;
 use tonic::transport::server::TcpConnectInfo;
 use tower_service::Service as _;
 
 use super::coalesce::{Coalesced, Turns};
-use crate::api::flagd::{connect, Connection, Flagd};
+use crate::api::flagd::{connect, v1, v2, Connection, Flagd};
 use crate::config::Config;
 use crate::tasks::Tasks;
 
@@ -42,6 +43,8 @@ pub(crate) async fn serve(
 ) {
     let drain = config.server.shutdown_timeout;
     let front = Arc::new(Front {
+        v1: flagd.v1(),
+        v2: flagd.v2(),
         routes: Routes::new(flagd.v1()).add_service(flagd.v2()),
         flagd,
     });
@@ -116,9 +119,15 @@ pub(crate) async fn serve(
     }
 }
 
+type V1 = v1::service_server::ServiceServer<Flagd>;
+type V2 = v2::service_server::ServiceServer<Flagd>;
+
 /// What the calls of every connection share (one reference to clone per call).
 struct Front {
     flagd: Flagd,
+    v1: V1,
+    v2: V2,
+    /// What answers any other gRPC path (`UNIMPLEMENTED`).
     routes: Routes,
 }
 
@@ -139,7 +148,18 @@ async fn dispatch(
             local_addr: local,
             remote_addr: Some(peer),
         });
-        return front.routes.clone().call(request).await;
+        // Each service called straight: tonic's router would match a pattern and box the request
+        // and answer bodies twice more per call.
+        let service = request
+            .uri()
+            .path()
+            .get(1..)
+            .and_then(|p| p.split_once('/'));
+        return match service.map(|(name, _)| name) {
+            Some(V1::NAME) => front.v1.clone().call(request).await,
+            Some(V2::NAME) => front.v2.clone().call(request).await,
+            _ => front.routes.clone().call(request).await,
+        };
     }
     // Boxed: a Connect call's future is large, and every call's future is moved as it starts.
     Ok(Box::pin(connect::handle(&front.flagd, request, Some(peer))).await)
