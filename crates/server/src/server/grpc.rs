@@ -1,9 +1,10 @@
-//! The flagd listener (`flagpole.grpc.port`): HTTP/1.1 and HTTP/2 without TLS on one port, as
-//! the flagd providers speak it in RPC mode. A request whose content type is
-//! `application/grpc*` goes to tonic's router (both flagd evaluation services); anything else is
-//! a Connect call (`api/flagd/connect`). Each request carries its connection's
-//! [`Connection`] (what the connection has presented keys for). TCP_NODELAY, and the main
-//! listener's shutdown: stop accepting, let calls in flight finish; event streams end with the
+//! The flagd listener (`flagpole.grpc.port`): HTTP/1.1 and HTTP/2 without TLS on one port, as the
+//! flagd providers speak it in RPC mode. A request whose content type is `application/grpc*` goes
+//! to its flagd evaluation service (tonic; any other path to tonic's router, which answers
+//! `UNIMPLEMENTED`); anything else is a Connect call (`api/flagd/connect`). Each request carries
+//! its connection's [`Connection`] (what the connection has presented keys for). TCP_NODELAY, the
+//! writes of each turn of a connection sent together (`coalesce`: one send per unary call), and the
+//! main listener's shutdown: stop accepting, let calls in flight finish; event streams end with the
 //! proxy's `stopping` token.
 //! The main listener's protections apply here too, with their own budget: at most
 //! `limits.max_connections` connections (past it, new ones wait in the kernel's backlog), request
@@ -22,11 +23,13 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tonic::server::NamedService as _;
 use tonic::service::Routes;
 use tonic::transport::server::TcpConnectInfo;
 use tower_service::Service as _;
 
-use crate::api::flagd::{connect, Connection, Flagd};
+use super::coalesce::{Coalesced, Turns};
+use crate::api::flagd::{connect, v1, v2, Connection, Flagd};
 use crate::config::Config;
 use crate::tasks::Tasks;
 use crate::telemetry::otel::spans::ServerSpan;
@@ -40,7 +43,12 @@ pub(crate) async fn serve(
     stopping: CancellationToken,
 ) {
     let drain = config.server.shutdown_timeout;
-    let routes = Routes::new(flagd.v1()).add_service(flagd.v2());
+    let front = Arc::new(Front {
+        v1: flagd.v1(),
+        v2: flagd.v2(),
+        routes: Routes::new(flagd.v1()).add_service(flagd.v2()),
+        flagd,
+    });
     let max_header_bytes = config.limits.max_header_bytes;
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -57,7 +65,10 @@ pub(crate) async fn serve(
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(max_header_bytes).unwrap_or(u32::MAX));
+        .max_header_list_size(u32::try_from(max_header_bytes).unwrap_or(u32::MAX))
+        // gRPC answers carry no `Date` (gRPC servers send none): one header less to make and
+        // encode per call.
+        .auto_date_header(false);
     let builder = Arc::new(builder);
     let capacity = Arc::new(Semaphore::new(config.limits.max_connections));
     let graceful = GracefulShutdown::new();
@@ -81,20 +92,19 @@ pub(crate) async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let local = stream.local_addr().ok();
-        let (flagd, routes, builder) = (flagd.clone(), routes.clone(), builder.clone());
+        let (front, builder) = (front.clone(), builder.clone());
         // What this connection presents keys for: its key-less event streams follow it.
         let presented = Connection::new();
         let service = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
             request.extensions_mut().insert(presented.clone());
-            dispatch(flagd.clone(), routes.clone(), request, local, peer)
+            dispatch(front.clone(), request, local, peer)
         });
-        let connection = graceful.watch(
-            builder
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned(),
-        );
+        // Each turn's writes in one send (`coalesce`).
+        let turns = Turns::default();
+        let io = TokioIo::new(Coalesced::new(stream, turns.clone()));
+        let connection = graceful.watch(builder.serve_connection(io, service).into_owned());
         connections.spawn(async move {
-            let _ = connection.await;
+            let _ = turns.drive(connection).await;
             drop(permit);
         });
     }
@@ -110,21 +120,32 @@ pub(crate) async fn serve(
     }
 }
 
+type V1 = v1::service_server::ServiceServer<Flagd>;
+type V2 = v2::service_server::ServiceServer<Flagd>;
+
+/// What the calls of every connection share (one reference to clone per call).
+struct Front {
+    flagd: Flagd,
+    v1: V1,
+    v2: V2,
+    /// What answers any other gRPC path (`UNIMPLEMENTED`).
+    routes: Routes,
+}
+
 /// gRPC to tonic, the rest to Connect; with spans exported, each call in its server span.
 async fn dispatch(
-    flagd: Flagd,
-    routes: Routes,
+    front: Arc<Front>,
     request: http::Request<Incoming>,
     local: Option<SocketAddr>,
     peer: SocketAddr,
 ) -> Result<http::Response<connect::Body>, Infallible> {
     let Some(tracer) = crate::telemetry::otel::tracer() else {
-        return route(flagd, routes, request, local, peer).await;
+        return route(front, request, local, peer).await;
     };
     let grpc = is_grpc(&request);
     let system = if grpc { "grpc" } else { "connect_rpc" };
     let span = ServerSpan::rpc(tracer, system, request.uri(), request.headers());
-    let response = route(flagd, routes, request, local, peer).await;
+    let response = route(front, request, local, peer).await;
     if let Ok(response) = &response {
         let code = match grpc {
             // A call that failed before its answer: the status is in the head (trailers-only).
@@ -149,8 +170,7 @@ fn is_grpc<B>(request: &http::Request<B>) -> bool {
 }
 
 async fn route(
-    flagd: Flagd,
-    mut routes: Routes,
+    front: Arc<Front>,
     mut request: http::Request<Incoming>,
     local: Option<SocketAddr>,
     peer: SocketAddr,
@@ -161,7 +181,19 @@ async fn route(
             local_addr: local,
             remote_addr: Some(peer),
         });
-        return routes.call(request).await;
+        // Each service called straight: tonic's router would match a pattern and box the request
+        // and answer bodies twice more per call.
+        let service = request
+            .uri()
+            .path()
+            .get(1..)
+            .and_then(|p| p.split_once('/'));
+        return match service.map(|(name, _)| name) {
+            Some(V1::NAME) => front.v1.clone().call(request).await,
+            Some(V2::NAME) => front.v2.clone().call(request).await,
+            _ => front.routes.clone().call(request).await,
+        };
     }
-    Ok(connect::handle(&flagd, request, Some(peer)).await)
+    // Boxed: a Connect call's future is large, and every call's future is moved as it starts.
+    Ok(Box::pin(connect::handle(&front.flagd, request, Some(peer))).await)
 }

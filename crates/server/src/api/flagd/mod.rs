@@ -36,27 +36,24 @@ use crate::telemetry::otel::spans::FlagEvaluated;
 pub(crate) use peers::Connection;
 use resolve::{Kind, Resolved, Typed};
 
-/// Code generated from the vendored flagd schemas (`proto/`, by `build.rs`).
-#[allow(
-    clippy::allow_attributes_without_reason,
-    unreachable_pub,
-    dead_code,
-    reason = "generated code: its visibility and its own allows are the generator's; \
-              `ResolveAll`'s messages are written as bytes (`all`), so theirs go unused"
-)]
-pub(crate) mod v1 {
-    tonic::include_proto!("flagd.evaluation.v1");
+/// The code generated from the vendored flagd schemas (`proto/`, by `build.rs`), one module
+/// per version.
+macro_rules! generated {
+    ($($v:ident: $package:literal),+) => {$(
+        #[allow(
+            clippy::allow_attributes_without_reason,
+            unreachable_pub,
+            dead_code,
+            reason = "generated code: its visibility and its own allows are the generator's; \
+                      `ResolveAll`'s messages are written as bytes (`all`), so theirs go unused"
+        )]
+        pub(crate) mod $v {
+            tonic::include_proto!($package);
+        }
+    )+};
 }
-#[allow(
-    clippy::allow_attributes_without_reason,
-    unreachable_pub,
-    dead_code,
-    reason = "generated code: its visibility and its own allows are the generator's; \
-              `ResolveAll`'s messages are written as bytes (`all`), so theirs go unused"
-)]
-pub(crate) mod v2 {
-    tonic::include_proto!("flagd.evaluation.v2");
-}
+
+generated!(v1: "flagd.evaluation.v1", v2: "flagd.evaluation.v2");
 
 /// Both services, on the proxy's state (cheap to clone).
 #[derive(Clone)]
