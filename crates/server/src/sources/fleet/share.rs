@@ -140,7 +140,9 @@ mod tests {
         // 100 environments, 3 replicas: a share of 34. Holding 30, every other environment's
         // task tries at once; the reservations beyond the share are the "anyway" ones.
         let shares = holding(3, 30);
-        let in_flight: Vec<_> = (0..70).map(|_| shares.reserve(100, true).unwrap()).collect();
+        let in_flight: Vec<_> = (0..70)
+            .map(|_| shares.reserve(100, true).unwrap())
+            .collect();
         assert_eq!(in_flight.iter().filter(|r| !r.beyond_share).count(), 4);
         assert!(!shares.over(100));
         drop(in_flight);
