@@ -124,10 +124,12 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
             tracing::debug!(environment = %environment(), "handing the lease on the environment over: more than this replica's share");
             return;
         }
+        // Its time in Redis runs from before the answer: counted from the asking, to be safe.
+        let asked = Instant::now();
         let renewed = lease::renew(&mut conn, &place.id, &held, fleet.lease).await;
         fleet.answered(renewed.as_ref());
         match renewed {
-            Ok(true) => place.renewed = Instant::now(),
+            Ok(true) => place.renewed = asked,
             Ok(false) => {
                 tracing::info!(environment = %environment(), "lease on the environment lost to another replica");
                 drop_lease(fleet, place);
@@ -149,6 +151,7 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
     let Some(reservation) = fleet.shares.reserve(fleet.environments(), was_free) else {
         return;
     };
+    let asked = Instant::now();
     let taken = lease::acquire(&mut conn, &place.id, &fleet.replica, fleet.lease).await;
     fleet.answered(taken.as_ref());
     let Ok(Some(held)) = taken else {
@@ -157,7 +160,7 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
     place.kept = reservation.beyond_share;
     reservation.taken();
     place.lease = Some(held);
-    place.renewed = Instant::now();
+    place.renewed = asked;
     place.seen_free = false;
     place.written = None;
     // What the fleet has is the starting point: never write over it with older.
