@@ -1,6 +1,7 @@
 """A fleet: replicas sharing one Redis (`flagpole.fleet`). Each environment is polled upstream by
 one replica for the whole fleet (the holder of its lease) and the others load its document from
-Redis; a replica killed hands its environments over; a new replica with an empty directory and
+Redis; with many environments every one keeps a holder, polled once per interval for the fleet;
+a replica killed hands its environments over; a new replica with an empty directory and
 no upstream serves what Redis holds; Redis going away never fails a request (every replica then
 polls upstream itself); a corrupt value in Redis is refused and the last good document kept; a
 holder whose lease ran out while it fetched writes nothing (fencing).
