@@ -6,7 +6,8 @@ fails a request (every replica then polls upstream itself); a corrupt or truncat
 Redis is refused and the last good document kept; a holder whose lease ran out while it fetched
 writes nothing (fencing); /metrics and the status page show the fleet; with Redis Sentinel the
 fleet follows the promoted replica when the master dies; the `proxy_key` listing is fetched once
-for the fleet; and fifty environments on three replicas are polled once per interval in total.
+for the fleet; fifty environments on three replicas are polled once per interval in total; and with
+no lease to spare every environment keeps a holder.
 
 Redis is Debian's `redis-server` (Sentinel: `redis-server --sentinel`), started here on free
 loopback ports with nothing saved to disk. Without it the suite is skipped, except under
@@ -230,6 +231,71 @@ def test_metrics_and_the_status_page_show_the_fleet(redis, upstream, flagpole, t
     assert status_json(lone)["fleet"] is None
     assert 'data-section="fleet"' not in lone.get("/proxy/status").body.decode()
     assert "flagpole_fleet_" not in scrape(lone).text
+
+
+# 39: three shares of 13 with no lease to spare, the fleet's tightest spread.
+MANY = [Env(f"fleet_many_client_{i}", f"ser.fleet_many_server_{i}") for i in range(39)]
+
+
+def assert_polled_once_per_interval(upstream, replicas, envs, poll_seconds: float) -> None:
+    """Over about fifteen intervals, ended by the polls (not by a clock): every environment
+    polled every round of the fleet's polls, about one request per environment per interval in
+    total, and one lease per environment in Redis at the end."""
+    t0 = time.monotonic()
+    before = upstream.count()
+    wait_until(lambda: upstream.count() - before >= 15 * len(envs), WAIT, "the fleet stopped polling")
+    t1 = time.monotonic()
+    window = [r for r in upstream.requests_for() if t0 <= r.at <= t1]
+    times: dict[str, list[float]] = {env.server_key: [] for env in envs}
+    for r in window:
+        times[r.headers.get("x-environment-key")].append(r.at)
+    all_times = sorted(r.at for r in window)
+
+    # Each environment's longest wait between polls, counted in rounds of the fleet's polls
+    # (requests for any environment ÷ environments) rather than seconds, so that a slow machine
+    # slows both sides alike: a holder polls every round; an environment without one waits
+    # until a replica takes its lease.
+    for key, polled in times.items():
+        edges = [t0, *polled, t1]
+        start, end = max(zip(edges, edges[1:]), key=lambda e: e[1] - e[0])
+        rounds = sum(start < t < end for t in all_times) / len(envs)
+        assert rounds <= 2, f"{key} went unpolled for {rounds:.1f} rounds ({len(polled)} polls in the window)"
+
+    # In total about one request per environment per interval: not one per replica, and not
+    # far below one (environments without a holder).
+    per_interval = len(window) / ((t1 - t0) / poll_seconds) / len(envs)
+    assert 0.8 <= per_interval <= 1.5, f"{per_interval:.2f} requests per environment per interval"
+    held = [leases(fp) for fp in replicas]
+    assert sum(held) == len(envs), held
+
+
+def test_with_many_environments_each_is_polled_once_per_interval_for_the_fleet(redis, upstream, flagpole,
+                                                                               tmp_path):
+    """Three replicas, 39 environments: once the leases have spread, every environment has a
+    holder that polls it every interval, so the upstream sees about one request per environment
+    per interval in total; no environment waits without a holder while the others are polled.
+    The same once a replica has left and the other two have taken its leases."""
+    set_revision(upstream, 1, MANY)
+    config = fleet_config(upstream, redis, MANY)
+    # A lease of five intervals: one left free waits up to five intervals for a holder.
+    config["flagpole"]["fleet"]["lease_seconds"] = 5
+    # Started together, as a deployment's pods are: leases are taken and handed over between
+    # replicas that all run.
+    replicas = [flagpole(config, workdir=tmp_path / f"replica-{i}", wait=False) for i in range(3)]
+    for fp in replicas:
+        fp.wait_ready(WAIT)
+    wait_all_serve(replicas, 1, MANY)
+    # Spread: no replica above its share (39 / 3) plus the one spare it may keep.
+    wait_until(lambda: max(leases(fp) for fp in replicas) <= 14, WAIT, "the leases never spread")
+    wait_leases_settled(replicas, MANY)
+    assert_polled_once_per_interval(upstream, replicas, MANY, config["api_poll_frequency_seconds"])
+
+    # One replica stops (its leases released); the other two take them and poll every one.
+    leaving = max(replicas, key=leases)
+    assert leaving.stop() == 0
+    survivors = [fp for fp in replicas if fp is not leaving]
+    wait_leases_settled(survivors, MANY)
+    assert_polled_once_per_interval(upstream, survivors, MANY, config["api_poll_frequency_seconds"])
 
 
 def test_a_killed_lease_holder_hands_its_environments_over(redis, upstream, flagpole, tmp_path):

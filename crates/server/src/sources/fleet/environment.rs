@@ -1,7 +1,8 @@
 //! One environment in a fleet: the task that replaces the plain poll loop. Every third of a
-//! lease it keeps up its lease (renews one held; takes a free one while under its share, or one
-//! left free for two checks in a row whatever its share; hands one over when well over its
-//! share). At each poll time the holder polls the upstream and writes a new document to Redis
+//! lease it keeps up its lease: renews one held; takes a free one at once while under its share
+//! (`share.rs`), or one found free at two checks in a row whatever its share (nobody under
+//! theirs wanted it: it is then kept, not handed back); hands one over when well over its
+//! share. At each poll time the holder polls the upstream and writes a new document to Redis
 //! (fenced); the others check Redis instead, and load on every notice. While Redis does not
 //! answer, the environment is polled upstream here, as without a fleet.
 
@@ -31,6 +32,12 @@ struct Place {
     written: Option<String>,
     /// A value Redis holds that was refused (not read again until it changes).
     refused: Option<String>,
+    /// When Redis last confirmed the lease (taken or renewed): it is this replica's until a
+    /// lease after that, whatever Redis answers meanwhile.
+    renewed: Instant,
+    /// The lease was taken beyond this replica's share (it stayed free for a whole check
+    /// period): handing it back over would only leave it free again.
+    kept: bool,
     /// The lease was free at the last check (and not taken here).
     seen_free: bool,
 }
@@ -41,6 +48,8 @@ async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
         lease: None,
         written: None,
         refused: None,
+        renewed: Instant::now(),
+        kept: false,
         seen_free: false,
     };
     let notice = fleet.register(&place.names.id);
@@ -87,7 +96,7 @@ async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
     }
     fleet.unregister(&place.names.id);
     if let Some(held) = place.lease.take() {
-        fleet.lease_gone();
+        fleet.shares.gone();
         if let Some(mut conn) = fleet.connection().await {
             let _ = tokio::time::timeout(
                 super::TIMEOUT,
@@ -104,56 +113,79 @@ fn revision(slot: &EnvSlot) -> Option<String> {
 
 /// Renews, takes or hands over the lease.
 async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
+    let environment = || crate::keys::fingerprint(&slot.client_key);
     let Some(mut conn) = fleet.connection().await else {
-        drop_lease(fleet, place);
+        lapse(fleet, place);
         return;
     };
     if let Some(held) = place.lease.clone() {
-        if fleet.over_share() {
+        if !place.kept && fleet.shares.over(fleet.environments()) {
             let released = lease::release(&mut conn, &place.names, &held).await;
             fleet.answered(released.as_ref());
             place.lease = None;
             place.written = None;
+            place.seen_free = false;
+            tracing::debug!(environment = %environment(), "handing the lease on the environment over: more than this replica's share");
             return;
         }
+        // Its time in Redis runs from before the answer: counted from the asking, to be safe.
+        let asked = Instant::now();
         let renewed = lease::renew(&mut conn, &place.names, &held, fleet.lease).await;
         fleet.answered(renewed.as_ref());
         match renewed {
-            Ok(true) => {}
+            Ok(true) => place.renewed = asked,
             Ok(false) => {
-                tracing::info!(environment = %crate::keys::fingerprint(&slot.client_key), "lease on the environment lost to another replica");
+                tracing::info!(environment = %environment(), "lease on the environment lost to another replica");
                 drop_lease(fleet, place);
             }
-            // Redis is down: the lease lapses there; this replica polls on its own meanwhile.
-            Err(_) => drop_lease(fleet, place),
+            // No answer: the lease is still this replica's until its time runs out in Redis.
+            Err(_) => lapse(fleet, place),
         }
         return;
     }
-    // Two checks in a row found it free: nobody under their share took it, so take it anyway.
-    if fleet.reserve_lease(place.seen_free) {
-        let taken = lease::acquire(&mut conn, &place.names, &fleet.replica, fleet.lease).await;
-        fleet.answered(taken.as_ref());
-        if let Ok(Some(held)) = taken {
-            place.lease = Some(held);
-            place.seen_free = false;
-            place.written = None;
-            // What the fleet has is the starting point: never write over it with older.
-            load(fleet, &mut conn, slot, place).await;
-            tracing::debug!(environment = %crate::keys::fingerprint(&slot.client_key), "holding the lease on the environment");
-            return;
-        }
-        fleet.lease_gone();
-    }
-    let free: redis::RedisResult<bool> =
+    // Free leases are found first, so that places under the share go to them (every
+    // environment's task checks at once), not to environments another replica holds.
+    let exists: redis::RedisResult<bool> =
         redis::AsyncCommands::exists(&mut conn, &place.names.lease).await;
-    fleet.answered(free.as_ref());
-    place.seen_free = matches!(free, Ok(false));
+    fleet.answered(exists.as_ref());
+    let was_free = std::mem::replace(&mut place.seen_free, matches!(exists, Ok(false)));
+    if !place.seen_free {
+        return;
+    }
+    let Some(reservation) = fleet.shares.reserve(fleet.environments(), was_free) else {
+        return;
+    };
+    let asked = Instant::now();
+    let taken = lease::acquire(&mut conn, &place.names, &fleet.replica, fleet.lease).await;
+    fleet.answered(taken.as_ref());
+    let Ok(Some(held)) = taken else {
+        return;
+    };
+    place.kept = reservation.beyond_share;
+    reservation.taken();
+    place.lease = Some(held);
+    place.renewed = asked;
+    place.seen_free = false;
+    place.written = None;
+    // What the fleet has is the starting point: never write over it with older.
+    load(fleet, &mut conn, slot, place).await;
+    tracing::debug!(environment = %environment(), kept = place.kept, "holding the lease on the environment");
+}
+
+/// Redis did not answer about a held lease: it is dropped once its time is up (Redis has let
+/// it go by then), not at the first slow answer, which would leave the environment unpolled
+/// until the lease ran out.
+fn lapse(fleet: &Fleet, place: &mut Place) {
+    if place.renewed.elapsed() >= fleet.lease {
+        drop_lease(fleet, place);
+    }
 }
 
 fn drop_lease(fleet: &Fleet, place: &mut Place) {
     if place.lease.take().is_some() {
-        fleet.lease_gone();
+        fleet.shares.gone();
         place.written = None;
+        place.kept = false;
     }
 }
 

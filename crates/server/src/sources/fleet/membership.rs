@@ -3,7 +3,6 @@
 //! lease are dropped. The count sets each replica's share of the leases, so that they spread
 //! over the fleet instead of going to whoever started first.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 
 use redis::Script;
@@ -37,7 +36,7 @@ pub(crate) async fn run(fleet: Arc<Fleet>, stop: CancellationToken) {
                 .await;
             fleet.answered(alive.as_ref());
             if let Ok(n) = alive {
-                fleet.replicas.store(n.max(1), Ordering::Release);
+                fleet.shares.set_replicas(n);
             }
         }
         tokio::select! {

@@ -16,10 +16,11 @@ pub(crate) mod figures;
 pub(crate) mod lease;
 pub(crate) mod membership;
 pub(crate) mod notices;
+pub(crate) mod share;
 pub(crate) mod stored;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -57,9 +58,8 @@ pub(crate) struct Fleet {
     pub replica: String,
     pub lease: Duration,
     reachable: AtomicBool,
-    /// Leases this replica holds, and replicas alive in the fleet (this one included).
-    held: AtomicUsize,
-    replicas: AtomicUsize,
+    /// Leases held and being taken here, and replicas alive in the fleet.
+    shares: share::Shares,
     /// Per environment served here (by digest): woken when the store announces its document.
     notices: Mutex<HashMap<String, Arc<Notify>>>,
     pub(crate) figures: figures::Figures,
@@ -88,8 +88,7 @@ impl Fleet {
             replica: format!("{:016x}", rand::random::<u64>()),
             lease: config.lease,
             reachable: AtomicBool::new(false),
-            held: AtomicUsize::new(0),
-            replicas: AtomicUsize::new(1),
+            shares: share::Shares::new(),
             notices: Mutex::new(HashMap::new()),
             figures: figures::Figures::default(),
         }))
@@ -192,8 +191,8 @@ impl Fleet {
     pub(crate) fn facts(&self) -> figures::Facts {
         let mut facts = figures::Facts {
             store_reachable: self.reachable(),
-            replicas: self.replicas.load(Ordering::Acquire),
-            leases_held: self.held.load(Ordering::Acquire),
+            replicas: self.shares.replicas(),
+            leases_held: self.shares.held(),
             documents_from_store: 0,
             documents_from_upstream: 0,
             upstream_fetches_saved: 0,
@@ -203,50 +202,9 @@ impl Fleet {
         facts
     }
 
-    /// How many leases this replica should hold: its even share of the environments served.
-    fn share(&self) -> usize {
-        let environments = self.notices.lock().len();
-        let replicas = self.replicas.load(Ordering::Acquire).max(1);
-        environments.div_ceil(replicas).max(1)
-    }
-
-    /// Takes a place for one more lease if this replica is under its share (or `anyway`).
-    fn reserve_lease(&self, anyway: bool) -> bool {
-        let share = self.share();
-        let taken = self
-            .held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
-                (anyway || h < share).then_some(h + 1)
-            })
-            .is_ok();
-        if taken {
-            crate::telemetry::fleet::leases_held(self.held.load(Ordering::Acquire));
-        }
-        taken
-    }
-
-    /// Gives a place up: the lease was lost, released or never taken.
-    fn lease_gone(&self) {
-        let _ = self
-            .held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(1));
-        crate::telemetry::fleet::leases_held(self.held.load(Ordering::Acquire));
-    }
-
-    /// Whether this replica holds more than its share plus one, and so should hand a lease
-    /// over (the place is given up when it says yes).
-    fn over_share(&self) -> bool {
-        let share = self.share();
-        let released = self
-            .held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
-                (h > share + 1).then(|| h - 1)
-            })
-            .is_ok();
-        if released {
-            crate::telemetry::fleet::leases_held(self.held.load(Ordering::Acquire));
-        }
-        released
+    /// Environments served here (each replica's share of the leases is counted from them).
+    fn environments(&self) -> usize {
+        self.notices.lock().len()
     }
 
     /// An environment served here from now on: its notice to wait on.
