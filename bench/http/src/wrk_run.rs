@@ -4,6 +4,7 @@
 //! server; `peers-bench`: Flagpole and the Flagsmith Edge Proxy).
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -82,6 +83,23 @@ pub fn measure(wrk_cpu: Option<usize>, args: &[String], server_pid: u32) -> Samp
         cpu_us_per_req: report.cpu_us_per_req(cpu0, cpu1),
         server_cpu_busy: busy(SERVER_CPU),
         wrk_cpu_busy: busy(WRK_CPU),
+    }
+}
+
+/// Waits (up to `limit`) until a server has stopped working: a server that answers slower than
+/// the load comes still owes the requests queued when wrk stopped, and would spend them on the
+/// next run's CPU (and on the other server's, when they share a core). Idle: less than one
+/// clock tick of CPU in 200 ms.
+pub fn settle(server_pid: u32, limit: Duration) {
+    let start = Instant::now();
+    let mut before = cpu_seconds(server_pid);
+    while start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = cpu_seconds(server_pid);
+        if now - before < 0.015 {
+            return;
+        }
+        before = now;
     }
 }
 

@@ -30,7 +30,7 @@ mod servers;
 
 use flagpole_http_bench::procs::{cpu_seconds, rss_kib};
 use flagpole_http_bench::wrk_report::round;
-use flagpole_http_bench::wrk_run::{measure, ms, summarise, Sample, SERVER_CPU, WRK_CPU};
+use flagpole_http_bench::wrk_run::{measure, ms, settle, summarise, Sample, SERVER_CPU, WRK_CPU};
 use servers::*;
 
 pub(crate) struct Opts {
@@ -260,6 +260,7 @@ fn load_matrix(o: &Opts, docs: &[Doc], servers: &[Server]) -> Vec<Cell> {
                         &wrk_args(o, s.port, d, &ep, 10, o.warmup),
                         s.proc.pid(),
                     );
+                    settle(s.proc.pid(), SETTLE_LIMIT);
                 }
             }
             for &conc in &o.concs {
@@ -267,13 +268,11 @@ fn load_matrix(o: &Opts, docs: &[Doc], servers: &[Server]) -> Vec<Cell> {
                 for _ in 0..o.runs {
                     flip += 1;
                     let mut order: Vec<usize> = (0..servers.len()).collect();
-                    if flip % 2 == 0 {
+                    if flip.is_multiple_of(2) {
                         order.reverse();
                     }
                     for i in order {
-                        let s = &servers[i];
-                        let args = wrk_args(o, s.port, d, &ep, conc, o.duration);
-                        runs[i].push(measure(wrk_cpu, &args, s.proc.pid()));
+                        runs[i].push(run_enough(o, &servers[i], d, &ep, conc));
                     }
                 }
                 let cell = Cell {
@@ -288,6 +287,35 @@ fn load_matrix(o: &Opts, docs: &[Doc], servers: &[Server]) -> Vec<Cell> {
         }
     }
     cells
+}
+
+/// Fewest responses a run must count: a run that gets fewer (a Python proxy on a large
+/// document answers a few a second) is done again, long enough for them, up to a minute.
+const MIN_RESPONSES: u64 = 20;
+const MAX_SECONDS: u64 = 60;
+/// The longest wait for a server to finish what a run left queued.
+pub(crate) const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+fn run_enough(o: &Opts, s: &Server, d: &Doc, ep: &Endpoint, conc: usize) -> Sample {
+    let wrk_cpu = o.pin.then_some(WRK_CPU);
+    let mut secs = o.duration;
+    loop {
+        let sample = measure(
+            wrk_cpu,
+            &wrk_args(o, s.port, d, ep, conc, secs),
+            s.proc.pid(),
+        );
+        settle(s.proc.pid(), SETTLE_LIMIT);
+        if sample.requests >= MIN_RESPONSES || secs >= MAX_SECONDS {
+            return sample;
+        }
+        let rate = (sample.requests as f64 / secs as f64).max(0.5);
+        secs = ((MIN_RESPONSES as f64 * 1.2 / rate).ceil() as u64).clamp(secs + 1, MAX_SECONDS);
+        eprintln!(
+            "[peers-bench] {} {} {}: {} responses, again for {secs} s",
+            s.label, d.name, ep.name, sample.requests
+        );
+    }
 }
 
 fn print_header(servers: &[Server]) {

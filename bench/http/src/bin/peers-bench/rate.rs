@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 use flagpole_http_bench::open_loop::{self, get, post, Plan, Requests, Shared};
 use flagpole_http_bench::procs::cpu_seconds;
 use flagpole_http_bench::wrk_report::round;
-use flagpole_http_bench::wrk_run::{measure, ms, WRK_CPU};
+use flagpole_http_bench::wrk_run::{measure, ms, settle, WRK_CPU};
 
-use crate::{endpoint, wrk_args, Doc, Opts, Server};
+use crate::{endpoint, wrk_args, Doc, Opts, Server, SETTLE_LIMIT};
 
 const ENDPOINTS: [&str; 4] = [
     "flags",
@@ -24,6 +24,8 @@ const ENDPOINTS: [&str; 4] = [
 ];
 const CONNS: usize = 64;
 const PEAK_SECONDS: u64 = 3;
+/// A peak run with fewer responses gives no rate to hold (the row is left empty).
+const MIN_PEAK_RESPONSES: u64 = 30;
 
 /// The open-loop requests of an endpoint: the same as wrk's (`identities_*_new`: an identifier
 /// no other request uses).
@@ -67,6 +69,14 @@ pub(crate) fn constant_rate(o: &Opts, docs: &[Doc], servers: &[Server]) -> Value
             for s in servers {
                 let args = wrk_args(o, s.port, d, &endpoint(name), CONNS, PEAK_SECONDS);
                 let peak = measure(o.pin.then_some(WRK_CPU), &args, s.proc.pid());
+                settle(s.proc.pid(), SETTLE_LIMIT);
+                if peak.requests < MIN_PEAK_RESPONSES {
+                    println!(
+                        "| {} | {} | {name} | {:.1} | – | – | – | – | – | – | – |",
+                        s.label, d.name, peak.rps
+                    );
+                    continue;
+                }
                 let target = peak.rps * o.rate_fraction;
                 let plan = Plan {
                     port: s.port,
@@ -83,6 +93,7 @@ pub(crate) fn constant_rate(o: &Opts, docs: &[Doc], servers: &[Server]) -> Value
                 }
                 drop(runtime);
                 let cpu = cpu_seconds(s.proc.pid()) - cpu0;
+                settle(s.proc.pid(), SETTLE_LIMIT);
                 let mut w = std::mem::take(&mut *shared.lock().unwrap());
                 let achieved = w.requests as f64 / o.rate_seconds as f64;
                 let (p50, p99, max) = (

@@ -166,6 +166,9 @@ fn meaning(v: &Value) -> Value {
     json!({"identifier": v["identifier"], "traits": v["traits"], "flags": flags(&v["flags"])})
 }
 
+/// A request both proxies are asked: method, path, headers, body.
+type Probe<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], &'a [u8]);
+
 /// Whether both proxies give the same flags for each document: `/flags`, an identity by GET
 /// and one with traits by POST. Returns the differences, if any, as lines to print.
 pub(crate) fn compare_answers(
@@ -181,7 +184,7 @@ pub(crate) fn compare_answers(
             ("X-Environment-Key", d.client_key.as_str()),
             ("Content-Type", "application/json"),
         ];
-        let requests: [(&str, &str, &[(&str, &str)], &[u8]); 3] = [
+        let requests: [Probe; 3] = [
             ("GET", "/api/v1/flags/", &key, b""),
             (
                 "GET",
