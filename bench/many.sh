@@ -3,7 +3,8 @@
 # (distinct api_keys, listed in flagpole.documents) and 100 copies of the generated 0.97 MB
 # document, start `flagpole serve` and print, side by side: the time until readiness, resident
 # memory once ready, memory per environment over the one-environment run, OS threads, inotify
-# instances, and `/api/v1/flags/` requests a second with a random environment's key
+# instances, the most threads at once and the peak RSS during start-up (readiness and 2 s after),
+# and `/api/v1/flags/` requests a second with a random environment's key
 # (wrk, bench/http/lua/random_env_key.lua). Then what one environment holds, per component
 # (bench/http/src/bin/env-memory.rs: a counting allocator). See bench/RESULTS.md.
 #
@@ -59,17 +60,26 @@ PY
 
 PORT=18911
 run_set() { # name count document_bytes
-  local name=$1 count=$2 start ready pid rss threads inotify rps="-"
+  local name=$1 count=$2 start ready pid rss threads inotify rps="-" peak_threads=0 now hwm
   start=$(date +%s%N)
   $BIN serve --config "$OUT/$name/config.json" --host 127.0.0.1 --port $PORT >"$OUT/$name.log" 2>&1 &
   pid=$!
+  # Until ready, and for 2 s after (what start-up leaves to run in the background), the most
+  # OS threads seen at once (sampled every 10 ms).
   for _ in $(seq 1 3000); do
+    now=$(awk '/^Threads/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0)
+    [ "${now:-0}" -gt "$peak_threads" ] && peak_threads=$now
     curl -fs -o /dev/null "http://127.0.0.1:$PORT/proxy/health/readiness" && break
     sleep 0.01
   done
   ready=$(( ($(date +%s%N) - start) / 1000000 ))
-  sleep 1
+  for _ in $(seq 1 200); do
+    now=$(awk '/^Threads/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0)
+    [ "${now:-0}" -gt "$peak_threads" ] && peak_threads=$now
+    sleep 0.01
+  done
   rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+  hwm=$(awk '/VmHWM/ {print $2}' /proc/$pid/status)
   threads=$(ls /proc/$pid/task | wc -l)
   inotify=$(find /proc/$pid/fd -lname 'anon_inode:inotify' 2>/dev/null | wc -l)
   if [ "$LOAD" = 1 ]; then
@@ -77,7 +87,7 @@ run_set() { # name count document_bytes
       | awk '/Requests\/sec/ {printf "%d", $2}')
   fi
   kill "$pid"; wait "$pid" 2>/dev/null || true
-  echo "$name $count $ready $rss $threads $inotify $rps $3"
+  echo "$name $count $ready $rss $threads $inotify $rps $3 $peak_threads $hwm"
 }
 
 make_set example-1 examples/environment.json 1
@@ -99,16 +109,17 @@ base100=$(echo "${rows[1]}" | awk '{print $4}')
 # documents at all adds once (the allocator's arenas and the threads that built them, ~2-3 MiB).
 # "100 → 1,000" is what each environment adds beyond that: the per-environment cost itself.
 echo
-echo "| documents | environments | ready (ms) | RSS (MiB) | RSS per environment over 1 (KiB) | per environment, 100 → 1,000 (KiB) | budget: 2 × document + 16 KiB (KiB) | threads | inotify instances | /flags RPS, random key |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| documents | environments | ready (ms) | RSS (MiB) | RSS per environment over 1 (KiB) | per environment, 100 → 1,000 (KiB) | budget: 2 × document + 16 KiB (KiB) | threads | threads, most at once in start-up | RSS peak (MiB) | inotify instances | /flags RPS, random key |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for row in "${rows[@]}"; do
   set -- $row
   per="-" marginal="-"
   [ "$2" -gt 1 ] && per=$(( ($4 - base) / ($2 - 1) ))
   [ "$1" = example-1000 ] && marginal=$(( ($4 - base100) / 900 ))
   budget=$(( (2 * $8 + 16384) / 1024 ))
-  printf "| %s (%s B each) | %s | %s | %.1f | %s | %s | %s | %s | %s | %s |\n" \
-    "${1%-*}" "$8" "$2" "$3" "$(echo "$4 / 1024" | bc -l)" "$per" "$marginal" "$budget" "$5" "$6" "$7"
+  printf "| %s (%s B each) | %s | %s | %.1f | %s | %s | %s | %s | %s | %.1f | %s | %s |\n" \
+    "${1%-*}" "$8" "$2" "$3" "$(echo "$4 / 1024" | bc -l)" "$per" "$marginal" "$budget" "$5" "$9" \
+    "$(echo "${10} / 1024" | bc -l)" "$6" "$7"
 done
 echo
 echo "What one environment holds (live heap bytes, counting allocator, 200 copies):"

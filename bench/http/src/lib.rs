@@ -1,6 +1,10 @@
-//! What the HTTP benchmark drivers (`http-bench`, `ofrep-bench`, `soak`) share: a small blocking
-//! HTTP client, child processes and /proc readings, and the report our wrk scripts print.
+//! What the HTTP benchmark drivers (`http-bench`, `peers-bench`, `ofrep-bench`, `soak`) share: a
+//! small blocking HTTP client, child processes and /proc readings, the report our wrk scripts
+//! print, a wrk run measured from outside, and an open-loop driver for latency at a
+//! constant rate.
 
 pub mod net;
+pub mod open_loop;
 pub mod procs;
 pub mod wrk_report;
+pub mod wrk_run;

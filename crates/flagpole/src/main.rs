@@ -154,6 +154,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     allocator::install();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(flagpole_server::blocking_threads())
         .on_thread_park(flagpole_server::on_worker_park)
         .build()
     {

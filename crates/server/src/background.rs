@@ -2,9 +2,38 @@
 //! documents, writing warm-start files. It runs on tokio's blocking pool, never on the async
 //! workers that serve requests, and at a lower scheduling priority, so that on a busy machine
 //! the scheduler prefers the request threads and an update does not show in request latency.
+//! At most one piece of it runs per core (plus one, see [`BUSY`]), on a pool of as few threads
+//! ([`blocking_threads`]): a thousand environments loaded at once queue here instead of
+//! starting dozens of pool threads (each with its allocator cache) that then idle for ten
+//! seconds.
 
 /// The nice value of background threads (0 is normal; higher yields more).
 const BACKGROUND_NICE: i32 = 10;
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Background work running at once: the cores, plus one for the allocator trim, which waits
+/// between trims while it is asked again (`memory::release_free_memory`) and must not take a
+/// core's turn from the builds. Work beyond it waits for a turn before it takes a thread.
+static BUSY: std::sync::LazyLock<tokio::sync::Semaphore> =
+    std::sync::LazyLock::new(|| tokio::sync::Semaphore::new(cores() + 1));
+
+/// The cap of the runtime's blocking pool (`max_blocking_threads`): the turns above and one
+/// more for what else blocks (name lookups). The turns bound the work, the cap bounds the
+/// threads: a turn is handed on as the work ends, before its thread is idle again, and the pool
+/// would start a thread for the next piece each time.
+pub fn blocking_threads() -> usize {
+    cores() + 2
+}
+
+/// A turn to run background work, held until the work ends.
+async fn busy_turn() -> tokio::sync::SemaphorePermit<'static> {
+    BUSY.acquire()
+        .await
+        .expect("the background-work semaphore is never closed")
+}
 
 /// Work that only makes serving cheaper and may wait (compressing a large body) takes turns: one at a time, so a burst of updates cannot start a
 /// compressor per environment at once, and none while start-up holds the turn (see
@@ -51,19 +80,24 @@ pub(crate) fn defer(work: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// Runs `work` on the blocking pool at background priority, without waiting for it: for work
-/// nothing waits on (freeing what a swap replaced). No tracker waits for it; the runtime lets
-/// it finish before the process exits.
+/// Runs `work` on the blocking pool at background priority when its turn comes, without
+/// waiting for it: for work nothing waits on (freeing what a swap replaced). No tracker waits
+/// for it; work that has started is finished before the process exits, work still waiting for
+/// its turn then is dropped (its captures freed as the work would have).
 #[allow(
     clippy::disallowed_methods,
     reason = "this module is where blocking work is started"
 )]
 pub(crate) fn detach(work: impl FnOnce() + Send + 'static) {
-    // The blocking pool starts the work at once; the handle is not needed to let it finish.
-    drop(tokio::task::spawn_blocking(move || {
-        lower_this_thread();
-        work();
-        crate::memory::flush_thread_cache();
+    drop(tokio::spawn(async move {
+        let turn = busy_turn().await;
+        // The blocking pool starts the work at once; the handle is not needed to let it finish.
+        drop(tokio::task::spawn_blocking(move || {
+            lower_this_thread();
+            work();
+            crate::memory::flush_thread_cache();
+            drop(turn);
+        }));
     }));
 }
 
@@ -77,11 +111,13 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    let turn = busy_turn().await;
     tokio::task::spawn_blocking(move || {
         lower_this_thread();
         let out = work();
         // The work churned memory and the thread may now idle: hand back what it caches.
         crate::memory::flush_thread_cache();
+        drop(turn);
         out
     })
     .await

@@ -40,6 +40,7 @@ mod preflight;
 // The public API, and all of it: what the `flagpole` binary (`serve`, `check`, `eval`,
 // `health`) and the benchmarks use. Everything else is crate-private.
 pub use api::flagsmith::identities::IdentityRequest;
+pub use background::blocking_threads;
 pub use body::{Encoding, PreparedBody};
 pub use config::ServeOptions;
 pub use logging::fatal;

@@ -6,35 +6,6 @@
 )]
 use super::*;
 
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Sample {
-    pub(crate) rps: f64,
-    pub(crate) p50_ms: f64,
-    pub(crate) p99_ms: f64,
-    pub(crate) p999_ms: f64,
-    pub(crate) non2xx: u64,
-    pub(crate) socket_errors: u64,
-    pub(crate) requests: u64,
-    pub(crate) cpu_us_per_req: f64,
-    /// Busy fraction (not idle, not iowait, not stolen) of the servers' CPU and of wrk's CPU
-    /// during the run (from /proc/stat; only meaningful when pinned).
-    pub(crate) server_cpu_busy: f64,
-    pub(crate) wrk_cpu_busy: f64,
-}
-
-impl Sample {
-    pub(crate) fn json(&self) -> Value {
-        json!({
-            "rps": round(self.rps, 1), "p50_ms": round(self.p50_ms, 3), "p99_ms": round(self.p99_ms, 3),
-            "p999_ms": round(self.p999_ms, 3), "errors_non2xx": self.non2xx,
-            "errors_socket": self.socket_errors, "requests": self.requests,
-            "server_cpu_us_per_request": round(self.cpu_us_per_req, 2),
-            "server_cpu_busy": round(self.server_cpu_busy, 3),
-            "wrk_cpu_busy": round(self.wrk_cpu_busy, 3),
-        })
-    }
-}
-
 pub(crate) struct Wrk {
     pub(crate) cpu: Option<usize>,
     pub(crate) threads: usize,
@@ -57,7 +28,7 @@ impl Wrk {
             path
         };
         Wrk {
-            cpu: o.pin.then_some(0),
+            cpu: o.pin.then_some(WRK_CPU),
             threads: if o.pin { 1 } else { 2 },
             post: with_report("post_identities"),
             zipf: with_report("zipf_identities"),
@@ -110,75 +81,7 @@ impl Wrk {
         if let Some(method) = ep.zipf {
             args.extend(["--".to_owned(), method.to_owned()]);
         }
-        let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let cpu0 = cpu_seconds(server_pid);
-        let stat0 = cpu_times();
-        let output = command(self.cpu, Path::new("wrk"), &arg_refs)
-            .output()
-            .expect("run wrk");
-        let cpu1 = cpu_seconds(server_pid);
-        let stat1 = cpu_times();
-        let busy = |cpu: usize| -> f64 {
-            match (stat0.get(cpu), stat1.get(cpu)) {
-                (Some(a), Some(b)) => {
-                    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
-                    let total: f64 = d.iter().sum();
-                    // user nice system idle iowait irq softirq steal
-                    let busy = total - d[3] - d[4] - d.get(7).copied().unwrap_or(0.0);
-                    if total > 0.0 {
-                        busy / total
-                    } else {
-                        0.0
-                    }
-                }
-                _ => 0.0,
-            }
-        };
-        let report = WrkReport::from_output(&output);
-        Sample {
-            rps: report.rps,
-            p50_ms: report.p50_ms,
-            p99_ms: report.p99_ms,
-            p999_ms: report.p999_ms,
-            non2xx: report.errors_status,
-            socket_errors: report.errors_socket,
-            requests: report.requests,
-            cpu_us_per_req: report.cpu_us_per_req(cpu0, cpu1),
-            server_cpu_busy: busy(1),
-            wrk_cpu_busy: busy(0),
-        }
-    }
-}
-
-/// Per-CPU jiffies from /proc/stat: `cpuN` lines, first 8 fields.
-pub(crate) fn cpu_times() -> Vec<Vec<f64>> {
-    let mut out = Vec::new();
-    for line in std::fs::read_to_string("/proc/stat")
-        .unwrap_or_default()
-        .lines()
-    {
-        let mut parts = line.split_whitespace();
-        let Some(name) = parts.next() else { continue };
-        if name.len() > 3 && name.starts_with("cpu") {
-            out.push(parts.take(8).filter_map(|v| v.parse().ok()).collect());
-        }
-    }
-    out
-}
-
-pub(crate) fn summarise(samples: &[Sample]) -> Sample {
-    let m = |f: fn(&Sample) -> f64| median(samples.iter().map(f).collect());
-    Sample {
-        rps: m(|s| s.rps),
-        p50_ms: m(|s| s.p50_ms),
-        p99_ms: m(|s| s.p99_ms),
-        p999_ms: m(|s| s.p999_ms),
-        cpu_us_per_req: m(|s| s.cpu_us_per_req),
-        server_cpu_busy: m(|s| s.server_cpu_busy),
-        wrk_cpu_busy: m(|s| s.wrk_cpu_busy),
-        non2xx: samples.iter().map(|s| s.non2xx).sum(),
-        socket_errors: samples.iter().map(|s| s.socket_errors).sum(),
-        requests: samples.iter().map(|s| s.requests).sum(),
+        measure(self.cpu, &args, server_pid)
     }
 }
 
@@ -224,7 +127,7 @@ impl Cell {
 // The load matrix
 
 pub(crate) fn load_matrix(o: &Opts, docs: &[Doc]) -> Vec<Cell> {
-    let server_cpu = o.pin.then_some(1);
+    let server_cpu = o.pin.then_some(SERVER_CPU);
     let all: Vec<&Doc> = docs.iter().collect();
     // The local upstream: the limit-server binary serving the document files as they are.
     let upstream = (o.source == "upstream").then(|| {
@@ -412,16 +315,6 @@ pub(crate) fn print_header() {
     println!();
     println!("| doc | endpoint | c | Flagpole RPS | limit RPS | ratio | Flagpole p50 / p99 / p99.9 ms | limit p50 / p99 / p99.9 ms | errors F/L (non-2xx+socket) | server CPU µs/req F/L | server CPU busy F/L | wrk CPU busy F/L |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-}
-
-pub(crate) fn ms(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
 }
 
 pub(crate) fn print_row(c: &Cell) {

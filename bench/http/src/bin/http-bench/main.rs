@@ -34,6 +34,7 @@ mod verdicts;
 use flagpole_http_bench::net::*;
 use flagpole_http_bench::procs::*;
 use flagpole_http_bench::wrk_report::*;
+use flagpole_http_bench::wrk_run::*;
 use load::*;
 use memory::*;
 use setup::*;

@@ -3,9 +3,9 @@
 //! One Flagpole (the `profiling` build: release plus debug info) serves a seeded document as a
 //! local file, on 127.0.0.1 only.
 //! 1. Peak: a short wrk run (2 threads, 64 connections) of the mix below measures the peak RPS.
-//! 2. Soak: for `--minutes`, an open-loop driver (load.rs; Debian's wrk 4.1 has no `-R` and
-//!    there is no wrk2 package, and a closed loop with fewer connections can neither hold a rate
-//!    nor see stalls) sends `--fraction` (0.8) of that peak, spread evenly over `--conns`
+//! 2. Soak: for `--minutes`, an open-loop driver (the library's open_loop.rs; Debian's wrk 4.1
+//!    has no `-R` and there is no wrk2 package, and a closed loop with fewer connections can
+//!    neither hold a rate nor see stalls) sends `--fraction` (0.8) of that peak, spread evenly over `--conns`
 //!    kept-alive connections: `GET /api/v1/flags/`, `GET` and `POST /api/v1/identities/`,
 //!    `POST /ofrep/v1/evaluate/flags`, in equal parts, over 100,000 distinct identities.
 //!    The document file is rewritten (a new value and `updated_at`) every `--rewrite` seconds.
@@ -32,10 +32,11 @@ use std::{
 
 use serde_json::{json, Value};
 
-mod load;
+mod mix;
 mod rewrite;
 
 use flagpole_http_bench::net::*;
+use flagpole_http_bench::open_loop as load;
 use flagpole_http_bench::procs::*;
 use flagpole_http_bench::wrk_report::*;
 
@@ -130,25 +131,19 @@ impl Sample {
         swaps: u64,
         cpu: (f64, f64),
     ) -> Sample {
-        let mut lat = window.latencies_us;
-        lat.sort_unstable();
-        let pct = |p: f64| -> f64 {
-            if lat.is_empty() {
-                return 0.0;
-            }
-            let i = ((p / 100.0) * lat.len() as f64).ceil() as usize;
-            lat[i.clamp(1, lat.len()) - 1] as f64 / 1000.0
-        };
-        let requests = window.by_kind.iter().sum::<u64>();
+        let mut window = window;
+        let mut pct = |p: f64| window.percentile_ms(p);
+        let (p50_ms, p99_ms, max_ms) = (pct(50.0), pct(99.0), pct(100.0));
+        let requests = window.requests;
         Sample {
             t_s,
             requests,
             rps: requests as f64 / seconds,
-            errors_status: window.errors_status.iter().sum(),
+            errors_status: window.errors_status,
             errors_socket: window.errors_socket,
-            p50_ms: pct(50.0),
-            p99_ms: pct(99.0),
-            max_ms: pct(100.0),
+            p50_ms,
+            p99_ms,
+            max_ms,
             rss_mib: rss_kib as f64 / 1024.0,
             swaps,
             server_cpu: cpu.0 * 100.0 / seconds,
@@ -270,8 +265,6 @@ fn main() {
     let duration = Duration::from_secs_f64(o.minutes * 60.0);
     let plan = load::Plan {
         port,
-        client_key: client_key.clone(),
-        server_key: server_key.clone(),
         rate: target,
         conns: o.conns,
         threads: o.threads,
@@ -280,7 +273,11 @@ fn main() {
     let shared = load::Shared::default();
     let loads_before = loads_logged(&log);
     let started = Instant::now();
-    let (runtime, tasks) = load::start(&plan, shared.clone());
+    let (runtime, tasks) = load::start(
+        &plan,
+        mix::requests(&client_key, &server_key),
+        shared.clone(),
+    );
     let rewriter = rewrite::start(
         live.clone(),
         doc,
@@ -328,7 +325,7 @@ fn main() {
     }
     // Anything answered after the last sample.
     let tail = std::mem::take(&mut *shared.lock().unwrap());
-    let late = tail.by_kind.iter().sum::<u64>();
+    let late = tail.requests;
     drop(runtime);
     let rewrites = rewriter.join().expect("rewriter");
     let panicked = std::fs::read_to_string(&log)
@@ -409,7 +406,7 @@ fn report(
         "config": {
             "minutes": o.minutes, "fraction": o.fraction, "conns": o.conns, "threads": o.threads,
             "interval_s": o.interval, "rewrite_s": o.rewrite, "doc": o.doc, "target_rps": round(target, 1),
-            "mix": load::KINDS,
+            "mix": mix::KINDS,
         },
         "peak": peak.map(|p| json!({"rps": round(p.rps, 1), "p99_ms": round(p.p99_ms, 3),
             "errors": p.errors_status + p.errors_socket})),

@@ -1,10 +1,11 @@
-//! The soak load: an open-loop driver (the wrk2 model) on a tokio runtime. Each connection
-//! sends on a fixed schedule (`conns / rate` apart, staggered), one request at a time, cycling
-//! through the mix; a response that comes back after the next send was due delays that send,
-//! and the delay is counted in the next request's latency (measured from when it was due, so a
-//! server stall is not hidden by the client waiting: no coordinated omission). Statistics are
-//! kept per window and read by the sampler every interval.
-
+//! An open-loop load driver (the wrk2 model: Debian's wrk 4.1 has no `-R` and there is no wrk2
+//! package) on a tokio runtime, for latency at a constant rate. Each connection sends on a
+//! fixed schedule (`conns / rate` apart, staggered), one request at a time; a response that
+//! comes back after the next send was due delays that send, and the delay is counted in the
+//! next request's latency (measured from when it was due, so a server stall is not hidden by
+//! the client waiting: no coordinated omission). Statistics are kept per window and read by the
+//! caller whenever it likes. The requests are the caller's: a function of the connection and
+//! the request's sequence number on it returns the bytes to send.
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,38 +13,50 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// The request mix, in order: each connection cycles through it.
-pub(crate) const KINDS: [&str; 4] = ["flags", "identities_get", "identities_post", "ofrep_bulk"];
-/// Distinct identities the mix cycles through (a large user base, not one cached caller).
-const IDENTITIES: u64 = 100_000;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(crate) struct Plan {
-    pub(crate) port: u16,
-    pub(crate) client_key: String,
-    pub(crate) server_key: String,
-    pub(crate) rate: f64,
-    pub(crate) conns: usize,
-    pub(crate) threads: usize,
-    pub(crate) duration: Duration,
+pub struct Plan {
+    pub port: u16,
+    pub rate: f64,
+    pub conns: usize,
+    pub threads: usize,
+    pub duration: Duration,
 }
 
 /// One window's raw statistics.
 #[derive(Default)]
-pub(crate) struct Window {
-    pub(crate) latencies_us: Vec<u32>,
-    pub(crate) by_kind: [u64; 4],
-    /// Responses with a status outside 2xx/3xx, per kind.
-    pub(crate) errors_status: [u64; 4],
+pub struct Window {
+    pub latencies_us: Vec<u32>,
+    /// Responses, of any status.
+    pub requests: u64,
+    /// Responses with a status outside 2xx/3xx.
+    pub errors_status: u64,
     /// Connect, read, write errors, closes and timeouts.
-    pub(crate) errors_socket: u64,
+    pub errors_socket: u64,
 }
 
-pub(crate) type Shared = Arc<Mutex<Window>>;
+pub type Shared = Arc<Mutex<Window>>;
+
+/// What to send: the bytes of request `k` on connection `connection`.
+pub type Requests = Arc<dyn Fn(usize, u64) -> Vec<u8> + Send + Sync>;
+
+impl Window {
+    /// The `p`th percentile of the window's latencies, in milliseconds (0 when empty).
+    pub fn percentile_ms(&mut self, p: f64) -> f64 {
+        let lat = &mut self.latencies_us;
+        if lat.is_empty() {
+            return 0.0;
+        }
+        lat.sort_unstable();
+        let i = ((p / 100.0) * lat.len() as f64).ceil() as usize;
+        lat[i.clamp(1, lat.len()) - 1] as f64 / 1000.0
+    }
+}
 
 /// Starts the load; it stops by itself after `plan.duration`. The caller samples `shared`.
-pub(crate) fn start(
+pub fn start(
     plan: &Plan,
+    requests: Requests,
     shared: Shared,
 ) -> (tokio::runtime::Runtime, Vec<tokio::task::JoinHandle<()>>) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -54,7 +67,6 @@ pub(crate) fn start(
     let start = Instant::now();
     let end = start + plan.duration;
     let interval = Duration::from_secs_f64(plan.conns as f64 / plan.rate.max(1.0));
-    let requests = Arc::new(Requests::new(&plan.client_key, &plan.server_key));
     let tasks = (0..plan.conns)
         .map(|id| {
             let offset = interval.mul_f64(id as f64 / plan.conns as f64);
@@ -86,9 +98,7 @@ async fn connection(
             break;
         }
         tokio::time::sleep_until(due.into()).await;
-        let n = k * 7919 + id as u64 * 104_729; // spread identities across connections
-        let kind = (k as usize + id) % KINDS.len();
-        let request = requests.build(kind, n % IDENTITIES);
+        let request = requests(id, k);
         // On time: from the send (the timer's own slack is not the server's). Late because the
         // previous answer came after this send was due: from when it was due.
         let sent = Instant::now();
@@ -103,12 +113,12 @@ async fn connection(
         let mut window = shared.lock().unwrap();
         match outcome {
             Ok(Ok(status)) => {
-                window.by_kind[kind] += 1;
+                window.requests += 1;
                 window
                     .latencies_us
                     .push((done - from).as_micros().min(u32::MAX as u128) as u32);
                 if !(200..400).contains(&status) {
-                    window.errors_status[kind] += 1;
+                    window.errors_status += 1;
                 }
             }
             Ok(Err(_)) | Err(_) => {
@@ -174,53 +184,14 @@ async fn exchange(
     }
 }
 
-/// The mix's requests, built per send (identities vary).
-struct Requests {
-    flags: Vec<u8>,
-    client_key: String,
-    server_key: String,
+/// A GET request with an environment key.
+pub fn get(path: &str, key: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Environment-Key: {key}\r\n\r\n")
+        .into_bytes()
 }
 
-impl Requests {
-    fn new(client_key: &str, server_key: &str) -> Requests {
-        Requests {
-            flags: format!(
-                "GET /api/v1/flags/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Environment-Key: {client_key}\r\n\r\n"
-            )
-            .into_bytes(),
-            client_key: client_key.to_owned(),
-            server_key: server_key.to_owned(),
-        }
-    }
-
-    fn build(&self, kind: usize, id: u64) -> Vec<u8> {
-        const TRAITS: &str = r#"[{"trait_key":"plan","trait_value":"enterprise"},{"trait_key":"age","trait_value":42},{"trait_key":"app_version","trait_value":"2.4.1"}]"#;
-        let (ck, sk) = (&self.client_key, &self.server_key);
-        match KINDS[kind] {
-            "flags" => self.flags.clone(),
-            "identities_get" => format!(
-                "GET /api/v1/identities/?identifier=soak-{id} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Environment-Key: {ck}\r\n\r\n"
-            )
-            .into_bytes(),
-            "identities_post" => post(
-                "/api/v1/identities/",
-                "X-Environment-Key",
-                ck,
-                &format!(r#"{{"identifier":"soak-{id}","traits":{TRAITS}}}"#),
-            ),
-            _ => post(
-                "/ofrep/v1/evaluate/flags",
-                "X-API-Key",
-                sk,
-                &format!(
-                    r#"{{"context":{{"targetingKey":"soak-{id}","plan":"enterprise","age":42,"app_version":"2.4.1"}}}}"#
-                ),
-            ),
-        }
-    }
-}
-
-fn post(path: &str, key_header: &str, key: &str, body: &str) -> Vec<u8> {
+/// A POST request with a JSON body and a key in `key_header`.
+pub fn post(path: &str, key_header: &str, key: &str, body: &str) -> Vec<u8> {
     format!(
         "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{key_header}: {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
