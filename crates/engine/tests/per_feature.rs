@@ -490,7 +490,10 @@ fn example_document_varied_flags_stand_for_the_whole_evaluation() {
         fewer += usize::from(varied.flags.len() < whole.flags.len());
         assert_eq!(env.merge_varied(varied), Ok(whole), "{identifier}");
     }
-    assert!(fewer > 100, "most identities leave most flags at the own flags");
+    assert!(
+        fewer > 100,
+        "most identities leave most flags at the own flags"
+    );
     assert_eq!(merged_varied(&env, None).unwrap(), env.evaluate(None));
 }
 

@@ -85,7 +85,9 @@ fn evaluate_with<'a>(
     let mut positions = Vec::with_capacity(splits.len() + 4 * segments.len());
     for segment in &segments {
         for &o in &env.segments[segment.index].overrides {
-            let id = env.feature_ctxs[o].name_id.expect("named override has an id");
+            let id = env.feature_ctxs[o]
+                .name_id
+                .expect("named override has an id");
             let position = plan.position_by_name[id as usize];
             if position != u32::MAX {
                 positions.push(position as usize);
