@@ -554,7 +554,7 @@ fn index_identifier_segments(
     index
 }
 
-fn identifier_in_set(segment: &Segment) -> Option<&std::collections::HashSet<String>> {
+fn identifier_in_set(segment: &Segment) -> Option<&crate::condition::ValueSet> {
     segment.key.as_ref().ok()?;
     let [rule] = segment.rules.as_ref().ok()?.as_ref() else {
         return None;

@@ -166,8 +166,9 @@ pub(crate) struct Rule {
 /// identifier, so all of them are matched by a single lookup in this index.
 #[derive(Debug, Default)]
 pub(crate) struct IdentifierIndex {
-    /// Identifier (as the IN list spells it) → indexed segments containing it, in order.
-    pub by_identifier: HashMap<String, Vec<usize>>,
+    /// Identifier (as the IN list spells it) → indexed segments containing it, in order
+    /// (a fixed-seed fast hasher: filled from the document only, asked once per evaluation).
+    pub by_identifier: HashMap<String, Vec<usize>, foldhash::fast::FixedState>,
     /// Segments not in the index, in context order.
     pub others: Vec<usize>,
     /// Per name id: the segments not in the index that override it, in context order (empty

@@ -462,6 +462,11 @@ impl<'a> Evaluation<'a> {
             };
             return operator.matches(&value, segment_key);
         }
+        if let (Property::Trait(name), true) = (property, operator.compares_versions()) {
+            // The trait's parse as a version is kept for the other conditions reading it.
+            let (value, version) = self.trait_version(name)?;
+            return operator.matches_parsed(&value, segment_key, version);
+        }
         let value = self.context_value(property)?;
         operator.matches(&value, segment_key)
     }
@@ -493,13 +498,6 @@ impl<'a> Evaluation<'a> {
                 }
                 self.query(query)
             }
-        }
-    }
-
-    fn trait_scalar(&self, name: &str) -> Result<Scalar<'a>, EvalError> {
-        match self.identity.and_then(|id| id.trait_value(name)) {
-            Some(v) => v.coerce(),
-            None => Ok(Scalar::Null),
         }
     }
 }
