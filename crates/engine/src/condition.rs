@@ -421,7 +421,7 @@ fn compare(
                 let Some(other) = parsed else {
                     return Ok(false);
                 };
-                Some(semver::compare(&version, other))
+                Some(semver::compare(version, other))
             }
         },
         _ if op == CompareOp::Contains => return Ok(false),
