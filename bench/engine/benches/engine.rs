@@ -9,7 +9,10 @@
 //!
 //! - compile: `flagpole_engine::Environment::from_document_json` (JSON parse + mapping + compile);
 //! - served: from the document's bytes to the snapshot the proxy swaps in (`served.rs`);
-//! - Flagpole: `env.evaluate(Some(&identity))`, result dropped each iteration;
+//! - Flagpole: `env.evaluate_varied(Some(&identity))`, what the proxy evaluates per identity
+//!   (the flags that can differ from the environment's own flags; the others are copied from
+//!   `/flags`), result dropped each iteration; and, in its own column, `env.evaluate`, the whole
+//!   result (one `FlagResult` per feature);
 //! - official: `flagsmith_flag_engine::engine::get_evaluation_result(&context)` on a context the
 //!   crate's own mapper built (`environment_to_context`) with the identity added once
 //!   (`add_identity_to_context`). The per-request path through the crate's API, which clones the
@@ -202,8 +205,15 @@ fn official_compile(bytes: &[u8]) -> EngineEvaluationContext {
 /// `{flag: (enabled, value)}` and the matched segment names.
 type Outcome = (BTreeMap<String, (bool, Value)>, Vec<String>);
 
+/// Flagpole's outcome, from the varied flags merged with the own flags (checked equal to the
+/// whole evaluation).
 fn flagpole_outcome(env: &Environment, identity: &Identity<'_>) -> Outcome {
-    let result = env.evaluate(Some(identity)).expect("flagpole evaluates");
+    let varied = env
+        .evaluate_varied(Some(identity))
+        .expect("the benchmark documents take the varied path")
+        .expect("flagpole evaluates");
+    let result = env.merge_varied(varied).expect("flagpole merges");
+    assert_eq!(Ok(&result), env.evaluate(Some(identity)).as_ref());
     let flags = result
         .flags
         .iter()
@@ -352,6 +362,8 @@ struct Row {
     served_ms: f64,
     official_compile_ms: f64,
     flagpole_ns: f64,
+    flagpole_full_ns: f64,
+    varied_flags: usize,
     official_ns: f64,
     official_with_identity_ns: f64,
     flagpole_allocs: f64,
@@ -363,7 +375,18 @@ struct Row {
     official_disagreements: Vec<String>,
 }
 
-/// `FLAGPOLE_BENCH_PROFILE=<doc>:<eval|official|compile|served>[:N]`: only runs N evaluations
+/// What the proxy evaluates per identity: the flags that can differ from the own flags.
+fn varied<'a>(
+    env: &'a Environment,
+    identity: &'a Identity<'a>,
+) -> flagpole_engine::VariedResult<'a> {
+    env.evaluate_varied(Some(identity))
+        .expect("the benchmark documents take the varied path")
+        .expect("flagpole evaluates")
+}
+
+/// `FLAGPOLE_BENCH_PROFILE=<doc>:<eval|full|official|compile|served>[:N]`: only runs N evaluations
+/// (`eval`: the varied flags, `full`: the whole result)
 /// (or compiles, or snapshot builds) of one document, for profilers (`valgrind --tool=callgrind`,
 /// `perf record`).
 fn profile(spec: &str) {
@@ -408,11 +431,18 @@ fn profile(spec: &str) {
                 ));
             }
         }
-        _ => {
+        "full" => {
             let env = Environment::from_document_json(&bytes).unwrap();
             started = Instant::now();
             for _ in 0..n {
                 black_box(env.evaluate(Some(black_box(&identity))).unwrap());
+            }
+        }
+        _ => {
+            let env = Environment::from_document_json(&bytes).unwrap();
+            started = Instant::now();
+            for _ in 0..n {
+                black_box(varied(&env, black_box(&identity)));
             }
         }
     }
@@ -483,7 +513,9 @@ fn main() {
         );
         let official_disagreements = differences("flagpole", &fp, "official", &off);
 
-        let flagpole_ns = ns_per_call(budget, || env.evaluate(Some(&identity)));
+        let flagpole_ns = ns_per_call(budget, || varied(&env, &identity));
+        let flagpole_full_ns = ns_per_call(budget, || env.evaluate(Some(&identity)));
+        let varied_flags = varied(&env, &identity).flags.len();
         let official_ns = ns_per_call(budget, || {
             flagsmith_flag_engine::engine::get_evaluation_result(&context)
         });
@@ -497,8 +529,8 @@ fn main() {
         );
 
         let n = 200;
-        let flagpole_allocs = allocations_per_call(n, || env.evaluate(Some(&identity)));
-        let flagpole_split = allocation_split(|| env.evaluate(Some(&identity)));
+        let flagpole_allocs = allocations_per_call(n, || varied(&env, &identity));
+        let flagpole_split = allocation_split(|| varied(&env, &identity));
         let official_allocs = allocations_per_call(n, || {
             flagsmith_flag_engine::engine::get_evaluation_result(&context)
         });
@@ -512,6 +544,8 @@ fn main() {
             served_ms,
             official_compile_ms,
             flagpole_ns,
+            flagpole_full_ns,
+            varied_flags,
             official_ns,
             official_with_identity_ns,
             flagpole_allocs,
@@ -595,8 +629,8 @@ fn main() {
 
     // The table.
     println!();
-    println!("| document | size | compile ms | served ms | flagpole ns/eval | official ns/eval | python ns/eval | speedup vs official | speedup vs python | allocs/eval (flagpole) | allocs/eval (official) |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| document | size | compile ms | served ms | flagpole ns/eval | flags evaluated | flagpole whole result ns | official ns/eval | python ns/eval | speedup vs official | speedup vs python | allocs/eval (flagpole) | allocs/eval (official) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &rows {
         let s = &row.size;
         let py = python_ns.get(s.name).copied();
@@ -613,7 +647,7 @@ fn main() {
             None => format!("{:.1}", row.flagpole_allocs),
         };
         println!(
-            "| {} | {} ({} features, {} segments, {} identity overrides) | {:.2} | {:.2} | {:.0} | {:.0} | {} | {:.1}× | {} | {} | {:.1} |",
+            "| {} | {} ({} features, {} segments, {} identity overrides) | {:.2} | {:.2} | {:.0} | {} of {} | {:.0} | {:.0} | {} | {:.1}× | {} | {} | {:.1} |",
             s.name,
             human_bytes(row.bytes),
             s.features,
@@ -622,6 +656,9 @@ fn main() {
             row.compile_ms,
             row.served_ms,
             row.flagpole_ns,
+            row.varied_flags,
+            row.flags,
+            row.flagpole_full_ns,
             row.official_ns,
             py_cell,
             row.official_ns / row.flagpole_ns,
@@ -665,6 +702,8 @@ fn main() {
                 "served_ms": r.served_ms,
                 "official_compile_ms": r.official_compile_ms,
                 "flagpole_ns_per_eval": r.flagpole_ns,
+                "flagpole_whole_result_ns_per_eval": r.flagpole_full_ns,
+                "flags_varied": r.varied_flags,
                 "official_ns_per_eval": r.official_ns,
                 "official_with_add_identity_ns_per_eval": r.official_with_identity_ns,
                 "python_ns_per_eval": py,

@@ -179,7 +179,7 @@ pub(crate) fn compile_context_sharing(
     features.shrink_to_fit();
     segments.shrink_to_fit();
     names.shrink_to_fit();
-    let env = Environment {
+    let mut env = Environment {
         env_key,
         root: if c.needs_root {
             strip_dynamic(root)
@@ -201,7 +201,9 @@ pub(crate) fn compile_context_sharing(
         reads_flags: c.reads_flags,
         flag_slots: slot_by_name.len(),
         feature_ctxs,
+        varied: None,
     };
+    env.varied = crate::evaluate::varied_plan(&env);
     Ok((env, c.diagnostics))
 }
 
@@ -552,7 +554,7 @@ fn index_identifier_segments(
     index
 }
 
-fn identifier_in_set(segment: &Segment) -> Option<&std::collections::HashSet<String>> {
+fn identifier_in_set(segment: &Segment) -> Option<&crate::condition::ValueSet> {
     segment.key.as_ref().ok()?;
     let [rule] = segment.rules.as_ref().ok()?.as_ref() else {
         return None;

@@ -5,6 +5,9 @@
 use std::cmp::Ordering;
 use std::collections::HashSet;
 
+/// An IN list's values (hashed with a fixed-seed fast hasher: filled from the document only).
+pub(crate) type ValueSet = HashSet<String, foldhash::fast::FixedState>;
+
 use serde_json::Value;
 
 use crate::error::{EvalError, PyErrorKind};
@@ -36,7 +39,7 @@ pub(crate) struct ConditionSource {
 #[derive(Debug)]
 pub(crate) enum Operator {
     /// The value set, or the error `_get_in_values` raises (missing/null/non-string value).
-    In(Result<HashSet<String>, EvalError>),
+    In(Result<ValueSet, EvalError>),
     /// `float(value)`: `Ok(None)` when it is a `ValueError` (never matches).
     PercentageSplit(Result<Option<f64>, EvalError>),
     IsSet,
@@ -143,7 +146,7 @@ pub(crate) fn pystr(v: &Value) -> String {
     }
 }
 
-fn in_values(v: Option<&Value>) -> Result<HashSet<String>, EvalError> {
+fn in_values(v: Option<&Value>) -> Result<ValueSet, EvalError> {
     let item = |x: &Value| pystr(x);
     match required(v)? {
         Value::Array(items) => Ok(items.iter().map(item).collect()),
@@ -280,6 +283,32 @@ impl Operator {
     /// Matches a context value (already resolved and coerced; for a percentage split with an
     /// empty property it is the raw identity key rendered with `str()`).
     pub(crate) fn matches(&self, cv: &Scalar<'_>, segment_key: &str) -> Result<bool, EvalError> {
+        self.matches_parsed(cv, segment_key, None)
+    }
+
+    /// Whether this compares versions (a `:semver` value): then the caller may hand
+    /// [`matches_parsed`](Self::matches_parsed) the context value's parse.
+    pub(crate) fn compares_versions(&self) -> bool {
+        matches!(
+            self,
+            Operator::Compare(
+                _,
+                Ok(CompareValue {
+                    str_side: StrSide::Semver { .. },
+                    ..
+                })
+            )
+        )
+    }
+
+    /// [`matches`](Self::matches), with the string context value's parse as a version when the
+    /// caller has it (`Some(None)`: it is not one; `None`: parse it here).
+    pub(crate) fn matches_parsed(
+        &self,
+        cv: &Scalar<'_>,
+        segment_key: &str,
+        version: Option<Option<&SemVer<'_>>>,
+    ) -> Result<bool, EvalError> {
         match self {
             Operator::In(set) => {
                 let set = set.as_ref().map_err(Clone::clone)?;
@@ -302,7 +331,9 @@ impl Operator {
             Operator::IsSet => Ok(!cv.is_null()),
             Operator::IsNotSet => Ok(cv.is_null()),
             _ if cv.is_null() => Ok(false),
-            Operator::Compare(op, value) => compare(*op, cv, value.as_ref().map_err(Clone::clone)?),
+            Operator::Compare(op, value) => {
+                compare(*op, cv, value.as_ref().map_err(Clone::clone)?, version)
+            }
             Operator::NotContains(value) => {
                 let value = value.as_ref().map_err(Clone::clone)?;
                 Ok(matches!(cv, Scalar::Str(s) if !s.contains(value.as_str())))
@@ -355,7 +386,12 @@ impl Operator {
     }
 }
 
-fn compare(op: CompareOp, cv: &Scalar<'_>, value: &CompareValue) -> Result<bool, EvalError> {
+fn compare(
+    op: CompareOp,
+    cv: &Scalar<'_>,
+    value: &CompareValue,
+    version: Option<Option<&SemVer<'_>>>,
+) -> Result<bool, EvalError> {
     let ordering = match cv {
         Scalar::Str(s) => match &value.str_side {
             StrSide::Never => return Ok(false),
@@ -366,7 +402,15 @@ fn compare(op: CompareOp, cv: &Scalar<'_>, value: &CompareValue) -> Result<bool,
                 Some(s.as_ref().cmp(v.as_str()))
             }
             StrSide::Semver { stripped, parsed } => {
-                let Some(version) = semver::parse(s) else {
+                let own;
+                let version = match version {
+                    Some(version) => version,
+                    None => {
+                        own = semver::parse(s);
+                        own.as_ref()
+                    }
+                };
+                let Some(version) = version else {
                     return Ok(false);
                 };
                 if op == CompareOp::Contains {
@@ -377,7 +421,7 @@ fn compare(op: CompareOp, cv: &Scalar<'_>, value: &CompareValue) -> Result<bool,
                 let Some(other) = parsed else {
                     return Ok(false);
                 };
-                Some(semver::compare(&version, other))
+                Some(semver::compare(version, other))
             }
         },
         _ if op == CompareOp::Contains => return Ok(false),

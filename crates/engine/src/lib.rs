@@ -47,6 +47,7 @@ pub use identity::{traits_from_json, Identity, Trait};
 pub use model::Environment;
 pub use result::{
     EvaluationResult, FlagResult, Reason, SegmentResult, SourcedValue, ValueSource, VariantChoice,
+    VariedResult,
 };
 pub use shared::Shared;
 pub use value::{Scalar, TraitValue};
@@ -96,6 +97,31 @@ impl Environment {
         identity: Option<&'a Identity<'a>>,
     ) -> Result<EvaluationResult<'a>, EvalError> {
         evaluate::evaluate(self, identity)
+    }
+
+    /// The flags of an identity (or none) that can differ from [`Environment::own_flags`]: those
+    /// of the features a matching segment overrides and, for an identity, those split per
+    /// identity, each with its position in the own flags; every other flag is the own flag at
+    /// that position (with the reason `DEFAULT` when some segment overrides the feature). The
+    /// segments are evaluated as [`Environment::evaluate`] evaluates them, errors included.
+    ///
+    /// `None` when this environment's results cannot be told that way (a condition reads
+    /// `$.flags`, feature names repeat or differ from their keys, or a feature context is
+    /// malformed): call [`Environment::evaluate`] instead. Decided once, at compile time.
+    pub fn evaluate_varied<'a>(
+        &'a self,
+        identity: Option<&'a Identity<'a>>,
+    ) -> Option<Result<VariedResult<'a>, EvalError>> {
+        evaluate::evaluate_varied(self, identity)
+    }
+
+    /// The whole result a [`VariedResult`] of this environment stands for: equal to what
+    /// [`Environment::evaluate`] returns for the same identity.
+    pub fn merge_varied<'a>(
+        &'a self,
+        varied: VariedResult<'a>,
+    ) -> Result<EvaluationResult<'a>, EvalError> {
+        evaluate::merge_varied(self, varied)
     }
 
     /// The environment's own flags: no identity, no segments, every feature at its environment

@@ -56,6 +56,20 @@ pub struct Environment {
     pub(crate) reads_flags: bool,
     /// Number of output slots (distinct feature names in `features`, first position wins).
     pub(crate) flag_slots: usize,
+    /// How an identity's result is told as what differs from the own flags, or `None` when this
+    /// environment's results cannot be told that way (see `evaluate/varied.rs`).
+    pub(crate) varied: Option<VariedPlan>,
+}
+
+/// What [`Environment::evaluate_varied`] needs, listed at compile time: the features whose flag
+/// can depend on the identity other than through a segment override.
+#[derive(Debug)]
+pub(crate) struct VariedPlan {
+    /// Positions (in `features`) of the features whose own context is multivariate: split per
+    /// identity.
+    pub multivariate: Vec<usize>,
+    /// Per name id: the position in `features` of the feature of that name (`u32::MAX`: none).
+    pub position_by_name: Vec<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,8 +166,9 @@ pub(crate) struct Rule {
 /// identifier, so all of them are matched by a single lookup in this index.
 #[derive(Debug, Default)]
 pub(crate) struct IdentifierIndex {
-    /// Identifier (as the IN list spells it) → indexed segments containing it, in order.
-    pub by_identifier: HashMap<String, Vec<usize>>,
+    /// Identifier (as the IN list spells it) → indexed segments containing it, in order
+    /// (a fixed-seed fast hasher: filled from the document only, asked once per evaluation).
+    pub by_identifier: HashMap<String, Vec<usize>, foldhash::fast::FixedState>,
     /// Segments not in the index, in context order.
     pub others: Vec<usize>,
     /// Per name id: the segments not in the index that override it, in context order (empty

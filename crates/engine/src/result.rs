@@ -101,6 +101,20 @@ pub struct EvaluationResult<'a> {
     pub segments: Vec<SegmentResult<'a>>,
 }
 
+/// An identity's result told as what can differ from the environment's own flags
+/// ([`Environment::evaluate_varied`](crate::Environment::evaluate_varied)): the flags of the
+/// features a matching segment overrides or that are split per identity, each with its position
+/// in [`Environment::own_flags`](crate::Environment::own_flags); every other flag is the own
+/// flag at its position.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct VariedResult<'a> {
+    /// Ascending positions, one per flag of `flags`.
+    pub positions: Vec<usize>,
+    pub flags: Vec<FlagResult<'a>>,
+    /// The matching segments, as in [`EvaluationResult::segments`].
+    pub segments: Vec<SegmentResult<'a>>,
+}
+
 impl EvaluationResult<'_> {
     pub fn flag(&self, name: &str) -> Option<&FlagResult<'_>> {
         self.flags.iter().find(|f| f.key == name)

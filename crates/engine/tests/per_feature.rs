@@ -9,10 +9,14 @@
 //!   it, `segments` to those that override it), errors included: the definition.
 //! - `Environment::own_flags`, the other scoped evaluation: exactly the evaluation, for no
 //!   identity, of the context without `segments`, errors included.
+//! - `Environment::evaluate_varied`, the flags that can differ from the own flags: merged with
+//!   the own flags, exactly the whole evaluation, errors included, wherever it is offered.
 
 use std::borrow::Cow;
 
-use flagpole_engine::{Environment, EvalError, FlagResult, Identity, Trait, TraitValue};
+use flagpole_engine::{
+    Environment, EvalError, EvaluationResult, FlagResult, Identity, Trait, TraitValue,
+};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -455,6 +459,44 @@ fn example_document_own_flags_are_its_unsegmented_evaluation() {
     assert!(whole.flags.iter().any(|f| f.reason.as_str() == "DEFAULT"));
 }
 
+/// The varied flags merged with the own flags, or `None` when the environment offers none.
+fn merged_varied<'a>(
+    env: &'a Environment,
+    identity: Option<&'a Identity<'a>>,
+) -> Option<Result<EvaluationResult<'a>, EvalError>> {
+    env.evaluate_varied(identity)
+        .map(|varied| varied.and_then(|v| env.merge_varied(v)))
+}
+
+#[test]
+fn example_document_varied_flags_stand_for_the_whole_evaluation() {
+    let env = Environment::from_document_json(EXAMPLE.as_bytes()).unwrap();
+    let trait_sets = [
+        json!({}),
+        json!({"plan": "enterprise", "seats": 120, "app_version": "2.3.1", "country": "US"}),
+        json!({"plan": "free", "app_version": "3.0.0", "country": "FR", "email": "a@b.c"}),
+        json!({"plan": null, "seats": "120", "app_version": 2}),
+    ];
+    let mut fewer = 0;
+    for i in 0..200 {
+        let identifier = match i % 4 {
+            0 => "vip-customer".to_owned(),
+            _ => format!("user-{i}"),
+        };
+        let traits = traits_of(&trait_sets[i % trait_sets.len()]);
+        let identity = Identity::new(&identifier, &traits);
+        let varied = env.evaluate_varied(Some(&identity)).unwrap().unwrap();
+        let whole = env.evaluate(Some(&identity)).unwrap();
+        fewer += usize::from(varied.flags.len() < whole.flags.len());
+        assert_eq!(env.merge_varied(varied), Ok(whole), "{identifier}");
+    }
+    assert!(
+        fewer > 100,
+        "most identities leave most flags at the own flags"
+    );
+    assert_eq!(merged_varied(&env, None).unwrap(), env.evaluate(None));
+}
+
 fn single(env: &Environment, key: &str, identity: Option<&Identity<'_>>) -> Single {
     env.evaluate_feature(key, identity)
         .map(|f| f.as_ref().map(flag_json))
@@ -501,6 +543,24 @@ proptest! {
                 );
             }
             prop_assert_eq!(single(&env, &key, None), whole_of_trimmed(&ctx, &key, None));
+        }
+    }
+
+    #[test]
+    fn varied_flags_stand_for_the_whole_evaluation(
+        ctx in prop_oneof![context(true), context(false)],
+        ids in proptest::collection::vec(identity_parts(), 1..4),
+    ) {
+        let (env, _) = Environment::from_context(&ctx).unwrap();
+        for (identifier, traits_json) in &ids {
+            let traits = traits_of(traits_json);
+            let identity = Identity::new(identifier, &traits);
+            if let Some(merged) = merged_varied(&env, Some(&identity)) {
+                prop_assert_eq!(merged, env.evaluate(Some(&identity)), "identity {:?} {}", identifier, traits_json);
+            }
+        }
+        if let Some(merged) = merged_varied(&env, None) {
+            prop_assert_eq!(merged, env.evaluate(None));
         }
     }
 

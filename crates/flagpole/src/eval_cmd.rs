@@ -199,9 +199,15 @@ fn identity_body(
         );
         return Ok(());
     }
-    let result = snapshot.env.evaluate(Some(&identity)).map_err(raises)?;
-    identity_response::write(out, snapshot, KeyKind::Server, identifier, traits, &result);
-    Ok(())
+    identity_response::evaluate_and_write(
+        out,
+        snapshot,
+        KeyKind::Server,
+        &identity,
+        identifier,
+        traits,
+    )
+    .map_err(raises)
 }
 
 /// Traits from `{"k": v}` or `[{"trait_key": k, "trait_value": v}]`; a repeated key keeps its

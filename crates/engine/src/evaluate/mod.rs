@@ -24,9 +24,11 @@ mod dependencies;
 mod evaluation;
 mod query;
 mod scope;
+mod varied;
 
 pub(crate) use evaluation::Evaluation;
 use scope::{FeatureScope, Overrides, Scope, SegmentOrder};
+pub(crate) use varied::{evaluate_varied, merge_varied, varied_plan};
 
 /// Where an identity falls in a feature's multivariate split.
 pub(crate) struct VariantSplit<'a> {
@@ -238,7 +240,20 @@ impl<'a> Evaluation<'a> {
         }
         // Distinct names (the normal case): one flag per entry, pushed in order.
         let distinct = entries.len() == 1 || env.flag_slots == env.features.len();
-        let mut flags = Vec::with_capacity(if distinct { entries.len() } else { 0 });
+        self.flags_of(overrides, entries.iter(), entries.len(), distinct)
+    }
+
+    /// The flags of `entries` (`len` of them), in order: one per entry when their names are
+    /// `distinct`, else one per output slot.
+    fn flags_of(
+        &mut self,
+        overrides: &Overrides,
+        entries: impl Iterator<Item = &'a FeatureEntry>,
+        len: usize,
+        distinct: bool,
+    ) -> Result<Vec<FlagResult<'a>>, EvalError> {
+        let env = self.env;
+        let mut flags = Vec::with_capacity(if distinct { len } else { 0 });
         let mut slots: Vec<Option<FlagResult<'a>>> = if distinct {
             Vec::new()
         } else {
@@ -447,6 +462,11 @@ impl<'a> Evaluation<'a> {
             };
             return operator.matches(&value, segment_key);
         }
+        if let (Property::Trait(name), true) = (property, operator.compares_versions()) {
+            // The trait's parse as a version is kept for the other conditions reading it.
+            let (value, version) = self.trait_version(name)?;
+            return operator.matches_parsed(&value, segment_key, version);
+        }
         let value = self.context_value(property)?;
         operator.matches(&value, segment_key)
     }
@@ -478,13 +498,6 @@ impl<'a> Evaluation<'a> {
                 }
                 self.query(query)
             }
-        }
-    }
-
-    fn trait_scalar(&self, name: &str) -> Result<Scalar<'a>, EvalError> {
-        match self.identity.and_then(|id| id.trait_value(name)) {
-            Some(v) => v.coerce(),
-            None => Ok(Scalar::Null),
         }
     }
 }

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 // the document and the config, never from what callers send, so flooding is not a concern.
 use foldhash::HashMap;
 
-use flagpole_engine::{Environment, EvaluationResult, FlagResult, InputError};
+use flagpole_engine::{Environment, EvaluationResult, FlagResult, InputError, VariedResult};
 use serde_json::Value;
 
 use crate::body::{PreparedBody, COMPRESS_MIN_BYTES};
@@ -52,6 +52,11 @@ enum FeatureBody {
 struct FlagsBody {
     body: PreparedBody,
     per_feature: Box<[FeatureBody]>,
+    /// Per position `p` of the own flags (and one past the last): where the first object shown
+    /// at or after `p` starts, and where the last one shown before `p` ends. Positions `a..b`
+    /// are `body[runs[a].0..runs[b].1]` when that is not empty: an identity's answer copies the
+    /// flags it shares with `/flags` in runs (see [`Snapshot::write_varied_flags`]).
+    runs: Box<[(u32, u32)]>,
 }
 
 /// One feature's `/flags?feature=` body (see [`Snapshot::feature_flag`]).
@@ -209,7 +214,7 @@ impl Snapshot {
                 format!("the environment's flags cannot be evaluated: {e}"),
             )
         })?;
-        let (list, _) = snapshot.write_own_flags(KeyKind::Server, &own_flags.flags);
+        let (list, _, _) = snapshot.write_own_flags(KeyKind::Server, &own_flags.flags);
         snapshot.own_flags_len = list.len();
         Ok(snapshot)
     }
@@ -217,15 +222,16 @@ impl Snapshot {
     /// `/flags` for a kind of key, written on first use.
     fn flags_body(&self, kind: KeyKind) -> &FlagsBody {
         self.flags[kind.index()].get_or_init(|| {
-            let (list, per_feature) = match self.env.own_flags() {
+            let (list, per_feature, runs) = match self.env.own_flags() {
                 Ok(own) => self.write_own_flags(kind, &own.flags),
                 // Checked when the snapshot was built; the evaluation is deterministic.
-                Err(_) => (b"[]".to_vec(), Vec::new()),
+                Err(_) => (b"[]".to_vec(), Vec::new(), Vec::new()),
             };
             let list = self.share_with_other_kind(kind, list);
             FlagsBody {
                 body: PreparedBody::new(list, self.compress),
                 per_feature: per_feature.into_boxed_slice(),
+                runs: runs.into_boxed_slice(),
             }
         })
     }
@@ -243,16 +249,18 @@ impl Snapshot {
         }
     }
 
-    /// The `/flags` list of `flags` for a kind of key (sized exactly), and where each shown
-    /// feature's object is in it (by index in `features`).
+    /// The `/flags` list of `flags` for a kind of key (sized exactly), where each shown
+    /// feature's object is in it (by index in `features`), and its runs (see [`FlagsBody`]).
     fn write_own_flags(
         &self,
         kind: KeyKind,
         flags: &[FlagResult<'_>],
-    ) -> (Vec<u8>, Vec<FeatureBody>) {
+    ) -> (Vec<u8>, Vec<FeatureBody>, Vec<(u32, u32)>) {
         let mut list = vec![b'['];
         let mut per_feature: Vec<FeatureBody> = Vec::new();
         per_feature.resize_with(self.features.len(), || FeatureBody::Hidden);
+        // Per position, where its object is (`None`: not shown to this kind of key).
+        let mut spans: Vec<Option<(u32, u32)>> = Vec::with_capacity(flags.len());
         for flag in flags {
             if list.len() > 1 {
                 list.push(b',');
@@ -260,8 +268,10 @@ impl Snapshot {
             let start = list.len();
             if !self.write_flag(&mut list, kind, flag.key, flag.enabled, flag.value) {
                 list.truncate(start - usize::from(start > 1));
+                spans.push(None);
                 continue;
             }
+            spans.push(Some((offset_u32(start), offset_u32(list.len()))));
             // Shown, so the feature is in the index (a repeated name: the last one wins).
             let index = self.feature_index[flag.key];
             per_feature[index] = if list.len() - start >= COMPRESS_MIN_BYTES {
@@ -275,7 +285,20 @@ impl Snapshot {
         }
         list.push(b']');
         list.shrink_to_fit();
-        (list, per_feature)
+        let mut runs = vec![(0, 0); spans.len() + 1];
+        let mut next_start = offset_u32(list.len() - 1);
+        for (p, span) in spans.iter().enumerate().rev() {
+            next_start = span.map_or(next_start, |(start, _)| start);
+            runs[p].0 = next_start;
+        }
+        runs[spans.len()].0 = offset_u32(list.len() - 1);
+        let mut last_end = 1;
+        runs[0].1 = last_end;
+        for (p, span) in spans.iter().enumerate() {
+            last_end = span.map_or(last_end, |(_, end)| end);
+            runs[p + 1].1 = last_end;
+        }
+        (list, per_feature, runs)
     }
 
     /// Writes the `/flags` lists (and the per-source table) `previous` (this environment's last
@@ -377,21 +400,75 @@ impl Snapshot {
         out.push(b'[');
         let mut first = true;
         for flag in &result.flags {
-            let mark = out.len();
-            if !first {
-                out.push(b',');
-            }
-            let wrote = match self.prepared.write(out, kind, flag) {
-                Some(wrote) => wrote,
-                None => self.write_flag(out, kind, flag.key, flag.enabled, flag.value),
-            };
-            if wrote {
-                first = false;
-            } else {
-                out.truncate(mark);
-            }
+            self.write_listed(out, kind, flag, &mut first);
         }
         out.push(b']');
+    }
+
+    /// Writes the flags a [`VariedResult`] stands for, as [`write_flags`](Self::write_flags)
+    /// writes the whole result: the runs of `/flags` between the varied flags are copied (the
+    /// flags there are the own flags, whose objects are the same bytes), the varied ones
+    /// written from their prepared objects.
+    /// Returns false, having written nothing, if the own flags do not cover the positions
+    /// (never for a snapshot that was built: its own flags evaluate).
+    pub fn write_varied_flags(
+        &self,
+        out: &mut Vec<u8>,
+        kind: KeyKind,
+        varied: &VariedResult<'_>,
+    ) -> bool {
+        let own = self.flags_body(kind);
+        let covered = varied.positions.last().map_or(0, |&p| p + 1);
+        if own.runs.len() <= covered {
+            return false;
+        }
+        let body = own.body.bytes();
+        out.reserve(body.len() + body.len() / 4);
+        out.push(b'[');
+        let mut first = true;
+        let copy_run = |out: &mut Vec<u8>, first: &mut bool, from: usize, to: usize| {
+            let (start, end) = (own.runs[from].0 as usize, own.runs[to].1 as usize);
+            if start < end {
+                if !*first {
+                    out.push(b',');
+                }
+                out.extend_from_slice(&body[start..end]);
+                *first = false;
+            }
+        };
+        let mut next = 0;
+        for (&position, flag) in varied.positions.iter().zip(&varied.flags) {
+            copy_run(out, &mut first, next, position);
+            self.write_listed(out, kind, flag, &mut first);
+            next = position + 1;
+        }
+        copy_run(out, &mut first, next, own.runs.len() - 1);
+        out.push(b']');
+        true
+    }
+
+    /// Writes one flag of a list (a comma first unless it is the first shown) if the kind of
+    /// key sees it.
+    fn write_listed(
+        &self,
+        out: &mut Vec<u8>,
+        kind: KeyKind,
+        flag: &FlagResult<'_>,
+        first: &mut bool,
+    ) {
+        let mark = out.len();
+        if !*first {
+            out.push(b',');
+        }
+        let wrote = match self.prepared.write(out, kind, flag) {
+            Some(wrote) => wrote,
+            None => self.write_flag(out, kind, flag.key, flag.enabled, flag.value),
+        };
+        if wrote {
+            *first = false;
+        } else {
+            out.truncate(mark);
+        }
     }
 }
 

@@ -307,17 +307,17 @@ fn identity_response(
         }
     }
     let identity = Identity::new(identifier, traits);
-    let result = snapshot.env.evaluate(Some(&identity)).map_err(|e| {
+    let mut out = Vec::with_capacity(256 + snapshot.flags_capacity_hint());
+    crate::snapshot::identity_response::evaluate_and_write(
+        &mut out, snapshot, kind, &identity, identifier, traits,
+    )
+    .map_err(|e| {
         tracing::error!(error = %e, "evaluation failed");
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the environment cannot be evaluated for this identity",
         )
     })?;
-    let mut out = Vec::with_capacity(256 + snapshot.flags_capacity_hint());
-    crate::snapshot::identity_response::write(
-        &mut out, snapshot, kind, identifier, traits, &result,
-    );
     let answer = Arc::new(Answer::new(Bytes::from(out)));
     if let Some(key) = key {
         snapshot
