@@ -597,30 +597,30 @@ def test_the_proxy_key_listing_is_fetched_once_for_the_fleet(redis, flagpole, tm
         api.stop()
 
 
-MANY = [Env(f"fleet_many_{i}", f"ser.fleet_many_{i}") for i in range(50)]
+FIFTY = [Env(f"fleet_many_{i}", f"ser.fleet_many_{i}") for i in range(50)]
 
 
 def test_fifty_environments_on_three_replicas(redis, upstream, flagpole, tmp_path):
     """At scale: each of 50 environments is polled once per interval for the whole fleet, not
     once per replica; a lease holder killed, its environments are polled again by the others;
     Redis restarted empty, the next polls write every document again."""
-    set_revision(upstream, 1, MANY)
-    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, MANY), 3)
-    wait_all_serve(replicas, 1, MANY)
+    set_revision(upstream, 1, FIFTY)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, FIFTY), 3)
+    wait_all_serve(replicas, 1, FIFTY)
     # Spread: none holds more than its share (50 / 3, rounded up) plus one, all are held.
-    wait_until(lambda: (lambda held: sum(held) == len(MANY) and max(held) <= 18)([leases(fp) for fp in replicas]),
+    wait_until(lambda: (lambda held: sum(held) == len(FIFTY) and max(held) <= 18)([leases(fp) for fp in replicas]),
                WAIT, "the leases never spread over the replicas")
 
     def polled_since(before: dict[str, int]) -> dict[str, int]:
-        return {e.server_key: upstream.count(e.server_key) - before[e.server_key] for e in MANY}
+        return {e.server_key: upstream.count(e.server_key) - before[e.server_key] for e in FIFTY}
 
     # Until every environment has been polled 5 more times, none is polled more than 8 times
     # (slack for a poll moving with its lease); three replicas on their own would poll each ~15.
-    before = {e.server_key: upstream.count(e.server_key) for e in MANY}
+    before = {e.server_key: upstream.count(e.server_key) for e in FIFTY}
     wait_until(lambda: min(polled_since(before).values()) >= 5, WAIT, "some environment stopped being polled")
     polled = polled_since(before)
     assert max(polled.values()) <= 8, sorted(polled.values())
-    assert sum(polled.values()) <= 8 * len(MANY), sum(polled.values())
+    assert sum(polled.values()) <= 8 * len(FIFTY), sum(polled.values())
 
     # SIGKILL of the replica holding the most leases: its environments are polled again by the
     # others, which take its leases between them, and a change reaches both.
@@ -629,19 +629,19 @@ def test_fifty_environments_on_three_replicas(redis, upstream, flagpole, tmp_pat
     holder.signalled = True
     holder.kill()
     survivors = [fp for fp in replicas if fp is not holder]
-    before = {e.server_key: upstream.count(e.server_key) for e in MANY}
+    before = {e.server_key: upstream.count(e.server_key) for e in FIFTY}
     wait_until(lambda: min(polled_since(before).values()) >= 2, WAIT,
                "the killed holder's environments were never polled again")
-    wait_leases_settled(survivors, MANY)
-    set_revision(upstream, 2, MANY)
-    wait_all_serve(survivors, 2, MANY)
+    wait_leases_settled(survivors, FIFTY)
+    set_revision(upstream, 2, FIFTY)
+    wait_all_serve(survivors, 2, FIFTY)
 
     # Redis restarted empty: the next polls write every document again, and the fleet goes on.
     redis.stop()
     redis.start()
-    for env in MANY:
+    for env in FIFTY:
         key = f"flagpole:env:{environment_id(env.client_key)}:document"
         wait_until(lambda: "hello-r2" in stored_text(redis, key), WAIT, f"{key} never written again")
-    wait_leases_settled(survivors, MANY)
-    set_revision(upstream, 3, MANY)
-    wait_all_serve(survivors, 3, MANY)
+    wait_leases_settled(survivors, FIFTY)
+    set_revision(upstream, 3, FIFTY)
+    wait_all_serve(survivors, 3, FIFTY)
