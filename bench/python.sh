@@ -10,11 +10,45 @@
 # features (names f<features>s<segments>), to find where releasing the GIL starts to pay (the
 # threshold in bindings/python/src/gil.rs); writes bench/out/python-sweep.json.
 #
+# `bench/python.sh --load [REF] [ARGS]`: document loads only (from_path, from_bytes, from_dict),
+# before and after: the wheel of commit REF (default HEAD, i.e. without uncommitted changes;
+# built from `git archive` in bench/out/python-load-base) is measured, then the working tree's,
+# and the table shows both and their ratio; writes bench/out/python-load{-before,}.json.
+#
 # gen-docs builds with the `profiling` profile as in the other benches; the wheel with the
 # bindings' own release profile.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 gen_docs=(cargo run --quiet --profile profiling --locked -p flagpole-bench --bin gen-docs --)
+wheels=bindings/python/target/wheels
+# Builds the wheel of the bindings at $1 (a bindings/python directory) and installs it.
+install_wheel() {
+  rm -f "$wheels"/*.whl
+  CARGO_TARGET_DIR="$PWD/bindings/python/target" .venv/bin/maturin build --quiet --release \
+    --locked -m "$1/Cargo.toml" --out "$wheels"
+  .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole_python-*.whl
+}
+if [ "${1:-}" = "--load" ]; then
+  shift
+  ref=HEAD
+  if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+    ref=$1
+    shift
+  fi
+  docs=bench/out/docs
+  "${gen_docs[@]}" --out "$docs" >/dev/null
+  base=bench/out/python-load-base
+  rm -rf "$base"
+  mkdir -p "$base"
+  git archive "$ref" | tar -x -C "$base"
+  install_wheel "$base/bindings/python"
+  echo "before ($ref):" >&2
+  .venv/bin/python bench/python/bench.py "$docs" --load --json-out bench/out/python-load-before.json "$@" >&2
+  install_wheel bindings/python
+  .venv/bin/python bench/python/bench.py "$docs" --load \
+    --load-baseline bench/out/python-load-before.json --json-out bench/out/python-load.json "$@"
+  exit 0
+fi
 if [ "${1:-}" = "--sweep" ]; then
   docs=bench/out/sweep-docs
   json=bench/out/python-sweep.json
@@ -33,8 +67,5 @@ else
   json=bench/out/python.json
   "${gen_docs[@]}" --out "$docs" >/dev/null
 fi
-wheels=bindings/python/target/wheels
-rm -f "$wheels"/*.whl
-.venv/bin/maturin build --quiet --release --locked -m bindings/python/Cargo.toml --out "$wheels"
-.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/flagpole_python-*.whl
+install_wheel bindings/python
 .venv/bin/python bench/python/bench.py "$docs" --json-out "$json" "$@"

@@ -9,7 +9,8 @@ bench/engine) and prints one Markdown table per part; nothing here is a test.
 Usage::
 
     bench.py DOCS_DIR [--names tiny,small,medium] [--seconds S] [--threads 1,2] [--rounds R]
-             [--sweep] [--quiet PCT [--quiet-wait S]] [--json-out PATH]
+             [--sweep | --load [--load-baseline PATH]] [--quiet PCT [--quiet-wait S]]
+             [--json-out PATH]
 
 Part 1, per call (one thread): `get_identity_flags(identifier, traits)` followed by
 `all_flags()` (the whole evaluation, every flag materialised as a Python object, both sides), and
@@ -21,8 +22,8 @@ bench's traits, cycled.
 Part 2, threads: identities evaluated per second with N threads, relative to 1 thread:
 `get_identity_flags` + `all_flags()` as shipped (the whole evaluation runs with the GIL released
 only when the document's estimated evaluation cost, `Environment._evaluation_cost_ns`, reaches
-`_GIL_RELEASE_THRESHOLD_NS`), the same always releasing (`_get_identity_flags_releasing_gil`, the
-behaviour before the threshold) and never releasing (`_get_identity_flags_holding_gil`),
+`_GIL_RELEASE_THRESHOLD_NS`), the same always releasing (`_get_identity_flags_gil(.., gil="release")`,
+the behaviour before the threshold) and never releasing (`gil="hold"`),
 `get_identity_flags` + one `is_feature_enabled` (one feature, evaluated with the GIL held: it is
 shorter than a hand-off), and `get_identity_flags_batch` of 64 identities (one GIL release for
 the whole batch), next to the machine's ceiling measured the same way (`hashlib.sha256`, C code
@@ -31,6 +32,12 @@ and each keeps its best round.
 
 `--quiet PCT`: each thread measurement first waits (at most `--quiet-wait` s, default 20) until
 the machine's CPUs are PCT % idle, for shared machines.
+
+`--load`: instead of parts 1 and 2, document loads: `Environment.from_path`, `from_bytes` of the
+file's `bytes` and of its `str`, and `from_dict` of its `json.loads` dict, median ms per load
+(no SDK: its loads are not what this compares). With `--load-baseline PATH` (the `--json-out` of
+a run on another build, e.g. the wheel before a change: `bench/python.sh --load REF` makes both),
+each row shows the baseline beside it and their ratio.
 
 `--sweep`: part 2's `all_flags()` always releasing and never releasing only, on every document
 named (`bench/python.sh --sweep` generates documents from 5 to 400 features for it), with each
@@ -174,6 +181,61 @@ def throughput(fn: Callable[[str, dict], object], threads: int, seconds: float) 
     return sum(counts) / (time.perf_counter() - start)
 
 
+LOADS = [
+    ("`from_path`", lambda path, data, text, doc: flagpole.Environment.from_path(path)),
+    ("`from_bytes(bytes)`", lambda path, data, text, doc: flagpole.Environment.from_bytes(data)),
+    ("`from_bytes(str)`", lambda path, data, text, doc: flagpole.Environment.from_bytes(text)),
+    ("`from_dict`", lambda path, data, text, doc: flagpole.Environment.from_dict(doc)),
+]
+
+
+def load_ms(load: Callable, path: Path, seconds: float) -> float:
+    """Median ms of one document load by ``load``, over at least 5 loads and ~``seconds``."""
+    data = path.read_bytes()
+    text = data.decode("utf-8")
+    doc = json.loads(data)
+    samples: list = []
+    spent = 0.0
+    while spent < seconds or len(samples) < 5:
+        start = time.perf_counter()
+        load(path, data, text, doc)
+        elapsed = time.perf_counter() - start
+        spent += elapsed
+        samples.append(elapsed * 1000)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def load_part(docs_dir: Path, names: list, seconds: float, rounds: int,
+              baseline_path: Path | None) -> dict:
+    """The document-load table (see `--load`); returns {document: {load: ms}}, each the best
+    median of ``rounds`` interleaved rounds."""
+    results: dict = {name: {label: float("inf") for label, _ in LOADS} for name in names}
+    for _ in range(rounds):
+        for name in names:
+            for label, load in LOADS:
+                ms = load_ms(load, docs_dir / f"{name}.json", seconds)
+                results[name][label] = min(results[name][label], ms)
+    baseline = json.loads(baseline_path.read_text(encoding="utf-8"))["load"] if baseline_path else {}
+    print("Document loads (ms per load, median, best of the rounds; lower is better)\n")
+    if baseline:
+        print("| document | load | before | after | after ÷ before |")
+        print("|---|---|---:|---:|---:|")
+    else:
+        print("| document | load | ms |")
+        print("|---|---|---:|")
+    for name in names:
+        size = (docs_dir / f"{name}.json").stat().st_size
+        for label, ms in results[name].items():
+            before = baseline.get(name, {}).get(label)
+            if baseline and before:
+                print(f"| {name} ({size / 1e6:.2f} MB) | {label} | {before:.2f} | {ms:.2f} "
+                      f"| **{ms / before:.2f}** |")
+            else:
+                print(f"| {name} ({size / 1e6:.2f} MB) | {label} | {ms:.2f} |")
+    return results
+
+
 def sdk_client(path: Path):
     from flagsmith import Flagsmith
     from flagsmith.offline_handlers import LocalFileHandler
@@ -189,8 +251,8 @@ def check_agreement(name: str, env, sdk, feature: str) -> None:
         want = [(f.feature_name, f.enabled, f.value, f.feature_id)
                 for f in sdk.get_identity_flags(identifier, traits).all_flags()]
         for flags in (env.get_identity_flags(identifier, traits), batched,
-                      env._get_identity_flags_releasing_gil(identifier, traits),
-                      env._get_identity_flags_holding_gil(identifier, traits)):
+                      env._get_identity_flags_gil(identifier, traits, gil="release"),
+                      env._get_identity_flags_gil(identifier, traits, gil="hold")):
             got = [(f.feature_name, f.enabled, f.value, f.feature_id) for f in flags.all_flags()]
             assert want == got, f"{name}: flagpole and the SDK disagree for {identifier}"
         one = (sdk.get_identity_flags(identifier, traits).get_flag(feature),
@@ -206,9 +268,9 @@ def thread_variants(env, feature: str, with_more: bool) -> list:
     chunk = IDENTITIES[:BATCH]
     variants = [
         ("`all_flags()`, always releases", 1,
-         lambda i, t: env._get_identity_flags_releasing_gil(i, t).all_flags()),
+         lambda i, t: env._get_identity_flags_gil(i, t, gil="release").all_flags()),
         ("`all_flags()`, always holds", 1,
-         lambda i, t: env._get_identity_flags_holding_gil(i, t).all_flags()),
+         lambda i, t: env._get_identity_flags_gil(i, t, gil="hold").all_flags()),
     ]
     if with_more:
         variants += [
@@ -242,9 +304,21 @@ def main() -> int:
                         help="before each thread measurement, wait until the CPUs are PCT %% idle")
     parser.add_argument("--quiet-wait", type=float, default=20.0, metavar="S",
                         help="longest wait for --quiet per measurement (then measure anyway)")
+    parser.add_argument("--load", action="store_true",
+                        help="only document loads (from_path, from_bytes, from_dict)")
+    parser.add_argument("--load-baseline", type=Path, metavar="PATH",
+                        help="with --load: the --json-out of a run on another build, to compare")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    if args.load:
+        names = [n for n in args.names.split(",") if n]
+        print(f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
+              f"Python {platform.python_version()}, flagpole {flagpole.__version__}\n")
+        loads = load_part(args.docs_dir, names, args.seconds, args.rounds, args.load_baseline)
+        if args.json_out:
+            args.json_out.write_text(json.dumps({"load": loads}, indent=1), encoding="utf-8")
+        return 0
     thread_counts = [int(t) for t in args.threads.split(",")]
     threshold = flagpole._GIL_RELEASE_THRESHOLD_NS
     results: dict = {"per_call": {}, "threads": {}, "ceiling": {}, "estimate_ns": {},

@@ -8,7 +8,7 @@ Shipped in the wheel with a ``py.typed`` marker (maturin adds both).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, List, Literal, Mapping, Optional, Tuple, Union
 
 __version__: str
 # Benchmark-only: the estimated evaluation cost (ns) from which the GIL is released.
@@ -84,14 +84,12 @@ class Environment:
         """The document's own flags: no identity, no segments."""
     def get_identity_flags(self, identifier: str, traits: Optional[Traits] = None) -> Flags:
         """One identity's flags, evaluated lazily (traits are converted now, once)."""
-    def _get_identity_flags_holding_gil(
-        self, identifier: str, traits: Optional[Traits] = None
+    def _get_identity_flags_gil(
+        self, identifier: str, traits: Optional[Traits] = None, *,
+        gil: Literal["auto", "release", "hold"]
     ) -> Flags:
-        """Benchmark-only: the same, never releasing the GIL."""
-    def _get_identity_flags_releasing_gil(
-        self, identifier: str, traits: Optional[Traits] = None
-    ) -> Flags:
-        """Benchmark-only: the same, always releasing the GIL for ``all_flags()``."""
+        """Benchmark-only: the same, with the GIL never released (``"hold"``), always released
+        for ``all_flags()`` (``"release"``), or as shipped (``"auto"``)."""
     def get_identity_flags_batch(self, identities: Iterable[BatchIdentity]) -> List[Flags]:
         """Many identities' flags, each evaluated whole, all in one release of the GIL (so
         threads scale even when one evaluation is short; a batch too small for a release to pay
@@ -130,11 +128,9 @@ class Flagpole:
     ) -> None: ...
     def get_environment_flags(self) -> Flags: ...
     def get_identity_flags(self, identifier: str, traits: Optional[Traits] = None) -> Flags: ...
-    def _get_identity_flags_holding_gil(
-        self, identifier: str, traits: Optional[Traits] = None
-    ) -> Flags: ...
-    def _get_identity_flags_releasing_gil(
-        self, identifier: str, traits: Optional[Traits] = None
+    def _get_identity_flags_gil(
+        self, identifier: str, traits: Optional[Traits] = None, *,
+        gil: Literal["auto", "release", "hold"]
     ) -> Flags: ...
     def get_identity_flags_batch(self, identities: Iterable[BatchIdentity]) -> List[Flags]: ...
     def explain(self, identifier: str, traits: Optional[Traits] = None) -> str: ...

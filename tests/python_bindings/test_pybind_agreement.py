@@ -134,8 +134,8 @@ def test_identity_flags_agree_with_the_flagsmith_sdk(tmp_path: Path):
             where = f"doc #{n} identity {identifier!r} traits {traits!r}"
             want = _outcome(lambda: sdk.get_identity_flags(identifier, traits))
             got = _outcome(lambda: env.get_identity_flags(identifier, traits))
-            held = _outcome(lambda: env._get_identity_flags_holding_gil(identifier, traits))
-            released = _outcome(lambda: env._get_identity_flags_releasing_gil(identifier, traits))
+            held = _outcome(lambda: env._get_identity_flags_gil(identifier, traits, gil="hold"))
+            released = _outcome(lambda: env._get_identity_flags_gil(identifier, traits, gil="release"))
             compared += 1
             for d in (_diff(want, got) + _diff(want, held) + _diff(want, released)
                       + _diff(want, _outcome(lambda: batched))):

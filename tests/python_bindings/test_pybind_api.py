@@ -117,6 +117,25 @@ def test_bad_documents_are_document_errors(load, message):
         load()
 
 
+def test_dicts_load_as_their_json_would_and_bad_ones_name_the_problem():
+    # A dict is read as JSON text where it can be; a value nested deeper than a JSON parser
+    # takes still loads (as a tree), and what JSON cannot say is refused with its path.
+    doc = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    deep: object = 1
+    for _ in range(200):
+        deep = [deep]
+    doc["feature_states"][0]["feature_state_value"] = deep
+    name = doc["feature_states"][0]["feature"]["name"]
+    env = flagpole.Environment.from_dict(doc)
+    assert env.get_environment_flags().get_feature_value(name) == deep
+    assert env.name == doc["name"] and env.api_key == doc["api_key"]
+    for bad, message in [({**doc, 1: "x"}, r"\$: keys must be str, not int"),
+                         ({**doc, "name": float("inf")}, r'\$\["name"\]: inf is not valid JSON'),
+                         ({**doc, "name": object()}, r'\$\["name"\]: object is not a JSON value')]:
+        with pytest.raises(flagpole.DocumentError, match=message):
+            flagpole.Environment.from_dict(bad)
+
+
 def test_engine_errors_are_evaluation_errors_when_a_flag_is_read():
     # As in the SDK 6.3.0, `get_identity_flags` evaluates nothing: reading raises.
     env = flagpole.Environment.from_dict(_doc([{"operator": "REGEX", "property_": "t", "value": "(["}]))
@@ -195,10 +214,12 @@ def test_the_gil_is_released_only_for_work_worth_a_hand_off():
         for identifier, traits in [("u", {"plan": "pro"}), ("v", None)]:
             want = [(f.feature_name, f.enabled, f.value, f.reason)
                     for f in env.get_identity_flags(identifier, traits).all_flags()]
-            for variant in (env._get_identity_flags_releasing_gil, env._get_identity_flags_holding_gil):
+            for gil in ("release", "hold", "auto"):
                 got = [(f.feature_name, f.enabled, f.value, f.reason)
-                       for f in variant(identifier, traits).all_flags()]
+                       for f in env._get_identity_flags_gil(identifier, traits, gil=gil).all_flags()]
                 assert got == want
+    with pytest.raises(ValueError, match="gil must be"):
+        example._get_identity_flags_gil("u", gil="always")
 
 
 def test_explain_reads_well():

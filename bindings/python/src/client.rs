@@ -134,28 +134,19 @@ impl Flagpole {
             .identity_flags(identifier, traits, Gil::Auto)
     }
 
-    /// Benchmark-only: `get_identity_flags`, never releasing the GIL.
-    #[pyo3(signature = (identifier, traits=None))]
-    fn _get_identity_flags_holding_gil(
+    /// Benchmark-only: `get_identity_flags` with the GIL treated as `gil` says: `"hold"` never
+    /// releases it, `"release"` always releases it for `all_flags()` (the behaviour before the
+    /// release threshold), `"auto"` is `get_identity_flags`.
+    #[pyo3(signature = (identifier, traits=None, *, gil))]
+    fn _get_identity_flags_gil(
         &self,
         py: Python<'_>,
         identifier: &str,
         traits: Option<&Bound<'_, PyAny>>,
+        gil: &str,
     ) -> PyResult<Flags> {
         self.evaluator(py)
-            .identity_flags(identifier, traits, Gil::Hold)
-    }
-
-    /// Benchmark-only: `get_identity_flags`, always releasing the GIL for `all_flags()`.
-    #[pyo3(signature = (identifier, traits=None))]
-    fn _get_identity_flags_releasing_gil(
-        &self,
-        py: Python<'_>,
-        identifier: &str,
-        traits: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Flags> {
-        self.evaluator(py)
-            .identity_flags(identifier, traits, Gil::Release)
+            .identity_flags_in(identifier, traits, gil)
     }
 
     /// Many identities' flags from the current document, each evaluated whole, all in one

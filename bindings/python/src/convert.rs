@@ -6,8 +6,11 @@
 //! passed as a null trait, exactly as the Flagsmith SDK passes it to the engine. Anything else is
 //! a `TypeError` that names the trait.
 //!
-//! Documents given as a `dict` are converted to a `serde_json::Value` the same way (numbers keep
-//! their int/float type, which the engine's semantics depend on).
+//! Documents given as a `dict` are written as JSON text ([`json_text_from_py`]) for the engine's
+//! document view, by the same rules as the conversion to a `serde_json::Value`
+//! ([`json_from_py`], which says what is wrong with a value the writer refuses): numbers keep
+//! their int/float type (which the engine's semantics depend on), keys must be `str`, floats
+//! finite.
 
 use std::borrow::Cow;
 
@@ -17,6 +20,7 @@ use flagpole_engine::{Trait, TraitValue};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt as PyIntType, PyList, PyString, PyTuple};
+use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Number, Value};
 
 fn type_name(v: &Bound<'_, PyAny>) -> String {
@@ -156,6 +160,66 @@ pub(crate) fn json_from_py(v: &Bound<'_, PyAny>, path: &mut String) -> PyResult<
         "{path}: {} is not a JSON value",
         type_name(v)
     )))
+}
+
+/// A JSON-like Python value as JSON text: what [`json_from_py`] converts it to, written out
+/// (the same numbers, spelt the same); `None` for any value it refuses (call it for the error).
+pub(crate) fn json_text_from_py(v: &Bound<'_, PyAny>) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(4096);
+    serde_json::to_writer(&mut out, &PyJson(v)).ok()?;
+    Some(out)
+}
+
+/// A Python value, serialised as [`json_from_py`] converts it.
+struct PyJson<'a, 'py>(&'a Bound<'py, PyAny>);
+
+impl Serialize for PyJson<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v = self.0;
+        if v.is_none() {
+            return s.serialize_unit();
+        }
+        if let Ok(b) = v.cast::<PyBool>() {
+            return s.serialize_bool(b.is_true());
+        }
+        if let Ok(text) = v.cast::<PyString>() {
+            return s.serialize_str(&text.to_cow().map_err(S::Error::custom)?);
+        }
+        if let Ok(i) = v.cast::<PyIntType>() {
+            return match py_int(i).map_err(S::Error::custom)? {
+                PyInt::Small(n) => s.serialize_i64(n),
+                big => big
+                    .to_string()
+                    .parse::<Number>()
+                    .map_err(S::Error::custom)?
+                    .serialize(s),
+            };
+        }
+        if let Ok(f) = v.cast::<PyFloat>() {
+            // serde_json would write a NaN or an infinity as `null`; the tree refuses them.
+            let f = f.value();
+            if !f.is_finite() {
+                return Err(S::Error::custom("not valid JSON"));
+            }
+            return s.serialize_f64(f);
+        }
+        if let Ok(d) = v.cast::<PyDict>() {
+            let mut map = s.serialize_map(Some(d.len()))?;
+            for (k, item) in d.iter() {
+                let key = k.cast::<PyString>().map_err(S::Error::custom)?;
+                map.serialize_entry(&*key.to_cow().map_err(S::Error::custom)?, &PyJson(&item))?;
+            }
+            return map.end();
+        }
+        if v.cast::<PyList>().is_ok() || v.cast::<PyTuple>().is_ok() {
+            let mut seq = s.serialize_seq(None)?;
+            for item in v.try_iter().map_err(S::Error::custom)? {
+                seq.serialize_element(&PyJson(&item.map_err(S::Error::custom)?))?;
+            }
+            return seq.end();
+        }
+        Err(S::Error::custom("not a JSON value"))
+    }
 }
 
 /// An environment value as the Python object `json.loads` would have produced (numbers typed

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::compiled::Compiled;
-use crate::convert::json_from_py;
+use crate::convert::{json_from_py, json_text_from_py};
 use crate::errors::DocumentError;
 use crate::evaluator::Evaluator;
 use crate::flags::Flags;
@@ -66,13 +66,24 @@ impl Environment {
     /// Loads an environment document that is already a Python `dict` (as `json.loads` gives).
     #[staticmethod]
     fn from_dict(py: Python<'_>, document: &Bound<'_, PyAny>) -> PyResult<Environment> {
-        let doc = json_from_py(document, &mut "$".to_owned())
-            .map_err(|e| DocumentError::new_err(format!("invalid environment document: {e}")))?;
-        let compiled = py
-            .detach(|| Compiled::from_document(&doc))
-            .map_err(DocumentError::new_err)?;
+        // The dict is written as JSON text and read by the engine's document view: measured
+        // faster than converting it to a JSON tree and mapping that (bench/RESULTS.md, "Python
+        // bindings", document loads), as it skips the tree's allocations. A dict the writer or
+        // the view does not take is converted to a tree, which gives the result or the error it
+        // always gave (a nesting deeper than the parser's limit included).
+        let viewed =
+            json_text_from_py(document).and_then(|text| py.detach(|| Compiled::from_view(&text)));
+        let compiled = match viewed {
+            Some(compiled) => compiled,
+            None => {
+                let doc = json_from_py(document, &mut "$".to_owned()).map_err(|e| {
+                    DocumentError::new_err(format!("invalid environment document: {e}"))
+                })?;
+                py.detach(|| Compiled::from_document(&doc))
+            }
+        };
         Ok(Environment {
-            inner: Arc::new(compiled),
+            inner: Arc::new(compiled.map_err(DocumentError::new_err)?),
         })
     }
 
@@ -95,27 +106,17 @@ impl Environment {
             .identity_flags(identifier, traits, Gil::Auto)
     }
 
-    /// Benchmark-only: `get_identity_flags`, never releasing the GIL.
-    #[pyo3(signature = (identifier, traits=None))]
-    fn _get_identity_flags_holding_gil(
+    /// Benchmark-only: `get_identity_flags` with the GIL treated as `gil` says: `"hold"` never
+    /// releases it, `"release"` always releases it for `all_flags()` (the behaviour before the
+    /// release threshold), `"auto"` is `get_identity_flags`.
+    #[pyo3(signature = (identifier, traits=None, *, gil))]
+    fn _get_identity_flags_gil(
         &self,
         identifier: &str,
         traits: Option<&Bound<'_, PyAny>>,
+        gil: &str,
     ) -> PyResult<Flags> {
-        self.evaluator()
-            .identity_flags(identifier, traits, Gil::Hold)
-    }
-
-    /// Benchmark-only: `get_identity_flags`, always releasing the GIL for `all_flags()` (the
-    /// behaviour before the release threshold).
-    #[pyo3(signature = (identifier, traits=None))]
-    fn _get_identity_flags_releasing_gil(
-        &self,
-        identifier: &str,
-        traits: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Flags> {
-        self.evaluator()
-            .identity_flags(identifier, traits, Gil::Release)
+        self.evaluator().identity_flags_in(identifier, traits, gil)
     }
 
     /// Many identities' flags, each evaluated whole, all in one release of the GIL (unless the

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use flagpole_engine::Identity;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
@@ -50,6 +50,22 @@ impl Evaluator {
             self.default_flag_handler,
             gil,
         ))
+    }
+
+    /// Benchmark-only: [`Evaluator::identity_flags`] in the GIL mode named by `gil` (`"auto"`,
+    /// `"release"` or `"hold"`; see `gil::Gil`).
+    pub(crate) fn identity_flags_in(
+        self,
+        identifier: &str,
+        traits: Option<&Bound<'_, PyAny>>,
+        gil: &str,
+    ) -> PyResult<Flags> {
+        let mode = Gil::named(gil).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "gil must be \"auto\", \"release\" or \"hold\", not {gil:?}"
+            ))
+        })?;
+        self.identity_flags(identifier, traits, mode)
     }
 
     /// Many identities' flags, every one evaluated whole, in a single release of the GIL unless

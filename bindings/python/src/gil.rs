@@ -14,6 +14,8 @@
 //! the features, and the conditions of its segments. A batch multiplies it by its length, so a
 //! batch of a few identities already releases.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 /// The least estimated engine work (ns) for which a call releases the GIL.
@@ -32,14 +34,24 @@ pub enum Gil {
     /// Released when the work is estimated to reach [`RELEASE_THRESHOLD_NS`] (every public
     /// method).
     Auto,
-    /// Always released (benchmark only: `_get_identity_flags_releasing_gil`, the behaviour
-    /// before the threshold).
+    /// Always released (benchmark only: `_get_identity_flags_gil(.., gil="release")`, the
+    /// behaviour before the threshold).
     Release,
-    /// Never released (benchmark only: `_get_identity_flags_holding_gil`).
+    /// Never released (benchmark only: `_get_identity_flags_gil(.., gil="hold")`).
     Hold,
 }
 
 impl Gil {
+    /// The mode a benchmark names: `"auto"`, `"release"` or `"hold"`.
+    pub fn named(name: &str) -> Option<Gil> {
+        match name {
+            "auto" => Some(Gil::Auto),
+            "release" => Some(Gil::Release),
+            "hold" => Some(Gil::Hold),
+            _ => None,
+        }
+    }
+
     /// Whether a call whose engine work is estimated at `work_ns` releases the GIL.
     pub fn releases(self, work_ns: u64) -> bool {
         match self {
@@ -58,24 +70,33 @@ const PER_FEATURE_NS: u64 = 44;
 /// count nothing).
 const PER_CONDITION_NS: u64 = 16;
 
-/// The estimated cost (ns) of one whole evaluation of an identity on the compiled form of this
-/// context (the engine's context JSON, as `document_to_context` makes it). Fitted by least
-/// squares to the engine's time on 17 generated documents (5–400 features, 0–150 segments,
-/// 0–1,412 conditions; release build, 2.6 GHz Xeon): within 20 % of the measured median for
-/// every one above 1 µs.
-pub(crate) fn estimate_evaluation_ns(context: &Value) -> u64 {
-    let features = context
-        .get("features")
-        .and_then(Value::as_object)
-        .map_or(0, |f| f.len() as u64);
-    let conditions: u64 = context
-        .get("segments")
-        .and_then(Value::as_object)
+/// The estimated cost (ns) of one whole evaluation of an identity on the compiled form of a
+/// document, from its `feature_states` and `project` members (what the mapping makes features
+/// and API segments of; identity overrides are found by one index lookup and count nothing).
+/// Read from the document rather than from its compiled form, so that documents compiled
+/// without a JSON tree (`DocumentView`) are estimated alike. Fitted by least squares to the
+/// engine's time on 17 generated documents (5–400 features, 0–150 segments, 0–1,412
+/// conditions; release build, 2.6 GHz Xeon): within 20 % of the measured median for every one
+/// above 1 µs.
+pub(crate) fn estimate_evaluation_ns(
+    feature_states: Option<&Value>,
+    project: Option<&Value>,
+) -> u64 {
+    // Features are keyed by name: a repeated name is one feature.
+    let features = feature_states
+        .and_then(Value::as_array)
+        .map_or(0, |states| {
+            states
+                .iter()
+                .filter_map(|fs| fs.pointer("/feature/name").and_then(Value::as_str))
+                .collect::<HashSet<_>>()
+                .len() as u64
+        });
+    let conditions: u64 = project
+        .and_then(|p| p.get("segments"))
+        .and_then(Value::as_array)
         .into_iter()
-        .flat_map(|s| s.values())
-        .filter(|s| {
-            s.pointer("/metadata/source").and_then(Value::as_str) != Some("identity_overrides")
-        })
+        .flatten()
         .map(|s| conditions_in(s.get("rules")))
         .sum();
     BASE_NS + PER_FEATURE_NS * features + PER_CONDITION_NS * conditions
@@ -105,23 +126,18 @@ mod tests {
 
     #[test]
     fn the_estimate_counts_features_and_the_conditions_of_api_segments() {
-        let context = json!({
-            "environment": {"key": "k", "name": "n"},
-            "features": {"a": {}, "b": {}, "c": {}},
-            "segments": {
-                "1": {"rules": [{"type": "ALL", "conditions": [{}, {}], "rules": [
-                    {"type": "ANY", "conditions": [{}, {}, {}], "rules": []}]}],
-                      "metadata": {"source": "api"}},
-                "2": {"rules": [{"type": "ALL", "conditions": [{}]}]},
-                "identity_overrides:0": {"rules": [{"type": "ALL", "conditions": [{}]}],
-                      "metadata": {"source": "identity_overrides"}},
-            },
-        });
+        let state = |name: &str| json!({"feature": {"name": name}});
+        let states = json!([state("a"), state("b"), state("c"), state("a")]);
+        let project = json!({"segments": [
+            {"rules": [{"type": "ALL", "conditions": [{}, {}], "rules": [
+                {"type": "ANY", "conditions": [{}, {}, {}], "rules": []}]}]},
+            {"rules": [{"type": "ALL", "conditions": [{}]}]},
+        ]});
         assert_eq!(
-            estimate_evaluation_ns(&context),
+            estimate_evaluation_ns(Some(&states), Some(&project)),
             BASE_NS + 3 * PER_FEATURE_NS + 6 * PER_CONDITION_NS
         );
-        assert_eq!(estimate_evaluation_ns(&json!({})), BASE_NS);
+        assert_eq!(estimate_evaluation_ns(None, None), BASE_NS);
     }
 
     #[test]
@@ -130,5 +146,9 @@ mod tests {
         assert!(Gil::Auto.releases(RELEASE_THRESHOLD_NS));
         assert!(Gil::Release.releases(0));
         assert!(!Gil::Hold.releases(u64::MAX));
+        assert_eq!(Gil::named("hold"), Some(Gil::Hold));
+        assert_eq!(Gil::named("release"), Some(Gil::Release));
+        assert_eq!(Gil::named("auto"), Some(Gil::Auto));
+        assert_eq!(Gil::named("always"), None);
     }
 }

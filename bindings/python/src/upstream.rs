@@ -5,6 +5,10 @@
 //! `document::pages`, shared with the server), and the shared state the refresher swaps new
 //! documents into.
 //!
+//! A document of one page (the usual case) is kept as its bytes and compiled by the engine's
+//! document view, without a JSON tree (`Compiled::from_view`); pages are merged as trees. A page
+//! the view does not take is parsed as a tree, with the errors a tree always gave.
+//!
 //! No Python here: the refresh thread never takes the GIL, and callers that fetch on a Python
 //! thread do it with the GIL released. A fetch, parse or compile failure never replaces the
 //! document being served; it is recorded as `last_error`.
@@ -36,7 +40,14 @@ struct Validators {
 
 enum Fetched {
     NotModified,
-    Document(Value, Validators),
+    Document(Document, Validators),
+}
+
+/// A fetched document: the body of its only page, or its pages merged.
+#[derive(PartialEq)]
+enum Document {
+    Bytes(Vec<u8>),
+    Tree(Value),
 }
 
 impl Upstream {
@@ -82,7 +93,11 @@ impl Upstream {
             etag: header(&response, "etag"),
             last_modified: header(&response, "last-modified"),
         };
-        let (mut document, mut next) = self.read_page(response, &self.url)?;
+        let (body, mut next) = self.read_page(response, &self.url)?;
+        if next.is_none() {
+            return Ok(Fetched::Document(Document::Bytes(body), validators));
+        }
+        let mut document = parse_page(&body, &self.url)?;
         let mut pages = 1;
         while let Some(url) = next {
             pages += 1;
@@ -97,18 +112,28 @@ impl Upstream {
                 .map_err(|e| format!("GET {url}: {e}"))?;
             let (page, following) = self
                 .read_page(response, &url)
+                .and_then(|(body, following)| Ok((parse_page(&body, &url)?, following)))
                 .map_err(|e| format!("page {pages}: {e}"))?;
             merge_page(&mut document, page).map_err(|e| format!("page {pages}: {e}"))?;
             next = following;
         }
-        Ok(Fetched::Document(document, validators))
+        Ok(Fetched::Document(Document::Tree(document), validators))
+    }
+
+    /// Compiles a fetched document; a single page the view does not take is parsed as a tree.
+    fn compile(&self, document: &Document) -> Result<Compiled, String> {
+        match document {
+            Document::Tree(doc) => Compiled::from_document(doc),
+            Document::Bytes(body) => Compiled::from_view(body)
+                .unwrap_or_else(|| Compiled::from_document(&parse_page(body, &self.url)?)),
+        }
     }
 
     fn read_page(
         &self,
         mut response: ureq::http::Response<ureq::Body>,
         url: &str,
-    ) -> Result<(Value, Option<String>), String> {
+    ) -> Result<(Vec<u8>, Option<String>), String> {
         let status = response.status();
         if !status.is_success() {
             return Err(format!("GET {url}: upstream answered {status}"));
@@ -126,22 +151,28 @@ impl Upstream {
             .limit(MAX_BODY_BYTES)
             .read_to_vec()
             .map_err(|e| format!("GET {url}: reading the body: {e}"))?;
-        let document: Value = serde_json::from_slice(&body)
-            .map_err(|e| format!("GET {url}: invalid JSON from upstream: {e}"))?;
-        if !document.is_object() {
-            return Err(format!(
-                "GET {url}: upstream sent JSON that is not an environment document"
-            ));
-        }
-        Ok((document, next))
+        Ok((body, next))
     }
+}
+
+/// A page's body as a JSON tree (an object), or why it is not one.
+fn parse_page(body: &[u8], url: &str) -> Result<Value, String> {
+    let document: Value = serde_json::from_slice(body)
+        .map_err(|e| format!("GET {url}: invalid JSON from upstream: {e}"))?;
+    if !document.is_object() {
+        return Err(format!(
+            "GET {url}: upstream sent JSON that is not an environment document"
+        ));
+    }
+    Ok(document)
 }
 
 #[derive(Default)]
 pub(crate) struct Status {
     validators: Validators,
-    /// The document being served, to recognise an unchanged one without recompiling.
-    document: Option<Value>,
+    /// The document being served, to recognise an unchanged one without recompiling (the same
+    /// bytes, or the same merged pages).
+    document: Option<Document>,
     pub last_error: Option<String>,
     pub last_success: Option<SystemTime>,
     pub refreshes: u64,
@@ -199,7 +230,7 @@ impl Shared {
                 if same {
                     return Ok(Some((None, doc, validators)));
                 }
-                let compiled = Compiled::from_document(&doc)?;
+                let compiled = upstream.compile(&doc)?;
                 Ok(Some((Some(compiled), doc, validators)))
             }
         });
