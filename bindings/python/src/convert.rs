@@ -19,7 +19,9 @@ use flagpole_engine::value::{classify_number, JsonNumber};
 use flagpole_engine::{Trait, TraitValue};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt as PyIntType, PyList, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyBytes, PyDict, PyFloat, PyInt as PyIntType, PyList, PyString, PyTuple,
+};
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Number, Value};
 
@@ -170,6 +172,13 @@ pub(crate) fn json_text_from_py(v: &Bound<'_, PyAny>) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The text of a `str`'s UTF-8 encoding. A `str` is read through its `bytes` here rather than
+/// with `to_cow`, which under the stable ABI for Python 3.9 copies them once more into a
+/// `String` (one allocation per string of a document).
+fn utf8<'a>(bytes: &'a Bound<'_, PyBytes>) -> Result<&'a str, std::str::Utf8Error> {
+    std::str::from_utf8(bytes.as_bytes())
+}
+
 /// A Python value, serialised as [`json_from_py`] converts it.
 struct PyJson<'a, 'py>(&'a Bound<'py, PyAny>);
 
@@ -183,7 +192,8 @@ impl Serialize for PyJson<'_, '_> {
             return s.serialize_bool(b.is_true());
         }
         if let Ok(text) = v.cast::<PyString>() {
-            return s.serialize_str(&text.to_cow().map_err(S::Error::custom)?);
+            let bytes = text.encode_utf8().map_err(S::Error::custom)?;
+            return s.serialize_str(utf8(&bytes).map_err(S::Error::custom)?);
         }
         if let Ok(i) = v.cast::<PyIntType>() {
             return match py_int(i).map_err(S::Error::custom)? {
@@ -207,7 +217,8 @@ impl Serialize for PyJson<'_, '_> {
             let mut map = s.serialize_map(Some(d.len()))?;
             for (k, item) in d.iter() {
                 let key = k.cast::<PyString>().map_err(S::Error::custom)?;
-                map.serialize_entry(&*key.to_cow().map_err(S::Error::custom)?, &PyJson(&item))?;
+                let key = key.encode_utf8().map_err(S::Error::custom)?;
+                map.serialize_entry(utf8(&key).map_err(S::Error::custom)?, &PyJson(&item))?;
             }
             return map.end();
         }

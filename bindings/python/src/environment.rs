@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString};
 
 use crate::compiled::Compiled;
 use crate::convert::{json_from_py, json_text_from_py};
@@ -52,8 +52,9 @@ impl Environment {
     fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Environment> {
         let inner = if let Ok(b) = data.cast::<PyBytes>() {
             compile_bytes(py, b.as_bytes())?
-        } else if let Ok(s) = data.extract::<String>() {
-            compile_bytes(py, s.as_bytes())?
+        } else if let Ok(s) = data.cast::<PyString>() {
+            // Its UTF-8 `bytes`: a `String` would copy them once more (see `convert::utf8`).
+            compile_bytes(py, s.encode_utf8()?.as_bytes())?
         } else {
             let data = data.call_method0("__bytes__").map_err(|_| {
                 pyo3::exceptions::PyTypeError::new_err("from_bytes expects bytes or str")
