@@ -43,6 +43,20 @@ def test_loads_then_refreshes_conditionally(upstream):
         assert client.last_error is None and client.last_success is not None
 
 
+def test_an_unchanged_document_without_validators_is_recognised(upstream):
+    # No ETag or Last-Modified: the same document again is not a new document.
+    upstream.mode = "alternate"
+    upstream.documents = [make_document("A")]
+    with flagpole.Flagpole(KEY, upstream.url, refresh_interval_seconds=0) as client:
+        assert client.refresh() is False
+        assert "if-none-match" not in upstream.requests[-1]["headers"]
+        assert _letters(client.get_environment_flags()) == {(True, "A")}
+        upstream.documents = [make_document("B")]
+        assert client.refresh() is True
+        assert _letters(client.get_environment_flags()) == {(False, "B")}
+        assert client.refresh() is False
+
+
 def test_a_failing_upstream_keeps_the_last_good_document(upstream):
     upstream.set_document(make_document("A"))
     client = flagpole.Flagpole(KEY, upstream.url, refresh_interval_seconds=0)
