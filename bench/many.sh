@@ -93,6 +93,7 @@ run_set() { # name count document_bytes
 make_set example-1 examples/environment.json 1
 make_set example-100 examples/environment.json 100
 make_set example-1000 examples/environment.json 1000
+make_set distinct-100 examples/environment.json 100 distinct
 make_set distinct-1000 examples/environment.json 1000 distinct
 make_set generated-100 bench/out/docs/small.json 100
 ex=$(wc -c <"$OUT/example-1/env_00000.json"); big=$(wc -c <"$OUT/generated-100/env_00000.json")
@@ -100,10 +101,12 @@ rows=()
 rows+=("$(run_set example-1 1 "$ex")")
 rows+=("$(run_set example-100 100 "$ex")")
 rows+=("$(run_set example-1000 1000 "$ex")")
+rows+=("$(run_set distinct-100 100 "$(wc -c <"$OUT/distinct-100/env_00000.json")")")
 rows+=("$(run_set distinct-1000 1000 "$(wc -c <"$OUT/distinct-1000/env_00000.json")")")
 rows+=("$(run_set generated-100 100 "$big")")
 base=$(echo "${rows[0]}" | awk '{print $4}')
 base100=$(echo "${rows[1]}" | awk '{print $4}')
+distinct100=$(echo "${rows[3]}" | awk '{print $4}')
 
 # "Over 1" divides what N environments add to one by N - 1: it includes what loading many
 # documents at all adds once (the allocator's arenas and the threads that built them, ~2-3 MiB).
@@ -116,6 +119,7 @@ for row in "${rows[@]}"; do
   per="-" marginal="-"
   [ "$2" -gt 1 ] && per=$(( ($4 - base) / ($2 - 1) ))
   [ "$1" = example-1000 ] && marginal=$(( ($4 - base100) / 900 ))
+  [ "$1" = distinct-1000 ] && marginal=$(( ($4 - distinct100) / 900 ))
   budget=$(( (2 * $8 + 16384) / 1024 ))
   printf "| %s (%s B each) | %s | %s | %.1f | %s | %s | %s | %s | %s | %.1f | %s | %s |\n" \
     "${1%-*}" "$8" "$2" "$3" "$(echo "$4 / 1024" | bc -l)" "$per" "$marginal" "$budget" "$5" "$9" \
@@ -124,4 +128,6 @@ done
 echo
 echo "What one environment holds (live heap bytes, counting allocator, 200 copies):"
 target/release/env-memory examples/environment.json 200
+echo "The same with distinct segment rules (every copy's regex differs):"
+target/release/env-memory examples/environment.json 200 distinct
 target/release/env-memory bench/out/docs/small.json 20

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::condition::{parse_operator, pystr, Condition, ConditionSource, Operator};
+use crate::condition::{self, parse_operator, pystr, Condition, ConditionSource, Operator};
 use crate::error::{EvalError, InputError, PyErrorKind};
 use crate::jsonpath::JsonPathQuery;
 use crate::model::*;
@@ -423,6 +423,8 @@ impl Compiler<'_> {
         let operator = match cond.get("operator") {
             None => Err(EvalError::key("'operator'")),
             Some(_) => Ok(match op_text.and_then(parse_operator) {
+                // One compiled regex per pattern across the environments that share.
+                Some(_) if op_text == Some("REGEX") => condition::regex(value, self.shared),
                 Some(build) => build(value),
                 None => {
                     self.diagnostics.push(InputError::new(

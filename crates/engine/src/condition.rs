@@ -17,6 +17,7 @@ use crate::python::number::{parse_py_float, parse_py_int, py_float_mod, PyInt};
 use crate::python::regex::PyRegex;
 use crate::python::repr::write_str_of_json;
 use crate::semver::{self, SemVer};
+use crate::shared::Shared;
 use crate::value::{classify_number, JsonNumber, Scalar};
 
 /// A compiled condition. `property` and `operator` are required keys: their absence is a
@@ -120,14 +121,23 @@ pub(crate) fn parse_operator(op: &str) -> Option<fn(Option<&Value>) -> Operator>
         }
         "CONTAINS" => |v| Operator::Compare(CompareOp::Contains, compare_value(v)),
         "NOT_CONTAINS" => |v| Operator::NotContains(required(v).map(pystr)),
-        "REGEX" => |v| {
-            Operator::Regex(required(v).and_then(|v| {
-                PyRegex::compile(&pystr(v)).map_err(|e| EvalError::new(PyErrorKind::RegexError, e))
-            }))
-        },
+        "REGEX" => |v| regex(v, None),
         "MODULO" => |v| Operator::Modulo(required(v).map(modulo_spec)),
         _ => return None,
     })
+}
+
+/// A `REGEX` condition's operator: its pattern compiled, or the one compiled regex `shared` keeps
+/// for an equal pattern.
+pub(crate) fn regex(v: Option<&Value>, shared: Option<&Shared>) -> Operator {
+    Operator::Regex(required(v).and_then(|v| {
+        let pattern = pystr(v);
+        match shared {
+            Some(shared) => shared.regex(&pattern),
+            None => PyRegex::compile(&pattern),
+        }
+        .map_err(|e| EvalError::new(PyErrorKind::RegexError, e))
+    }))
 }
 
 fn required(v: Option<&Value>) -> Result<&Value, EvalError> {

@@ -1,9 +1,11 @@
-//! `env-memory DOC.json [N]`: what one environment holds in memory, per component, measured by
-//! a counting global allocator (live bytes: allocated minus freed). It builds `N` environments
-//! (default 100) from copies of the document with distinct `api_key`s, exactly as `flagpole
-//! serve` does for `flagpole.documents` (a slot in the store with its key, the snapshot built
-//! from the bytes), and reports the bytes each step keeps alive per environment. Prints one
-//! JSON object; `bench/many.sh` turns it into the table in bench/RESULTS.md.
+//! `env-memory DOC.json [N] [distinct]`: what one environment holds in memory, per component,
+//! measured by a counting global allocator (live bytes: allocated minus freed). It builds `N`
+//! environments (default 100) from copies of the document with distinct `api_key`s, exactly as
+//! `flagpole serve` does for `flagpole.documents` (a slot in the store with its key, the
+//! snapshot built from the bytes), and reports the bytes each step keeps alive per environment.
+//! With `distinct`, every copy's `REGEX` patterns end in `|copy<i>`, as `bench/many.sh`'s
+//! "distinct rules" set does: no segment rule set or regex is shared between the copies. Prints
+//! one JSON object; `bench/many.sh` turns it into the table in bench/RESULTS.md.
 
 use std::sync::Arc;
 
@@ -30,10 +32,20 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().expect("usage: env-memory DOC.json [N]");
     let n: usize = args.next().map_or(100, |a| a.parse().expect("N"));
+    let distinct = args.next().is_some_and(|a| a == "distinct");
     let text = std::fs::read_to_string(&path).expect("read document");
-    let mut doc: serde_json::Value = serde_json::from_str(&text).expect("parse document");
+    let original: serde_json::Value = serde_json::from_str(&text).expect("parse document");
     let documents: Vec<Bytes> = (0..n)
         .map(|i| {
+            let mut doc = original.clone();
+            if distinct {
+                let segments = doc["project"]["segments"].as_array_mut();
+                for segment in segments.into_iter().flatten() {
+                    if let Some(rules) = segment.get_mut("rules") {
+                        suffix_regexes(rules, &format!("|copy{i}"));
+                    }
+                }
+            }
             doc["api_key"] = format!("env_{i:05}").into();
             Bytes::from(serde_json::to_vec(&doc).expect("serialise"))
         })
@@ -102,4 +114,27 @@ fn main() {
     });
     println!("{}", serde_json::to_string_pretty(&out).expect("json"));
     drop(snapshots);
+}
+
+/// Appends `suffix` to the value of every `REGEX` condition in `rules`, nested rules included.
+fn suffix_regexes(rules: &mut serde_json::Value, suffix: &str) {
+    let Some(rules) = rules.as_array_mut() else {
+        return;
+    };
+    for rule in rules
+        .iter_mut()
+        .filter_map(serde_json::Value::as_object_mut)
+    {
+        let conditions = rule.get_mut("conditions").and_then(|c| c.as_array_mut());
+        for condition in conditions.into_iter().flatten() {
+            if condition["operator"] == "REGEX" {
+                if let Some(pattern) = condition["value"].as_str() {
+                    condition["value"] = format!("{pattern}{suffix}").into();
+                }
+            }
+        }
+        if let Some(nested) = rule.get_mut("rules") {
+            suffix_regexes(nested, suffix);
+        }
+    }
 }

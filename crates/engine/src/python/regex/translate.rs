@@ -7,6 +7,26 @@ use super::translator::{
     Tok, Translator, INF, MAXREPEAT,
 };
 
+/// `$`: at the end, or before a final newline (with `re.M`, before any newline).
+const DOLLAR: &str = "(?=\\u{A}?\\z)";
+const DOLLAR_M: &str = "(?=\\u{A}|\\z)";
+
+/// A `$` that ends a top-level alternative is followed by nothing, so whether a match exists is
+/// the same when it consumes the newline it allows: `\n?\z` rather than the lookahead keeps the
+/// most common patterns (`.*@example\.com$`) in the `regex` crate's dialect, for the lean engine
+/// (`matcher.rs`).
+fn consume_final_dollar(items: &mut [Item]) {
+    if let Some(last) = items.last_mut() {
+        if last.kind == Kind::At {
+            if last.text == DOLLAR {
+                last.text = "\\u{A}?\\z".into();
+            } else if last.text == DOLLAR_M {
+                last.text = "(?:\\u{A}|\\z)".into();
+            }
+        }
+    }
+}
+
 impl Translator {
     pub(super) fn translate(mut self) -> Result<String, String> {
         let mut flags = Flags::default();
@@ -32,7 +52,10 @@ impl Translator {
         let mut alts: Vec<String> = Vec::new();
         let (mut lo, mut hi) = (INF, 0u64);
         loop {
-            let items = self.parse_seq(flags, top && alts.is_empty())?;
+            let mut items = self.parse_seq(flags, top && alts.is_empty())?;
+            if top {
+                consume_final_dollar(&mut items);
+            }
             let (l, h) = items.iter().fold((0u64, 0u64), |(l, h), it| {
                 (l.saturating_add(it.lo), h.saturating_add(it.hi))
             });
@@ -96,11 +119,7 @@ impl Translator {
                     items.push(Item::new(t.into(), Kind::At, 0, 0));
                 }
                 '$' => {
-                    let t = if flags.m {
-                        "(?=\\u{A}|\\z)"
-                    } else {
-                        "(?=\\u{A}?\\z)"
-                    };
+                    let t = if flags.m { DOLLAR_M } else { DOLLAR };
                     items.push(Item::new(t.into(), Kind::At, 0, 0));
                 }
                 '(' => {
