@@ -214,6 +214,7 @@ async fn every_call_answers_as_tonic_does() {
                     (Some(SERVER_KEY), &[][..]),
                     (Some(CLIENT_KEY), &[][..]),
                     (Some(SERVER_KEY), &[("flagpole-metadata", "true")][..]),
+                    (Some(SERVER_KEY), &[("grpc-accept-encoding", "gzip")][..]),
                     (Some("no_such_key"), &[][..]),
                     (None, &[][..]),
                 ] {
@@ -235,6 +236,9 @@ async fn every_call_answers_as_tonic_does() {
     }
 }
 
+/// An unusual request: what it is, its extra headers, its body.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a dyn Fn() -> Frames);
+
 #[tokio::test]
 async fn what_the_hot_path_does_not_take_reaches_tonic_intact() {
     let flagd = flagd().await;
@@ -248,7 +252,7 @@ async fn what_the_hot_path_does_not_take_reaches_tonic_intact() {
         frames.push(Ok(Frame::trailers(trailers)));
         frames
     };
-    let cases: [(&str, &[(&str, &str)], &dyn Fn() -> Frames); 6] = [
+    let cases: [Case<'_>; 6] = [
         ("a compressed message", &[], &|| framed(&message, 1, 1)),
         ("a grpc-encoding", &[("grpc-encoding", "gzip")], &|| {
             framed(&message, 0, 1)
