@@ -1,6 +1,7 @@
 //! The flagd listener (`flagpole.grpc.port`): HTTP/1.1 and HTTP/2 without TLS on one port, as the
-//! flagd providers speak it in RPC mode. A request whose content type is `application/grpc*` goes
-//! to its flagd evaluation service (tonic; any other path to tonic's router, which answers
+//! flagd providers speak it in RPC mode. A request whose content type is `application/grpc*` is
+//! a gRPC call: the resolvers and `ResolveAll` are served on hyper (`grpc_unary`), the rest by
+//! its flagd evaluation service in tonic (any other path by tonic's router, which answers
 //! `UNIMPLEMENTED`); anything else is a Connect call (`api/flagd/connect`). Each request carries
 //! its connection's [`Connection`] (what the connection has presented keys for). TCP_NODELAY, the
 //! writes of each turn of a connection sent together (`coalesce`: one send per unary call), and the
@@ -29,6 +30,7 @@ use tonic::transport::server::TcpConnectInfo;
 use tower_service::Service as _;
 
 use super::coalesce::{Coalesced, Turns};
+use super::grpc_unary::{self, Unary};
 use crate::api::flagd::{connect, v1, v2, Connection, Flagd};
 use crate::config::Config;
 use crate::tasks::Tasks;
@@ -171,29 +173,52 @@ fn is_grpc<B>(request: &http::Request<B>) -> bool {
 
 async fn route(
     front: Arc<Front>,
-    mut request: http::Request<Incoming>,
+    request: http::Request<Incoming>,
     local: Option<SocketAddr>,
     peer: SocketAddr,
 ) -> Result<http::Response<connect::Body>, Infallible> {
     if is_grpc(&request) {
-        // What tonic's own server would attach: the service reads the peer from it.
-        request.extensions_mut().insert(TcpConnectInfo {
-            local_addr: local,
-            remote_addr: Some(peer),
-        });
-        // Each service called straight: tonic's router would match a pattern and box the request
-        // and answer bodies twice more per call.
-        let service = request
-            .uri()
-            .path()
-            .get(1..)
-            .and_then(|p| p.split_once('/'));
-        return match service.map(|(name, _)| name) {
-            Some(V1::NAME) => front.v1.clone().call(request).await,
-            Some(V2::NAME) => front.v2.clone().call(request).await,
-            _ => front.routes.clone().call(request).await,
-        };
+        if let Some(unary) = Unary::of(request.uri().path()) {
+            // Boxed: what the hot path does not take is rare, and tonic's future is large.
+            let tonic = |request| Box::pin(by_tonic(&front, request, local, peer));
+            return Ok(grpc_unary::serve(&front.flagd, unary, request, tonic).await);
+        }
+        return Ok(by_tonic(&front, request, local, peer).await);
     }
     // Boxed: a Connect call's future is large, and every call's future is moved as it starts.
     Ok(Box::pin(connect::handle(&front.flagd, request, Some(peer))).await)
+}
+
+/// A gRPC call through tonic: `EventStream`, unknown paths, and what `grpc_unary` hands over.
+async fn by_tonic<B>(
+    front: &Front,
+    mut request: http::Request<B>,
+    local: Option<SocketAddr>,
+    peer: SocketAddr,
+) -> http::Response<connect::Body>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<tonic::codegen::StdError> + Send + 'static,
+{
+    // What tonic's own server would attach: the service reads the peer from it.
+    request.extensions_mut().insert(TcpConnectInfo {
+        local_addr: local,
+        remote_addr: Some(peer),
+    });
+    // Each service called straight: tonic's router would match a pattern and box the request
+    // and answer bodies twice more per call.
+    let service = request
+        .uri()
+        .path()
+        .get(1..)
+        .and_then(|p| p.split_once('/'));
+    let answered = match service.map(|(name, _)| name) {
+        Some(V1::NAME) => front.v1.clone().call(request).await,
+        Some(V2::NAME) => front.v2.clone().call(request).await,
+        _ => front.routes.clone().call(request).await,
+    };
+    match answered {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
 }
