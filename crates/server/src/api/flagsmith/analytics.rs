@@ -48,6 +48,6 @@ pub(crate) async fn post_analytics(
     let upstream = matches!(admitted.env.source, Source::Upstream { .. });
     state
         .analytics
-        .record(&admitted.env.client_key, upstream, &evaluations.0);
+        .record(&admitted.env.client_key, upstream, &evaluations);
     Ok(empty(StatusCode::OK))
 }
