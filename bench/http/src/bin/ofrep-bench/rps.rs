@@ -124,10 +124,14 @@ fn run_wrk(
 }
 
 pub(crate) fn revalidation(o: &Opts) -> Value {
-    let docs: Vec<Doc> = o.docs.iter().map(|n| load_doc(&o.docs_dir, n)).collect();
-    let report = o.lua_dir.join("report.lua");
-    let ofrep = o.work.join("ofrep_bulk_report.lua");
-    let mut script = std::fs::read_to_string(o.lua_dir.join("ofrep_bulk.lua")).unwrap();
+    let docs: Vec<Doc> = o
+        .docs
+        .iter()
+        .map(|n| load_doc(&o.paths.docs_dir, n))
+        .collect();
+    let report = o.paths.lua_dir.join("report.lua");
+    let ofrep = o.paths.work.join("ofrep_bulk_report.lua");
+    let mut script = std::fs::read_to_string(o.paths.lua_dir.join("ofrep_bulk.lua")).unwrap();
     script.push('\n');
     script.push_str(&std::fs::read_to_string(&report).unwrap());
     std::fs::write(&ofrep, script).unwrap();
