@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::args::Places;
 use crate::net::wait_serving;
 use crate::procs::{command, spawn, Proc};
 
@@ -33,6 +34,11 @@ pub fn load_doc(dir: &Path, name: &str) -> Doc {
     }
 }
 
+/// The documents named, in that order, from `dir`.
+pub fn load_docs(dir: &Path, names: &[String]) -> Vec<Doc> {
+    names.iter().map(|name| load_doc(dir, name)).collect()
+}
+
 /// The configuration's `environment_key_pairs` for `docs`.
 pub fn key_pairs<'a>(docs: impl IntoIterator<Item = &'a Doc>) -> Value {
     docs.into_iter()
@@ -45,29 +51,28 @@ pub fn local_documents<'a>(docs: impl IntoIterator<Item = &'a Doc>) -> Value {
     docs.into_iter().map(|d| json!({"path": d.path})).collect()
 }
 
-/// `flagpole serve` (from `bin_dir`, pinned to `cpu` if given) on `config`, written as
-/// `config-<label>.json` in `work` (its log: `flagpole-<label>.log`); returns once the
-/// process, listening on `port` (the config's), serves every one of `docs`.
+/// `flagpole serve` (from the binaries' directory, pinned to `cpu` if given) on `config`,
+/// written as `config-<label>.json` in the work directory (its log: `flagpole-<label>.log`);
+/// returns once the process, listening on `port` (the config's), serves every one of `docs`.
 pub fn start_flagpole(
-    bin_dir: &Path,
-    work: &Path,
+    places: &Places,
     label: &str,
     cpu: Option<usize>,
     config: &Value,
     port: u16,
     docs: &[&Doc],
 ) -> Proc {
-    let path = work.join(format!("config-{label}.json"));
+    let path = places.work.join(format!("config-{label}.json"));
     std::fs::write(&path, serde_json::to_vec_pretty(config).unwrap()).expect("write config");
     let path = path.to_string_lossy().into_owned();
     let p = spawn(
         &format!("flagpole ({label})"),
         command(
             cpu,
-            &bin_dir.join("flagpole"),
+            &places.bin_dir.join("flagpole"),
             &["serve", "--config", &path],
         ),
-        &work.join(format!("flagpole-{label}.log")),
+        &places.work.join(format!("flagpole-{label}.log")),
     );
     for d in docs {
         wait_serving(port, &d.name, &d.client_key);

@@ -34,7 +34,7 @@ mod verdicts;
 use flagpole_http_bench::args::{Args, Places};
 use flagpole_http_bench::net::*;
 use flagpole_http_bench::procs::*;
-use flagpole_http_bench::setup::{load_doc, Doc};
+use flagpole_http_bench::setup::{load_docs, Doc};
 use flagpole_http_bench::wrk_report::*;
 use flagpole_http_bench::wrk_run::*;
 use load::*;
@@ -154,11 +154,7 @@ pub(crate) fn parse_opts() -> Opts {
 fn main() {
     let o = parse_opts();
     std::fs::create_dir_all(&o.paths.work).expect("work dir");
-    let docs: Vec<Doc> = o
-        .docs
-        .iter()
-        .map(|n| load_doc(&o.paths.docs_dir, n))
-        .collect();
+    let docs = load_docs(&o.paths.docs_dir, &o.docs);
     let machine = json!({
         "nproc": sh("nproc"),
         "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),

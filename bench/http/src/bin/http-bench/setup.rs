@@ -45,15 +45,7 @@ pub(crate) fn start_flagpole(
 ) -> (Proc, u16) {
     let port = free_port();
     let config = config(port, docs, upstream, o.identity_cache_bytes);
-    let p = flagpole_http_bench::setup::start_flagpole(
-        &o.paths.bin_dir,
-        &o.paths.work,
-        label,
-        cpu,
-        &config,
-        port,
-        docs,
-    );
+    let p = flagpole_http_bench::setup::start_flagpole(&o.paths, label, cpu, &config, port, docs);
     (p, port)
 }
 

@@ -41,7 +41,7 @@ use flagpole_http_bench::args::{Args, Places};
 use flagpole_http_bench::net::*;
 use flagpole_http_bench::procs::*;
 use flagpole_http_bench::setup::{self, key_pairs, local_documents};
-pub(crate) use flagpole_http_bench::setup::{load_doc, Doc};
+pub(crate) use flagpole_http_bench::setup::{load_doc, load_docs, Doc};
 use flagpole_http_bench::wrk_report::*;
 
 pub(crate) struct Opts {
@@ -116,15 +116,7 @@ pub(crate) fn start_flagpole(
         "ofrep": ofrep,
     });
     let cpu = o.pin.then_some(1);
-    let p = setup::start_flagpole(
-        &o.paths.bin_dir,
-        &o.paths.work,
-        label,
-        cpu,
-        &config,
-        port,
-        docs,
-    );
+    let p = setup::start_flagpole(&o.paths, label, cpu, &config, port, docs);
     (p, port, o.paths.work.join(format!("flagpole-{label}.log")))
 }
 

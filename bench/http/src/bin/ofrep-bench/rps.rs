@@ -124,11 +124,7 @@ fn run_wrk(
 }
 
 pub(crate) fn revalidation(o: &Opts) -> Value {
-    let docs: Vec<Doc> = o
-        .docs
-        .iter()
-        .map(|n| load_doc(&o.paths.docs_dir, n))
-        .collect();
+    let docs = load_docs(&o.paths.docs_dir, &o.docs);
     let report = o.paths.lua_dir.join("report.lua");
     let ofrep = o.paths.work.join("ofrep_bulk_report.lua");
     let mut script = std::fs::read_to_string(o.paths.lua_dir.join("ofrep_bulk.lua")).unwrap();

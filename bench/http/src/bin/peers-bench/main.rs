@@ -30,7 +30,7 @@ mod servers;
 
 use flagpole_http_bench::args::{Args, Places};
 use flagpole_http_bench::procs::{cpu_seconds, rss_kib, sh};
-use flagpole_http_bench::setup::{load_doc, Doc};
+use flagpole_http_bench::setup::{load_docs, Doc};
 use flagpole_http_bench::wrk_report::round;
 use flagpole_http_bench::wrk_run::{measure, ms, settle, summarise, Sample, SERVER_CPU, WRK_CPU};
 use servers::*;
@@ -357,11 +357,7 @@ fn print_row(c: &Cell) {
 fn main() {
     let o = parse_opts();
     std::fs::create_dir_all(&o.paths.work).expect("work dir");
-    let docs: Vec<Doc> = o
-        .docs
-        .iter()
-        .map(|n| load_doc(&o.paths.docs_dir, n))
-        .collect();
+    let docs = load_docs(&o.paths.docs_dir, &o.docs);
     let machine = json!({
         "nproc": sh("nproc --all"),
         "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),

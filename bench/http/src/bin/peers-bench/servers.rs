@@ -32,15 +32,7 @@ pub(crate) fn start_upstream(o: &Opts, docs: &[Doc]) -> (Proc, u16) {
         "flagpole": {"documents": local_documents(docs)},
     });
     let docs: Vec<&Doc> = docs.iter().collect();
-    let p = start_flagpole(
-        &o.paths.bin_dir,
-        &o.paths.work,
-        "upstream",
-        None,
-        &config,
-        port,
-        &docs,
-    );
+    let p = start_flagpole(&o.paths, "upstream", None, &config, port, &docs);
     (p, port)
 }
 
