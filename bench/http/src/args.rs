@@ -4,6 +4,9 @@
 
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::time::Instant;
+
+use serde_json::Value;
 
 /// The arguments after the program name, and the driver's name for the error an unknown
 /// option gets.
@@ -105,5 +108,19 @@ impl Places {
         };
         *place = args.value(what).into();
         true
+    }
+
+    /// Writes the JSON `report` to `--out` (making its folder) and says so, with the time
+    /// since `started`.
+    pub fn write_report(&self, report: &Value, started: Instant) {
+        if let Some(dir) = self.out.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        std::fs::write(&self.out, serde_json::to_vec_pretty(report).unwrap()).expect("write JSON");
+        println!(
+            "\nwrote {} in {:.0} s",
+            self.out.display(),
+            started.elapsed().as_secs_f64()
+        );
     }
 }

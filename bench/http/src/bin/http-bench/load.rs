@@ -59,20 +59,7 @@ impl Wrk {
         } else {
             &self.report
         };
-        let mut args: Vec<String> = vec![
-            "-t".into(),
-            self.threads.min(conc).to_string(),
-            "-c".into(),
-            conc.to_string(),
-            "-d".into(),
-            format!("{secs}s"),
-            "--timeout".into(),
-            "20s".into(),
-            "-s".into(),
-            script.to_string_lossy().into_owned(),
-            "-H".into(),
-            format!("X-Environment-Key: {key}"),
-        ];
+        let mut args = wrk_args(self.threads, conc, secs, "20s", script, key);
         if let Some(e) = ep.accept_encoding {
             args.push("-H".into());
             args.push(format!("Accept-Encoding: {e}"));

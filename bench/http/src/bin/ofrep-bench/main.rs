@@ -237,13 +237,5 @@ fn main() {
         "targets": targets,
         "elapsed_s": round(started.elapsed().as_secs_f64(), 1),
     });
-    if let Some(dir) = o.paths.out.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    std::fs::write(&o.paths.out, serde_json::to_vec_pretty(&report).unwrap()).expect("write JSON");
-    println!(
-        "\nwrote {} in {:.0} s",
-        o.paths.out.display(),
-        started.elapsed().as_secs_f64()
-    );
+    o.paths.write_report(&report, started);
 }

@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use flagpole_http_bench::wrk_run::wrk_args;
+
 use super::*;
 
 #[derive(Clone, Debug, Default)]
@@ -86,20 +88,7 @@ fn run_wrk(
         Kind::Flags => ("/api/v1/flags/", &scripts.report),
         Kind::Ofrep304 | Kind::Ofrep200 => ("/ofrep/v1/evaluate/flags", &scripts.ofrep),
     };
-    let mut args: Vec<String> = vec![
-        "-t".into(),
-        threads.min(conc).to_string(),
-        "-c".into(),
-        conc.to_string(),
-        "-d".into(),
-        format!("{secs}s"),
-        "--timeout".into(),
-        "20s".into(),
-        "-s".into(),
-        script.to_string_lossy().into_owned(),
-        "-H".into(),
-        format!("X-Environment-Key: {}", doc.client_key),
-    ];
+    let mut args = wrk_args(threads, conc, secs, "20s", script, &doc.client_key);
     if kind == Kind::Ofrep304 {
         args.push("-H".into());
         args.push(format!("If-None-Match: {etag}"));

@@ -32,7 +32,9 @@ use flagpole_http_bench::args::{Args, Places};
 use flagpole_http_bench::procs::{cpu_seconds, rss_kib, sh};
 use flagpole_http_bench::setup::{load_docs, Doc};
 use flagpole_http_bench::wrk_report::round;
-use flagpole_http_bench::wrk_run::{measure, ms, settle, summarise, Sample, SERVER_CPU, WRK_CPU};
+use flagpole_http_bench::wrk_run::{
+    self, measure, ms, settle, summarise, Sample, SERVER_CPU, WRK_CPU,
+};
 use servers::*;
 
 pub(crate) struct Opts {
@@ -186,21 +188,8 @@ fn wrk_args(o: &Opts, port: u16, doc: &Doc, ep: &Endpoint, conc: usize, secs: u6
         &doc.client_key
     };
     let threads = if o.pin { 1 } else { 2 };
-    let mut args: Vec<String> = vec![
-        "-t".into(),
-        threads.min(conc).to_string(),
-        "-c".into(),
-        conc.to_string(),
-        "-d".into(),
-        format!("{secs}s"),
-        // A Python proxy answers a large document in seconds: no run may count it a timeout.
-        "--timeout".into(),
-        "60s".into(),
-        "-s".into(),
-        script.to_string_lossy().into_owned(),
-        "-H".into(),
-        format!("X-Environment-Key: {key}"),
-    ];
+    // A Python proxy answers a large document in seconds: no run may count it a timeout.
+    let mut args = wrk_run::wrk_args(threads, conc, secs, "60s", &script, key);
     if ep.gzip {
         args.extend(["-H".into(), "Accept-Encoding: gzip".into()]);
     }
@@ -448,13 +437,5 @@ fn main() {
         "proxies": summary,
         "elapsed_s": round(started.elapsed().as_secs_f64(), 1),
     });
-    if let Some(dir) = o.paths.out.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    std::fs::write(&o.paths.out, serde_json::to_vec_pretty(&report).unwrap()).expect("write JSON");
-    println!(
-        "\nwrote {} in {:.0} s",
-        o.paths.out.display(),
-        started.elapsed().as_secs_f64()
-    );
+    o.paths.write_report(&report, started);
 }
