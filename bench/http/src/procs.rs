@@ -81,6 +81,16 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     (t(11) + t(12)) / 100.0
 }
 
+/// What `sh -c cmd` prints, trimmed (empty if it cannot run): the machine facts in a report.
+pub fn sh(cmd: &str) -> String {
+    Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
 /// VmRSS in KiB.
 pub fn rss_kib(pid: u32) -> u64 {
     status_kib(pid, "VmRSS:")

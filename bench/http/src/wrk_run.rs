@@ -11,6 +11,34 @@ use serde_json::{json, Value};
 use crate::procs::{command, cpu_seconds};
 use crate::wrk_report::{median, round, WrkReport};
 
+/// wrk's arguments every run starts with: `threads` (at most one per connection), `conc`
+/// connections for `secs` seconds, a request counted as timed out after `timeout`, the Lua
+/// `script`, and the environment key; the caller adds headers, the URL and the script's own
+/// arguments.
+pub fn wrk_args(
+    threads: usize,
+    conc: usize,
+    secs: u64,
+    timeout: &str,
+    script: &Path,
+    key: &str,
+) -> Vec<String> {
+    vec![
+        "-t".into(),
+        threads.min(conc).to_string(),
+        "-c".into(),
+        conc.to_string(),
+        "-d".into(),
+        format!("{secs}s"),
+        "--timeout".into(),
+        timeout.into(),
+        "-s".into(),
+        script.to_string_lossy().into_owned(),
+        "-H".into(),
+        format!("X-Environment-Key: {key}"),
+    ]
+}
+
 /// The CPU the servers are pinned to when pinning (wrk gets CPU 0).
 pub const SERVER_CPU: usize = 1;
 pub const WRK_CPU: usize = 0;

@@ -185,20 +185,24 @@ impl EnvCounts {
 
     /// Adds one request's counts. A name not yet held once `max_names` are is dropped (and
     /// counted as dropped), so a flood of made-up names cannot grow memory without bound.
-    pub(crate) fn record(&self, counts: &[(String, u64)], max_names: usize) {
+    pub(crate) fn record<'a>(
+        &self,
+        counts: impl IntoIterator<Item = (&'a str, u64)>,
+        max_names: usize,
+    ) {
         let mut received = 0u64;
         let mut overflow = 0u64;
         for (name, n) in counts {
-            received = received.saturating_add(*n);
+            received = received.saturating_add(n);
             let shard = (self.hasher.hash_one(name) as usize) % SHARDS;
             let mut shard = self.shards[shard].lock();
-            if let Some(total) = shard.get_mut(name.as_str()) {
-                *total = total.saturating_add(*n);
+            if let Some(total) = shard.get_mut(name) {
+                *total = total.saturating_add(n);
             } else if self.live_names.fetch_add(1, Ordering::Relaxed) < max_names {
-                shard.insert(name.clone(), *n);
+                shard.insert(name.to_owned(), n);
             } else {
                 self.live_names.fetch_sub(1, Ordering::Relaxed);
-                overflow = overflow.saturating_add(*n);
+                overflow = overflow.saturating_add(n);
             }
         }
         self.received.fetch_add(received, Ordering::Relaxed);
@@ -265,8 +269,8 @@ mod tests {
     #[test]
     fn counts_add_up_and_names_past_the_cap_are_dropped() {
         let env = EnvCounts::new("k", true);
-        env.record(&[("a".into(), 2), ("b".into(), 1)], 2);
-        env.record(&[("a".into(), 3), ("c".into(), 7)], 2);
+        env.record([("a", 2), ("b", 1)], 2);
+        env.record([("a", 3), ("c", 7)], 2);
         let batch = env.take();
         assert_eq!(batch.counts.get("a"), Some(&5));
         assert_eq!(batch.counts.get("b"), Some(&1));
@@ -275,7 +279,7 @@ mod tests {
         let facts = env.facts();
         assert_eq!((facts.received, facts.dropped), (13, 7));
         // Taken: room for new names again.
-        env.record(&[("c".into(), 1)], 2);
+        env.record([("c", 1)], 2);
         assert_eq!(env.take().events, 1);
     }
 }

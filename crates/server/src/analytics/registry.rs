@@ -8,6 +8,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::counts::{EnvCounts, Facts};
+use super::request::Evaluations;
 use crate::config::AnalyticsConfig;
 
 pub(crate) struct Analytics {
@@ -26,7 +27,7 @@ impl Analytics {
 
     /// Adds one request's counts to the environment of `client_key`; `upstream`: whether that
     /// environment has an upstream to forward them to.
-    pub(crate) fn record(&self, client_key: &str, upstream: bool, counts: &[(String, u64)]) {
+    pub(crate) fn record(&self, client_key: &str, upstream: bool, counts: &Evaluations<'_>) {
         let env = self.envs.read().get(client_key).cloned();
         let env = env.unwrap_or_else(|| {
             self.envs
@@ -35,7 +36,7 @@ impl Analytics {
                 .or_insert_with(|| Arc::new(EnvCounts::new(client_key, upstream)))
                 .clone()
         });
-        env.record(counts, self.config.max_pending_features);
+        env.record(counts.iter(), self.config.max_pending_features);
     }
 
     /// The environments that have reported, in no particular order.

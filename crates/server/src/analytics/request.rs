@@ -1,20 +1,33 @@
 //! The body of an SDK analytics request, validated: a JSON object of feature name →
 //! non-negative integer, at most so many names. What an SDK sends (Python, Node, Java, Go…
-//! all post their in-memory map as it is); anything else is refused with the reason.
+//! all post their in-memory map as it is); anything else is refused with the reason. Names are
+//! borrowed from the body (only a name spelt with JSON escapes is copied), and one map both
+//! keeps the request order and finds a repeated name.
 
+use std::borrow::Cow;
+use std::fmt;
+
+use indexmap::IndexMap;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
-use std::fmt;
 
 /// Longest feature name accepted (Flagsmith's own limit on names is lower).
 const MAX_NAME_CHARS: usize = 2000;
 
-/// Counts in request order, one entry per name (a repeated name is added up).
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Evaluations(pub Vec<(String, u64)>);
+/// Counts in request order, one entry per name (a repeated name is added up), borrowing the
+/// names from the body.
+#[derive(Debug, Default)]
+pub(crate) struct Evaluations<'a>(IndexMap<Cow<'a, str>, u64, foldhash::fast::RandomState>);
+
+impl Evaluations<'_> {
+    /// Name and count, in request order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.0.iter().map(|(name, &n)| (name.as_ref(), n))
+    }
+}
 
 /// Parses and validates a body; the error says what was wrong, for a 422.
-pub(crate) fn parse(body: &[u8], max_features: usize) -> Result<Evaluations, String> {
+pub(crate) fn parse(body: &[u8], max_features: usize) -> Result<Evaluations<'_>, String> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let parsed = de
         .deserialize_any(Counts { max_features })
@@ -31,16 +44,15 @@ struct Counts {
 }
 
 impl<'de> Visitor<'de> for Counts {
-    type Value = Evaluations;
+    type Value = Evaluations<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object of feature name to evaluation count")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Evaluations, A::Error> {
-        let mut out: Vec<(String, u64)> = Vec::new();
-        let mut index: foldhash::HashMap<String, usize> = Default::default();
-        while let Some(name) = map.next_key::<String>()? {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Evaluations<'de>, A::Error> {
+        let mut out = Evaluations::default();
+        while let Some(Name(name)) = map.next_key()? {
             let count = map
                 .next_value::<Count>()
                 .map_err(|e| de::Error::custom(format_args!("{}: {e}", shown(&name))))?;
@@ -52,22 +64,46 @@ impl<'de> Visitor<'de> for Counts {
                     "a feature name is longer than {MAX_NAME_CHARS} characters"
                 )));
             }
-            match index.get(&name) {
-                Some(&at) => out[at].1 = out[at].1.saturating_add(count.0),
-                None => {
-                    if out.len() == self.max_features {
-                        return Err(de::Error::custom(format_args!(
-                            "more than {} feature names in one request \
-                             (flagpole.analytics.max_features_per_request)",
-                            self.max_features
-                        )));
-                    }
-                    index.insert(name.clone(), out.len());
-                    out.push((name, count.0));
+            if let Some(total) = out.0.get_mut(name.as_ref()) {
+                *total = total.saturating_add(count.0);
+            } else {
+                if out.0.len() == self.max_features {
+                    return Err(de::Error::custom(format_args!(
+                        "more than {} feature names in one request \
+                         (flagpole.analytics.max_features_per_request)",
+                        self.max_features
+                    )));
                 }
+                out.0.insert(name, count.0);
             }
         }
-        Ok(Evaluations(out))
+        Ok(out)
+    }
+}
+
+/// A feature name: borrowed from the body, owned only when JSON escapes made it differ from
+/// its spelling there.
+struct Name<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Name<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Name<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -113,11 +149,35 @@ impl<'de> Deserialize<'de> for Count {
 mod tests {
     use super::*;
 
+    fn counts(body: &[u8]) -> Vec<(String, u64)> {
+        let parsed = parse(body, 10).unwrap();
+        parsed
+            .iter()
+            .map(|(name, n)| (name.to_owned(), n))
+            .collect()
+    }
+
     #[test]
     fn sdk_bodies_parse_and_repeats_add_up() {
-        let got = parse(br#"{"a": 3, "b": 0, "a": 2}"#, 10).unwrap();
-        assert_eq!(got, Evaluations(vec![("a".into(), 5), ("b".into(), 0)]));
-        assert_eq!(parse(b"{}", 10).unwrap(), Evaluations(vec![]));
+        let got = counts(br#"{"a": 3, "b": 0, "a": 2}"#);
+        assert_eq!(got, [("a".into(), 5), ("b".into(), 0)]);
+        assert_eq!(counts(b"{}"), []);
+    }
+
+    #[test]
+    fn names_are_borrowed_unless_escaped() {
+        let body = br#"{"plain": 1, "tab\there": 2, "caf\u00e9": 3, "plain": 1}"#;
+        let parsed = parse(body, 10).unwrap();
+        let names: Vec<(&str, bool)> = parsed
+            .0
+            .keys()
+            .map(|name| (name.as_ref(), matches!(name, Cow::Borrowed(_))))
+            .collect();
+        assert_eq!(
+            names,
+            [("plain", true), ("tab\there", false), ("café", false)]
+        );
+        assert_eq!(counts(body)[0], ("plain".into(), 2));
     }
 
     #[test]

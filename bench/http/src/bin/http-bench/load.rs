@@ -16,12 +16,12 @@ pub(crate) struct Wrk {
 
 impl Wrk {
     pub(crate) fn new(o: &Opts) -> Wrk {
-        let report = o.lua_dir.join("report.lua");
+        let report = o.paths.lua_dir.join("report.lua");
         // wrk takes one script: each request script gets the report appended.
         let with_report = |name: &str| {
-            let path = o.work.join(format!("{name}_report.lua"));
+            let path = o.paths.work.join(format!("{name}_report.lua"));
             let mut script =
-                std::fs::read_to_string(o.lua_dir.join(format!("{name}.lua"))).unwrap();
+                std::fs::read_to_string(o.paths.lua_dir.join(format!("{name}.lua"))).unwrap();
             script.push('\n');
             script.push_str(&std::fs::read_to_string(&report).unwrap());
             std::fs::write(&path, script).unwrap();
@@ -59,20 +59,7 @@ impl Wrk {
         } else {
             &self.report
         };
-        let mut args: Vec<String> = vec![
-            "-t".into(),
-            self.threads.min(conc).to_string(),
-            "-c".into(),
-            conc.to_string(),
-            "-d".into(),
-            format!("{secs}s"),
-            "--timeout".into(),
-            "20s".into(),
-            "-s".into(),
-            script.to_string_lossy().into_owned(),
-            "-H".into(),
-            format!("X-Environment-Key: {key}"),
-        ];
+        let mut args = wrk_args(self.threads, conc, secs, "20s", script, key);
         if let Some(e) = ep.accept_encoding {
             args.push("-H".into());
             args.push(format!("Accept-Encoding: {e}"));
@@ -131,7 +118,7 @@ pub(crate) fn load_matrix(o: &Opts, docs: &[Doc]) -> Vec<Cell> {
     let all: Vec<&Doc> = docs.iter().collect();
     // The local upstream: the limit-server binary serving the document files as they are.
     let upstream = (o.source == "upstream").then(|| {
-        let dir = o.work.join("upstream");
+        let dir = o.paths.work.join("upstream");
         std::fs::create_dir_all(&dir).unwrap();
         let manifest: Vec<Value> = docs
             .iter()
@@ -150,10 +137,10 @@ pub(crate) fn load_matrix(o: &Opts, docs: &[Doc]) -> Vec<Cell> {
             "upstream",
             command(
                 None,
-                &o.bin_dir.join("limit-server"),
+                &o.paths.bin_dir.join("limit-server"),
                 &["--port", &port_s, "--manifest", &path_s],
             ),
-            &o.work.join("upstream.log"),
+            &o.paths.work.join("upstream.log"),
         );
         wait_until("the upstream", Duration::from_secs(30), || {
             http(port, "GET", "/", &[], b"").is_ok()
@@ -170,10 +157,10 @@ pub(crate) fn load_matrix(o: &Opts, docs: &[Doc]) -> Vec<Cell> {
         "limit-server",
         command(
             server_cpu,
-            &o.bin_dir.join("limit-server"),
+            &o.paths.bin_dir.join("limit-server"),
             &["--port", &port_s, "--manifest", &manifest_s],
         ),
-        &o.work.join("limit-server.log"),
+        &o.paths.work.join("limit-server.log"),
     );
     wait_until("the limit server", Duration::from_secs(30), || {
         http(limit_port, "GET", "/", &[], b"").is_ok()

@@ -31,8 +31,10 @@ mod memory;
 mod setup;
 mod verdicts;
 
+use flagpole_http_bench::args::{Args, Places};
 use flagpole_http_bench::net::*;
 use flagpole_http_bench::procs::*;
+use flagpole_http_bench::setup::{load_docs, Doc};
 use flagpole_http_bench::wrk_report::*;
 use flagpole_http_bench::wrk_run::*;
 use load::*;
@@ -57,11 +59,7 @@ pub(crate) struct Opts {
     /// Where the load-phase Flagpole gets its documents: "upstream" (a local upstream on
     /// loopback, polled) or "file" (`flagpole.documents`, watched).
     pub(crate) source: String,
-    pub(crate) out: PathBuf,
-    pub(crate) work: PathBuf,
-    pub(crate) docs_dir: PathBuf,
-    pub(crate) bin_dir: PathBuf,
-    pub(crate) lua_dir: PathBuf,
+    pub(crate) paths: Places,
     /// `flagpole.identity_cache.max_bytes` of the load-phase Flagpole (`None`: its default).
     pub(crate) identity_cache_bytes: Option<u64>,
 }
@@ -92,36 +90,20 @@ pub(crate) fn parse_opts() -> Opts {
         load: true,
         memory: true,
         source: "upstream".into(),
-        out: "bench/out/http.json".into(),
-        work: "bench/out/http".into(),
-        docs_dir: "bench/out/docs".into(),
-        bin_dir: "target/profiling".into(),
-        lua_dir: "bench/http/lua".into(),
+        paths: Places::new("http", "target/profiling"),
         identity_cache_bytes: None,
     };
-    let list = |s: Option<String>| -> Vec<String> {
-        s.unwrap_or_default()
-            .split(',')
-            .filter(|x| !x.is_empty())
-            .map(str::to_owned)
-            .collect()
-    };
-    let mut args = std::env::args().skip(1);
+    let mut args = Args::new("http-bench");
     let (mut runs, mut duration) = (None, None);
-    while let Some(a) = args.next() {
+    while let Some(a) = args.option() {
         match a.as_str() {
             "--quick" => o.quick = true,
-            "--runs" => runs = args.next().and_then(|v| v.parse().ok()),
-            "--duration" => duration = args.next().and_then(|v| v.parse().ok()),
-            "--warmup" => o.warmup = args.next().and_then(|v| v.parse().ok()).unwrap_or(1),
-            "--conc" => {
-                o.concs = list(args.next())
-                    .iter()
-                    .map(|c| c.parse().expect("--conc: integers"))
-                    .collect()
-            }
-            "--docs" => o.docs = list(args.next()),
-            "--endpoints" => o.endpoints = list(args.next()),
+            "--runs" => runs = args.parsed(),
+            "--duration" => duration = args.parsed(),
+            "--warmup" => o.warmup = args.parsed().unwrap_or(1),
+            "--conc" => o.concs = args.integers("--conc"),
+            "--docs" => o.docs = args.list(),
+            "--endpoints" => o.endpoints = args.list(),
             "--zipf" => {
                 o.endpoints = [
                     "identities_get",
@@ -135,20 +117,12 @@ pub(crate) fn parse_opts() -> Opts {
             "--no-pin" => o.pin = false,
             "--no-load" => o.load = false,
             "--no-memory" => o.memory = false,
-            "--source" => o.source = args.next().expect("--source upstream|file"),
-            "--out" => o.out = args.next().expect("--out FILE").into(),
-            "--work" => o.work = args.next().expect("--work DIR").into(),
-            "--docs-dir" => o.docs_dir = args.next().expect("--docs-dir DIR").into(),
-            "--bin-dir" => o.bin_dir = args.next().expect("--bin-dir DIR").into(),
-            "--lua-dir" => o.lua_dir = args.next().expect("--lua-dir DIR").into(),
+            "--source" => o.source = args.value("--source upstream|file"),
             "--identity-cache-bytes" => {
-                let n = args.next().and_then(|v| v.parse().ok());
-                o.identity_cache_bytes = Some(n.expect("--identity-cache-bytes N"));
+                o.identity_cache_bytes = Some(args.parsed().expect("--identity-cache-bytes N"));
             }
-            other => {
-                eprintln!("http-bench: unknown argument {other:?} (see the source header)");
-                std::process::exit(2);
-            }
+            other if o.paths.take(other, &mut args) => {}
+            other => args.unknown(other),
         }
     }
     if o.quick {
@@ -177,22 +151,10 @@ pub(crate) fn parse_opts() -> Opts {
     o
 }
 
-// ---------------------------------------------------------------------------------------------
-// A minimal blocking HTTP/1.1 client (one request per connection).
-
-fn sh(cmd: &str) -> String {
-    Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default()
-}
-
 fn main() {
     let o = parse_opts();
-    std::fs::create_dir_all(&o.work).expect("work dir");
-    let docs: Vec<Doc> = o.docs.iter().map(|n| load_doc(&o.docs_dir, n)).collect();
+    std::fs::create_dir_all(&o.paths.work).expect("work dir");
+    let docs = load_docs(&o.paths.docs_dir, &o.docs);
     let machine = json!({
         "nproc": sh("nproc"),
         "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
@@ -214,7 +176,7 @@ fn main() {
     let started = Instant::now();
 
     let allocs: Value = {
-        let bin = o.bin_dir.join("alloc-count");
+        let bin = o.paths.bin_dir.join("alloc-count");
         let paths: Vec<String> = docs
             .iter()
             .map(|d| d.path.to_string_lossy().into_owned())
@@ -273,13 +235,5 @@ fn main() {
         "targets": targets,
         "elapsed_s": round(started.elapsed().as_secs_f64(), 1),
     });
-    if let Some(dir) = o.out.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    std::fs::write(&o.out, serde_json::to_vec_pretty(&report).unwrap()).expect("write JSON");
-    println!(
-        "\nwrote {} in {:.0} s",
-        o.out.display(),
-        started.elapsed().as_secs_f64()
-    );
+    o.paths.write_report(&report, started);
 }

@@ -128,7 +128,7 @@ pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
 /// A Flagpole serving a rewritable copy of `doc` (as `<name>-live.json` in the work dir).
 pub(crate) fn start_live(o: &Opts, doc: &Doc, cpu: Option<usize>) -> (Proc, u16, Doc, Vec<u8>) {
     let template = live_template(doc);
-    let path = std::fs::canonicalize(&o.work)
+    let path = std::fs::canonicalize(&o.paths.work)
         .unwrap()
         .join(format!("{}-live.json", doc.name));
     write_atomic(&path, &version_bytes(&template, 0).0);
@@ -185,7 +185,7 @@ pub(crate) fn memory_and_updates(o: &Opts, docs: &[Doc]) -> Value {
         }
         std::thread::sleep(Duration::from_secs(2));
         let settled = rss_kib(p.pid());
-        let builds = build_times_ms(&o.work.join(format!("flagpole-{}.log", live.name)));
+        let builds = build_times_ms(&o.paths.work.join(format!("flagpole-{}.log", live.name)));
         let sorted_builds = {
             let mut b = builds.clone();
             b.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -1,45 +1,23 @@
-//! Documents, Flagpole configuration and start-up, the endpoints under test, and the bodies
-//! the limit server replays.
+//! Flagpole's configuration and start-up, the endpoints under test, and the bodies the limit
+//! server replays.
 
 #[allow(
     unused_imports,
     reason = "the driver's common imports, of which each file uses a part"
 )]
 use super::*;
+use flagpole_http_bench::setup::{key_pairs, local_documents};
 
-pub(crate) struct Doc {
-    pub(crate) name: String,
-    pub(crate) path: PathBuf,
-    pub(crate) bytes: usize,
-    pub(crate) client_key: String,
-    pub(crate) server_key: String,
-}
-
-pub(crate) fn load_doc(dir: &Path, name: &str) -> Doc {
-    let path = std::fs::canonicalize(dir.join(format!("{name}.json"))).expect("document");
-    let bytes = std::fs::read(&path).expect("read document");
-    let v: Value = serde_json::from_slice(&bytes).expect("document JSON");
-    let api_key = v["api_key"].as_str().expect("api_key").to_owned();
-    Doc {
-        name: name.to_owned(),
-        path,
-        bytes: bytes.len(),
-        client_key: api_key,
-        server_key: format!("ser.bench-{name}"),
-    }
-}
-
-pub(crate) fn write_config(
-    path: &Path,
+/// The configuration of a Flagpole on `port` serving `docs`: from a local upstream polled
+/// rarely, or from the files (watched).
+fn config(
     port: u16,
     docs: &[&Doc],
     upstream: Option<u16>,
     identity_cache_bytes: Option<u64>,
-) {
+) -> Value {
     let mut config = json!({
-        "environment_key_pairs": docs.iter().map(|d| json!({
-            "server_side_key": d.server_key, "client_side_key": d.client_key
-        })).collect::<Vec<_>>(),
+        "environment_key_pairs": key_pairs(docs.iter().copied()),
         "server": {"host": "127.0.0.1", "port": port},
     });
     match upstream {
@@ -49,13 +27,13 @@ pub(crate) fn write_config(
             config["api_poll_frequency_seconds"] = json!(600);
         }
         None => {
-            config["flagpole"] = json!({"documents": docs.iter().map(|d| json!({"path": d.path})).collect::<Vec<_>>()});
+            config["flagpole"] = json!({"documents": local_documents(docs.iter().copied())});
         }
     }
     if let Some(n) = identity_cache_bytes {
         config["flagpole"]["identity_cache"] = json!({"max_bytes": n});
     }
-    std::fs::write(path, serde_json::to_vec_pretty(&config).unwrap()).expect("write config");
+    config
 }
 
 pub(crate) fn start_flagpole(
@@ -66,19 +44,8 @@ pub(crate) fn start_flagpole(
     upstream: Option<u16>,
 ) -> (Proc, u16) {
     let port = free_port();
-    let config = o.work.join(format!("config-{label}.json"));
-    write_config(&config, port, docs, upstream, o.identity_cache_bytes);
-    let bin = o.bin_dir.join("flagpole");
-    let config_s = config.to_string_lossy().into_owned();
-    let cmd = command(cpu, &bin, &["serve", "--config", &config_s]);
-    let p = spawn(
-        &format!("flagpole ({label})"),
-        cmd,
-        &o.work.join(format!("flagpole-{label}.log")),
-    );
-    for d in docs {
-        wait_serving(port, &d.name, &d.client_key);
-    }
+    let config = config(port, docs, upstream, o.identity_cache_bytes);
+    let p = flagpole_http_bench::setup::start_flagpole(&o.paths, label, cpu, &config, port, docs);
     (p, port)
 }
 
@@ -161,7 +128,7 @@ pub(crate) fn fetch(port: u16, doc: &Doc, ep: &Endpoint) -> Reply {
 
 /// Fetches every endpoint's bytes from Flagpole and writes the limit server's manifest.
 pub(crate) fn prepare_limit_bodies(o: &Opts, port: u16, docs: &[Doc]) -> PathBuf {
-    let dir = o.work.join("limit-bodies");
+    let dir = o.paths.work.join("limit-bodies");
     std::fs::create_dir_all(&dir).unwrap();
     let mut manifest = Vec::new();
     for d in docs {

@@ -74,15 +74,11 @@ pub(crate) fn verdicts(cells: &[Cell], mem: &Value, allocs: &Value) -> Vec<Value
                 ))
             })
             .collect();
-        if !parts.is_empty() {
+        if let Some((result, met)) = all_parts(&parts) {
             add(
                 &format!("{doc}: env document compressed ≥ 5× uncompressed RPS"),
-                parts
-                    .iter()
-                    .map(|p| p.0.clone())
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                Some(parts.iter().all(|p| p.1)),
+                result,
+                met,
             );
         }
     }
@@ -102,15 +98,11 @@ pub(crate) fn verdicts(cells: &[Cell], mem: &Value, allocs: &Value) -> Vec<Value
                 ))
             })
             .collect();
-        if !parts.is_empty() {
+        if let Some((result, met)) = all_parts(&parts) {
             add(
                 &format!("{doc}: env document p99 ≤ 10× p50 at c=500"),
-                parts
-                    .iter()
-                    .map(|p| p.0.clone())
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                Some(parts.iter().all(|p| p.1)),
+                result,
+                met,
             );
         }
     }
@@ -218,3 +210,13 @@ pub(crate) fn verdicts(cells: &[Cell], mem: &Value, allocs: &Value) -> Vec<Value
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/// A target judged on several cells: the parts' texts, met when every part is; `None` when
+/// no cell ran.
+fn all_parts(parts: &[(String, bool)]) -> Option<(String, Option<bool>)> {
+    if parts.is_empty() {
+        return None;
+    }
+    let texts: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
+    Some((texts.join("; "), Some(parts.iter().all(|p| p.1))))
+}

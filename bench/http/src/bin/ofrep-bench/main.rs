@@ -37,8 +37,11 @@ use serde_json::{json, Value};
 mod rps;
 mod sse;
 
+use flagpole_http_bench::args::{Args, Places};
 use flagpole_http_bench::net::*;
 use flagpole_http_bench::procs::*;
+use flagpole_http_bench::setup::{self, key_pairs, local_documents};
+pub(crate) use flagpole_http_bench::setup::{load_doc, load_docs, Doc};
 use flagpole_http_bench::wrk_report::*;
 
 pub(crate) struct Opts {
@@ -53,11 +56,7 @@ pub(crate) struct Opts {
     pub(crate) pin: bool,
     pub(crate) rps: bool,
     pub(crate) sse: bool,
-    pub(crate) out: PathBuf,
-    pub(crate) work: PathBuf,
-    pub(crate) docs_dir: PathBuf,
-    pub(crate) bin_dir: PathBuf,
-    pub(crate) lua_dir: PathBuf,
+    pub(crate) paths: Places,
 }
 
 fn parse_opts() -> Opts {
@@ -73,51 +72,24 @@ fn parse_opts() -> Opts {
         pin: true,
         rps: true,
         sse: true,
-        out: "bench/out/ofrep.json".into(),
-        work: "bench/out/ofrep".into(),
-        docs_dir: "bench/out/docs".into(),
-        bin_dir: "target/profiling".into(),
-        lua_dir: "bench/http/lua".into(),
+        paths: Places::new("ofrep", "target/profiling"),
     };
-    let list = |s: Option<String>| -> Vec<String> {
-        s.unwrap_or_default()
-            .split(',')
-            .filter(|x| !x.is_empty())
-            .map(str::to_owned)
-            .collect()
-    };
-    let num = |s: Option<String>, what: &str| -> usize {
-        s.and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{what}: a number"))
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
+    let mut args = Args::new("ofrep-bench");
+    while let Some(a) = args.option() {
         match a.as_str() {
-            "--conns" => o.conns = num(args.next(), "--conns"),
-            "--rounds" => o.rounds = num(args.next(), "--rounds").max(1),
-            "--sse-doc" => o.sse_doc = args.next().expect("--sse-doc NAME"),
-            "--runs" => o.runs = num(args.next(), "--runs").max(1),
-            "--duration" => o.duration = num(args.next(), "--duration") as u64,
-            "--warmup" => o.warmup = num(args.next(), "--warmup") as u64,
-            "--conc" => {
-                o.concs = list(args.next())
-                    .iter()
-                    .map(|c| c.parse().expect("--conc: integers"))
-                    .collect()
-            }
-            "--docs" => o.docs = list(args.next()),
+            "--conns" => o.conns = args.number("--conns"),
+            "--rounds" => o.rounds = args.number::<usize>("--rounds").max(1),
+            "--sse-doc" => o.sse_doc = args.value("--sse-doc NAME"),
+            "--runs" => o.runs = args.number::<usize>("--runs").max(1),
+            "--duration" => o.duration = args.number("--duration"),
+            "--warmup" => o.warmup = args.number("--warmup"),
+            "--conc" => o.concs = args.integers("--conc"),
+            "--docs" => o.docs = args.list(),
             "--no-pin" => o.pin = false,
             "--no-rps" => o.rps = false,
             "--no-sse" => o.sse = false,
-            "--out" => o.out = args.next().expect("--out FILE").into(),
-            "--work" => o.work = args.next().expect("--work DIR").into(),
-            "--docs-dir" => o.docs_dir = args.next().expect("--docs-dir DIR").into(),
-            "--bin-dir" => o.bin_dir = args.next().expect("--bin-dir DIR").into(),
-            "--lua-dir" => o.lua_dir = args.next().expect("--lua-dir DIR").into(),
-            other => {
-                eprintln!("ofrep-bench: unknown argument {other:?} (see the source header)");
-                std::process::exit(2);
-            }
+            other if o.paths.take(other, &mut args) => {}
+            other => args.unknown(other),
         }
     }
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
@@ -129,28 +101,6 @@ fn parse_opts() -> Opts {
 // ---------------------------------------------------------------------------------------------
 // Documents and Flagpole
 
-pub(crate) struct Doc {
-    pub(crate) name: String,
-    pub(crate) path: PathBuf,
-    pub(crate) bytes: usize,
-    pub(crate) client_key: String,
-    pub(crate) server_key: String,
-}
-
-pub(crate) fn load_doc(dir: &Path, name: &str) -> Doc {
-    let path = std::fs::canonicalize(dir.join(format!("{name}.json")))
-        .unwrap_or_else(|e| panic!("document {name}: {e}"));
-    let bytes = std::fs::read(&path).expect("read document");
-    let v: Value = serde_json::from_slice(&bytes).expect("document JSON");
-    Doc {
-        name: name.to_owned(),
-        client_key: v["api_key"].as_str().expect("api_key").to_owned(),
-        server_key: format!("ser.bench-{name}"),
-        path,
-        bytes: bytes.len(),
-    }
-}
-
 /// A Flagpole serving `docs` as local files (watched), with `ofrep` as its OFREP section.
 pub(crate) fn start_flagpole(
     o: &Opts,
@@ -160,30 +110,14 @@ pub(crate) fn start_flagpole(
 ) -> (Proc, u16, PathBuf) {
     let port = free_port();
     let config = json!({
-        "environment_key_pairs": docs.iter().map(|d| json!({
-            "server_side_key": d.server_key, "client_side_key": d.client_key
-        })).collect::<Vec<_>>(),
+        "environment_key_pairs": key_pairs(docs.iter().copied()),
         "server": {"host": "127.0.0.1", "port": port},
-        "flagpole": {"documents": docs.iter().map(|d| json!({"path": d.path})).collect::<Vec<_>>()},
+        "flagpole": {"documents": local_documents(docs.iter().copied())},
         "ofrep": ofrep,
     });
-    let config_path = o.work.join(format!("config-{label}.json"));
-    std::fs::write(&config_path, serde_json::to_vec_pretty(&config).unwrap()).expect("config");
-    let config_s = config_path.to_string_lossy().into_owned();
-    let log = o.work.join(format!("flagpole-{label}.log"));
-    let p = spawn(
-        &format!("flagpole ({label})"),
-        command(
-            o.pin.then_some(1),
-            &o.bin_dir.join("flagpole"),
-            &["serve", "--config", &config_s],
-        ),
-        &log,
-    );
-    for d in docs {
-        wait_serving(port, &d.name, &d.client_key);
-    }
-    (p, port, log)
+    let cpu = o.pin.then_some(1);
+    let p = setup::start_flagpole(&o.paths, label, cpu, &config, port, docs);
+    (p, port, o.paths.work.join(format!("flagpole-{label}.log")))
 }
 
 pub(crate) const CONTEXT_BODY: &str = r#"{"context":{"targetingKey":"bench-user","plan":"enterprise","age":42,"app_version":"2.4.1"}}"#;
@@ -207,15 +141,6 @@ pub(crate) fn bulk(port: u16, doc: &Doc, if_none_match: Option<&str>) -> Reply {
     .expect("OFREP bulk request")
 }
 
-fn sh(cmd: &str) -> String {
-    Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default()
-}
-
 fn verdict(met: Option<bool>) -> &'static str {
     match met {
         Some(true) => "met",
@@ -226,7 +151,7 @@ fn verdict(met: Option<bool>) -> &'static str {
 
 fn main() {
     let o = parse_opts();
-    std::fs::create_dir_all(&o.work).expect("work dir");
+    std::fs::create_dir_all(&o.paths.work).expect("work dir");
     let machine = json!({
         "nproc": sh("nproc --all"),
         "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
@@ -312,13 +237,5 @@ fn main() {
         "targets": targets,
         "elapsed_s": round(started.elapsed().as_secs_f64(), 1),
     });
-    if let Some(dir) = o.out.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    std::fs::write(&o.out, serde_json::to_vec_pretty(&report).unwrap()).expect("write JSON");
-    println!(
-        "\nwrote {} in {:.0} s",
-        o.out.display(),
-        started.elapsed().as_secs_f64()
-    );
+    o.paths.write_report(&report, started);
 }

@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use flagpole_http_bench::wrk_run::wrk_args;
+
 use super::*;
 
 #[derive(Clone, Debug, Default)]
@@ -86,20 +88,7 @@ fn run_wrk(
         Kind::Flags => ("/api/v1/flags/", &scripts.report),
         Kind::Ofrep304 | Kind::Ofrep200 => ("/ofrep/v1/evaluate/flags", &scripts.ofrep),
     };
-    let mut args: Vec<String> = vec![
-        "-t".into(),
-        threads.min(conc).to_string(),
-        "-c".into(),
-        conc.to_string(),
-        "-d".into(),
-        format!("{secs}s"),
-        "--timeout".into(),
-        "20s".into(),
-        "-s".into(),
-        script.to_string_lossy().into_owned(),
-        "-H".into(),
-        format!("X-Environment-Key: {}", doc.client_key),
-    ];
+    let mut args = wrk_args(threads, conc, secs, "20s", script, &doc.client_key);
     if kind == Kind::Ofrep304 {
         args.push("-H".into());
         args.push(format!("If-None-Match: {etag}"));
@@ -124,10 +113,10 @@ fn run_wrk(
 }
 
 pub(crate) fn revalidation(o: &Opts) -> Value {
-    let docs: Vec<Doc> = o.docs.iter().map(|n| load_doc(&o.docs_dir, n)).collect();
-    let report = o.lua_dir.join("report.lua");
-    let ofrep = o.work.join("ofrep_bulk_report.lua");
-    let mut script = std::fs::read_to_string(o.lua_dir.join("ofrep_bulk.lua")).unwrap();
+    let docs = load_docs(&o.paths.docs_dir, &o.docs);
+    let report = o.paths.lua_dir.join("report.lua");
+    let ofrep = o.paths.work.join("ofrep_bulk_report.lua");
+    let mut script = std::fs::read_to_string(o.paths.lua_dir.join("ofrep_bulk.lua")).unwrap();
     script.push('\n');
     script.push_str(&std::fs::read_to_string(&report).unwrap());
     std::fs::write(&ofrep, script).unwrap();

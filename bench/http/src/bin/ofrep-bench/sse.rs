@@ -304,9 +304,9 @@ async fn settled(pid: u32, field: &str) -> u64 {
 }
 
 pub(crate) fn streams(o: &Opts) -> Value {
-    let doc = load_doc(&o.docs_dir, &o.sse_doc);
+    let doc = load_doc(&o.paths.docs_dir, &o.sse_doc);
     let template: Value = serde_json::from_slice(&std::fs::read(&doc.path).unwrap()).unwrap();
-    let live_path = std::fs::canonicalize(&o.work)
+    let live_path = std::fs::canonicalize(&o.paths.work)
         .unwrap()
         .join(format!("{}-live.json", doc.name));
     write_atomic(&live_path, &version_bytes(&template, 0));

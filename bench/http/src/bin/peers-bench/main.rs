@@ -28,9 +28,13 @@ use serde_json::{json, Value};
 mod rate;
 mod servers;
 
-use flagpole_http_bench::procs::{cpu_seconds, rss_kib};
+use flagpole_http_bench::args::{Args, Places};
+use flagpole_http_bench::procs::{cpu_seconds, rss_kib, sh};
+use flagpole_http_bench::setup::{load_docs, Doc};
 use flagpole_http_bench::wrk_report::round;
-use flagpole_http_bench::wrk_run::{measure, ms, settle, summarise, Sample, SERVER_CPU, WRK_CPU};
+use flagpole_http_bench::wrk_run::{
+    self, measure, ms, settle, summarise, Sample, SERVER_CPU, WRK_CPU,
+};
 use servers::*;
 
 pub(crate) struct Opts {
@@ -48,11 +52,7 @@ pub(crate) struct Opts {
     pub(crate) rate_fraction: f64,
     pub(crate) rate_seconds: u64,
     pub(crate) rate_docs: Vec<String>,
-    pub(crate) out: PathBuf,
-    pub(crate) work: PathBuf,
-    pub(crate) docs_dir: PathBuf,
-    pub(crate) bin_dir: PathBuf,
-    pub(crate) lua_dir: PathBuf,
+    pub(crate) paths: Places,
 }
 
 impl Opts {
@@ -88,54 +88,29 @@ fn parse_opts() -> Opts {
         rate_fraction: 0.8,
         rate_seconds: 10,
         rate_docs: vec!["tiny".into(), "small".into()],
-        out: "bench/out/peers.json".into(),
-        work: "bench/out/peers".into(),
-        docs_dir: "bench/out/docs".into(),
-        bin_dir: "target/release".into(),
-        lua_dir: "bench/http/lua".into(),
+        paths: Places::new("peers", "target/release"),
     };
-    let list = |s: Option<String>| -> Vec<String> {
-        s.unwrap_or_default()
-            .split(',')
-            .filter(|x| !x.is_empty())
-            .map(str::to_owned)
-            .collect()
-    };
-    let number = |s: Option<String>, what: &str| -> f64 {
-        s.and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{what}: a number"))
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
+    let mut args = Args::new("peers-bench");
+    // Whole numbers are read as numbers and cut, as they always were (`--runs 2.5` is 2).
+    let whole = |args: &mut Args, option: &str| args.number::<f64>(option) as u64;
+    while let Some(a) = args.option() {
         match a.as_str() {
-            "--edge-proxy-src" => o.edge_proxy_src = args.next().map(PathBuf::from),
-            "--python" => o.python = args.next().expect("--python PATH").into(),
-            "--docs" => o.docs = list(args.next()),
-            "--endpoints" => o.endpoints = list(args.next()),
-            "--conc" => {
-                o.concs = list(args.next())
-                    .iter()
-                    .map(|c| c.parse().expect("--conc: integers"))
-                    .collect()
-            }
-            "--runs" => o.runs = number(args.next(), "--runs") as usize,
-            "--duration" => o.duration = number(args.next(), "--duration") as u64,
-            "--warmup" => o.warmup = number(args.next(), "--warmup") as u64,
+            "--edge-proxy-src" => o.edge_proxy_src = args.option().map(PathBuf::from),
+            "--python" => o.python = args.value("--python PATH").into(),
+            "--docs" => o.docs = args.list(),
+            "--endpoints" => o.endpoints = args.list(),
+            "--conc" => o.concs = args.integers("--conc"),
+            "--runs" => o.runs = whole(&mut args, "--runs") as usize,
+            "--duration" => o.duration = whole(&mut args, "--duration"),
+            "--warmup" => o.warmup = whole(&mut args, "--warmup"),
             "--no-pin" => o.pin = false,
             "--rate" => o.rate = true,
             "--rate-only" => (o.rate, o.load) = (true, false),
-            "--rate-fraction" => o.rate_fraction = number(args.next(), "--rate-fraction"),
-            "--rate-seconds" => o.rate_seconds = number(args.next(), "--rate-seconds") as u64,
-            "--rate-docs" => o.rate_docs = list(args.next()),
-            "--out" => o.out = args.next().expect("--out FILE").into(),
-            "--work" => o.work = args.next().expect("--work DIR").into(),
-            "--docs-dir" => o.docs_dir = args.next().expect("--docs-dir DIR").into(),
-            "--bin-dir" => o.bin_dir = args.next().expect("--bin-dir DIR").into(),
-            "--lua-dir" => o.lua_dir = args.next().expect("--lua-dir DIR").into(),
-            other => {
-                eprintln!("peers-bench: unknown argument {other:?} (see the source header)");
-                std::process::exit(2);
-            }
+            "--rate-fraction" => o.rate_fraction = args.number("--rate-fraction"),
+            "--rate-seconds" => o.rate_seconds = whole(&mut args, "--rate-seconds"),
+            "--rate-docs" => o.rate_docs = args.list(),
+            other if o.paths.take(other, &mut args) => {}
+            other => args.unknown(other),
         }
     }
     for e in &o.endpoints {
@@ -196,14 +171,15 @@ fn endpoint(name: &str) -> Endpoint {
 
 /// wrk's arguments for one run (the script with `report.lua` appended, written once).
 fn wrk_args(o: &Opts, port: u16, doc: &Doc, ep: &Endpoint, conc: usize, secs: u64) -> Vec<String> {
-    let script = o.work.join(format!("{}_report.lua", ep.script));
+    let script = o.paths.work.join(format!("{}_report.lua", ep.script));
     if !script.exists() {
         let mut text = String::new();
         if ep.script != "report" {
-            text = std::fs::read_to_string(o.lua_dir.join(format!("{}.lua", ep.script))).unwrap();
+            text = std::fs::read_to_string(o.paths.lua_dir.join(format!("{}.lua", ep.script)))
+                .unwrap();
             text.push('\n');
         }
-        text.push_str(&std::fs::read_to_string(o.lua_dir.join("report.lua")).unwrap());
+        text.push_str(&std::fs::read_to_string(o.paths.lua_dir.join("report.lua")).unwrap());
         std::fs::write(&script, text).unwrap();
     }
     let key = if ep.server_key {
@@ -212,21 +188,8 @@ fn wrk_args(o: &Opts, port: u16, doc: &Doc, ep: &Endpoint, conc: usize, secs: u6
         &doc.client_key
     };
     let threads = if o.pin { 1 } else { 2 };
-    let mut args: Vec<String> = vec![
-        "-t".into(),
-        threads.min(conc).to_string(),
-        "-c".into(),
-        conc.to_string(),
-        "-d".into(),
-        format!("{secs}s"),
-        // A Python proxy answers a large document in seconds: no run may count it a timeout.
-        "--timeout".into(),
-        "60s".into(),
-        "-s".into(),
-        script.to_string_lossy().into_owned(),
-        "-H".into(),
-        format!("X-Environment-Key: {key}"),
-    ];
+    // A Python proxy answers a large document in seconds: no run may count it a timeout.
+    let mut args = wrk_run::wrk_args(threads, conc, secs, "60s", &script, key);
     if ep.gzip {
         args.extend(["-H".into(), "Accept-Encoding: gzip".into()]);
     }
@@ -380,19 +343,10 @@ fn print_row(c: &Cell) {
     }
 }
 
-fn sh(cmd: &str) -> String {
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default()
-}
-
 fn main() {
     let o = parse_opts();
-    std::fs::create_dir_all(&o.work).expect("work dir");
-    let docs: Vec<Doc> = o.docs.iter().map(|n| load_doc(&o.docs_dir, n)).collect();
+    std::fs::create_dir_all(&o.paths.work).expect("work dir");
+    let docs = load_docs(&o.paths.docs_dir, &o.docs);
     let machine = json!({
         "nproc": sh("nproc --all"),
         "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
@@ -413,7 +367,7 @@ fn main() {
     if let Some(src) = &o.edge_proxy_src {
         servers.push(start_edge_proxy(&o, src, &config, edge_port, &docs));
     }
-    servers.push(start_flagpole(&o, &config, &docs));
+    servers.push(start_peer(&o, &config, &docs));
     let differences = match &servers[..] {
         [edge, flagpole] => {
             let d = compare_answers(edge, flagpole, &docs, POST_BODY);
@@ -483,13 +437,5 @@ fn main() {
         "proxies": summary,
         "elapsed_s": round(started.elapsed().as_secs_f64(), 1),
     });
-    if let Some(dir) = o.out.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    std::fs::write(&o.out, serde_json::to_vec_pretty(&report).unwrap()).expect("write JSON");
-    println!(
-        "\nwrote {} in {:.0} s",
-        o.out.display(),
-        started.elapsed().as_secs_f64()
-    );
+    o.paths.write_report(&report, started);
 }

@@ -9,30 +9,9 @@ use serde_json::{json, Value};
 
 use flagpole_http_bench::net::{http, wait_serving};
 use flagpole_http_bench::procs::{command, free_port, spawn, Proc};
+use flagpole_http_bench::setup::{key_pairs, local_documents, start_flagpole, Doc};
 
 use crate::Opts;
-
-/// A seeded document: its file, size and the keys both proxies know it by.
-pub(crate) struct Doc {
-    pub(crate) name: String,
-    pub(crate) path: PathBuf,
-    pub(crate) bytes: usize,
-    pub(crate) client_key: String,
-    pub(crate) server_key: String,
-}
-
-pub(crate) fn load_doc(dir: &Path, name: &str) -> Doc {
-    let path = std::fs::canonicalize(dir.join(format!("{name}.json"))).expect("document");
-    let bytes = std::fs::read(&path).expect("read document");
-    let v: Value = serde_json::from_slice(&bytes).expect("document JSON");
-    Doc {
-        name: name.to_owned(),
-        client_key: v["api_key"].as_str().expect("api_key").to_owned(),
-        server_key: format!("ser.bench-{name}"),
-        path,
-        bytes: bytes.len(),
-    }
-}
 
 /// A proxy under test: its process, port and how long it took to serve every document.
 pub(crate) struct Server {
@@ -50,30 +29,11 @@ pub(crate) fn start_upstream(o: &Opts, docs: &[Doc]) -> (Proc, u16) {
         "environment_key_pairs": key_pairs(docs),
         "server": {"host": "127.0.0.1", "port": port},
         "logging": {"log_level": "WARNING"},
-        "flagpole": {"documents": docs.iter().map(|d| json!({"path": d.path})).collect::<Vec<_>>()},
+        "flagpole": {"documents": local_documents(docs)},
     });
-    let path = o.work.join("upstream.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
-    let path_s = path.to_string_lossy().into_owned();
-    let p = spawn(
-        "upstream",
-        command(
-            None,
-            &o.bin_dir.join("flagpole"),
-            &["serve", "--config", &path_s],
-        ),
-        &o.work.join("upstream.log"),
-    );
-    for d in docs {
-        wait_serving(port, &d.name, &d.client_key);
-    }
+    let docs: Vec<&Doc> = docs.iter().collect();
+    let p = start_flagpole(&o.paths, "upstream", None, &config, port, &docs);
     (p, port)
-}
-
-fn key_pairs(docs: &[Doc]) -> Vec<Value> {
-    docs.iter()
-        .map(|d| json!({"server_side_key": d.server_key, "client_side_key": d.client_key}))
-        .collect()
 }
 
 /// The Edge Proxy's `config.json`, which Flagpole reads unchanged: the key pairs, the local
@@ -87,18 +47,18 @@ pub(crate) fn write_config(o: &Opts, docs: &[Doc], upstream: u16, edge_port: u16
         "server": {"host": "127.0.0.1", "port": edge_port},
         "logging": {"log_level": "WARNING"},
     });
-    let path = o.work.join("config.json");
+    let path = o.paths.work.join("config.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
     std::fs::canonicalize(path).unwrap()
 }
 
 /// Flagpole with the shared config; only the port is given on the command line.
-pub(crate) fn start_flagpole(o: &Opts, config: &Path, docs: &[Doc]) -> Server {
+pub(crate) fn start_peer(o: &Opts, config: &Path, docs: &[Doc]) -> Server {
     let port = free_port();
     let (config_s, port_s) = (config.to_string_lossy().into_owned(), port.to_string());
     let cmd = command(
         o.server_cpu(),
-        &o.bin_dir.join("flagpole"),
+        &o.paths.bin_dir.join("flagpole"),
         &["serve", "--config", &config_s, "--port", &port_s],
     );
     started("Flagpole", cmd, o, port, docs)
@@ -120,7 +80,7 @@ pub(crate) fn start_edge_proxy(
     );
     cmd.env("CONFIG_PATH", config)
         .env("PYTHONPATH", src.join("src"))
-        .current_dir(&o.work);
+        .current_dir(&o.paths.work);
     started("Edge Proxy", cmd, o, port, docs)
 }
 
@@ -132,7 +92,10 @@ fn started(
     docs: &[Doc],
 ) -> Server {
     let start = Instant::now();
-    let log = o.work.join(format!("{}.log", label.replace(' ', "-")));
+    let log = o
+        .paths
+        .work
+        .join(format!("{}.log", label.replace(' ', "-")));
     let proc = spawn(label, cmd, &log);
     for d in docs {
         wait_serving(port, &d.name, &d.client_key);

@@ -9,7 +9,6 @@ use hyper::body::Incoming;
 
 use crate::analytics::request;
 use crate::api::error::ApiError;
-use crate::api::request_body::{self, BodyError};
 use crate::api::{empty, AppState, Response};
 use crate::store::Source;
 
@@ -29,25 +28,18 @@ pub(crate) async fn post_analytics(
         admitted.env.usage.reject();
         e
     };
-    let body = request_body::read(body, config.max_body_bytes)
-        .await
-        .map_err(|e| match e {
-            BodyError::TooLarge => ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is larger than the limit of {} bytes \
-                     (flagpole.analytics.max_body_bytes)",
-                    config.max_body_bytes
-                ),
-            ),
-            BodyError::Unreadable(message) => ApiError::bad_request(message),
-        })
-        .map_err(refuse)?;
+    let body = super::read_body(
+        body,
+        config.max_body_bytes,
+        "flagpole.analytics.max_body_bytes",
+    )
+    .await
+    .map_err(refuse)?;
     let evaluations = request::parse(&body, config.max_features_per_request)
         .map_err(|m| refuse(ApiError::unprocessable(m)))?;
     let upstream = matches!(admitted.env.source, Source::Upstream { .. });
     state
         .analytics
-        .record(&admitted.env.client_key, upstream, &evaluations.0);
+        .record(&admitted.env.client_key, upstream, &evaluations);
     Ok(empty(StatusCode::OK))
 }

@@ -14,10 +14,9 @@ use hyper::body::Incoming;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{authorise, tally};
+use super::{authorise, read_body, tally};
 use crate::api::authorise::Authorised;
 use crate::api::error::ApiError;
-use crate::api::request_body::{self, BodyError};
 use crate::api::{respond, AppState, Response};
 use crate::snapshot::identity_cache::{self, Answer};
 use crate::snapshot::{KeyKind, Snapshot};
@@ -70,19 +69,8 @@ async fn post_answer(
     authorised: &Authorised,
 ) -> Result<Response, ApiError> {
     let (kind, snapshot) = (authorised.kind, &authorised.snapshot);
-    let body = request_body::read(body, state.config.limits.max_body_bytes)
-        .await
-        .map_err(|e| match e {
-            BodyError::TooLarge => ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is larger than the limit of {} bytes \
-                     (flagpole.limits.max_body_bytes)",
-                    state.config.limits.max_body_bytes
-                ),
-            ),
-            BodyError::Unreadable(message) => ApiError::bad_request(message),
-        })?;
+    let limit = state.config.limits.max_body_bytes;
+    let body = read_body(body, limit, "flagpole.limits.max_body_bytes").await?;
     let request = IdentityRequest::parse(&body, state.config.limits.max_trait_value_length)?;
     let response = identity_response(state, snapshot, kind, &request.identifier, &request.traits)?;
     shadow(

@@ -8,10 +8,13 @@ pub(crate) mod flags;
 pub(crate) mod identities;
 pub(crate) mod realtime;
 
+use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
+use hyper::body::Incoming;
 
 use super::authorise::{self, Admitted, Authorised, Family, Gate, Refusal};
 use super::error::ApiError;
+use super::request_body::{self, BodyError};
 use super::{AppState, Response};
 use crate::store::EnvSlot;
 use crate::usage::Resource;
@@ -80,4 +83,20 @@ pub(crate) fn tally(
         Err(_) => {}
     }
     answer
+}
+
+/// Reads a request body of at most `limit` bytes: a longer one is a 413 naming `setting`, the
+/// configuration key that sets the limit; a broken one a 400.
+pub(crate) async fn read_body(
+    body: Incoming,
+    limit: usize,
+    setting: &str,
+) -> Result<Bytes, ApiError> {
+    request_body::read(body, limit).await.map_err(|e| match e {
+        BodyError::TooLarge => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than the limit of {limit} bytes ({setting})"),
+        ),
+        BodyError::Unreadable(message) => ApiError::bad_request(message),
+    })
 }
