@@ -17,6 +17,7 @@ use crate::jsonpath::JsonPathQuery;
 use crate::model::*;
 use crate::priority::{stable_sort_by_priority, PriorityKey};
 use crate::property::{Property, Query};
+use crate::python::regex::PyRegex;
 use crate::shared::Shared;
 use crate::value::{classify_number, json_truthy, JsonNumber};
 
@@ -424,7 +425,13 @@ impl Compiler<'_> {
             None => Err(EvalError::key("'operator'")),
             Some(_) => Ok(match op_text.and_then(parse_operator) {
                 // One compiled regex per pattern across the environments that share.
-                Some(_) if op_text == Some("REGEX") => condition::regex(value, self.shared),
+                Some(_) if op_text == Some("REGEX") => {
+                    let shared = self.shared;
+                    condition::regex(value, |pattern| match shared {
+                        Some(shared) => shared.regex(pattern),
+                        None => PyRegex::compile(pattern),
+                    })
+                }
                 Some(build) => build(value),
                 None => {
                     self.diagnostics.push(InputError::new(

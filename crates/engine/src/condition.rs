@@ -17,7 +17,6 @@ use crate::python::number::{parse_py_float, parse_py_int, py_float_mod, PyInt};
 use crate::python::regex::PyRegex;
 use crate::python::repr::write_str_of_json;
 use crate::semver::{self, SemVer};
-use crate::shared::Shared;
 use crate::value::{classify_number, JsonNumber, Scalar};
 
 /// A compiled condition. `property` and `operator` are required keys: their absence is a
@@ -121,23 +120,23 @@ pub(crate) fn parse_operator(op: &str) -> Option<fn(Option<&Value>) -> Operator>
         }
         "CONTAINS" => |v| Operator::Compare(CompareOp::Contains, compare_value(v)),
         "NOT_CONTAINS" => |v| Operator::NotContains(required(v).map(pystr)),
-        "REGEX" => |v| regex(v, None),
+        "REGEX" => |v| regex(v, PyRegex::compile),
         "MODULO" => |v| Operator::Modulo(required(v).map(modulo_spec)),
         _ => return None,
     })
 }
 
-/// A `REGEX` condition's operator: its pattern compiled, or the one compiled regex `shared` keeps
-/// for an equal pattern.
-pub(crate) fn regex(v: Option<&Value>, shared: Option<&Shared>) -> Operator {
-    Operator::Regex(required(v).and_then(|v| {
-        let pattern = pystr(v);
-        match shared {
-            Some(shared) => shared.regex(&pattern),
-            None => PyRegex::compile(&pattern),
-        }
-        .map_err(|e| EvalError::new(PyErrorKind::RegexError, e))
-    }))
+/// A `REGEX` condition's operator: its pattern compiled by `compile` (the compiler hands in the
+/// one compiled regex `Shared` keeps for an equal pattern; conditions know nothing of sharing).
+pub(crate) fn regex(
+    v: Option<&Value>,
+    compile: impl FnOnce(&str) -> Result<PyRegex, String>,
+) -> Operator {
+    Operator::Regex(
+        required(v).and_then(|v| {
+            compile(&pystr(v)).map_err(|e| EvalError::new(PyErrorKind::RegexError, e))
+        }),
+    )
 }
 
 fn required(v: Option<&Value>) -> Result<&Value, EvalError> {
