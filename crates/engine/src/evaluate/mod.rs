@@ -24,6 +24,7 @@ mod dependencies;
 mod evaluation;
 mod query;
 mod scope;
+mod slots;
 mod varied;
 
 pub(crate) use evaluation::Evaluation;
@@ -416,6 +417,27 @@ impl<'a> Evaluation<'a> {
         if rules.is_empty() {
             return Ok(false);
         }
+        // The segment's trait slots while its conditions run (a `$.flags` read may test
+        // another segment on the way: restored after).
+        let outer = std::mem::replace(&mut self.segment_slots, &segment.trait_slots);
+        let matches = self.matches_rules(segment, rules);
+        self.segment_slots = outer;
+        matches
+    }
+
+    fn matches_rules(
+        &mut self,
+        segment: &'a crate::model::Segment,
+        rules: &'a [Rule],
+    ) -> Result<bool, EvalError> {
+        if let (true, Some(order), Ok(key)) = (self.tame, &segment.rule_order, &segment.key) {
+            for &i in order.iter() {
+                if !self.matches_rule(&rules[i as usize], key)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
         for rule in rules.iter() {
             let key = segment.key.as_ref().map_err(Clone::clone)?;
             if !self.matches_rule(rule, key)? {
@@ -430,6 +452,9 @@ impl<'a> Evaluation<'a> {
         rule: &'a Rule,
         segment_key: &'a str,
     ) -> Result<bool, EvalError> {
+        if self.tame && rule.plan.safe {
+            return self.matches_safe_rule(rule, segment_key);
+        }
         let conditions = if rule.conditions.is_empty() {
             true
         } else {
@@ -445,6 +470,32 @@ impl<'a> Evaluation<'a> {
             quantify(q, &rule.rules, |r| self.matches_rule(r, segment_key))?
         };
         Ok(conditions && rules)
+    }
+
+    /// [`matches_rule`](Self::matches_rule) for a rule whose parts cannot raise (see
+    /// `crate::order`): cheapest first, and the sub-rules only when the conditions hold.
+    fn matches_safe_rule(&mut self, rule: &'a Rule, key: &'a str) -> Result<bool, EvalError> {
+        let (conditions, rules) = (&rule.conditions, &rule.rules);
+        if conditions.is_empty() && rules.is_empty() {
+            // Its type is never read.
+            return Ok(true);
+        }
+        let q = *rule.quantifier.as_ref().map_err(Clone::clone)?;
+        let hold = match &rule.plan.conditions {
+            _ if conditions.is_empty() => true,
+            Some(order) => quantify(q, order, |&i| {
+                self.matches_condition(&conditions[i as usize], key)
+            })?,
+            None => quantify(q, conditions, |c| self.matches_condition(c, key))?,
+        };
+        if !hold {
+            return Ok(false);
+        }
+        Ok(match &rule.plan.rules {
+            _ if rules.is_empty() => true,
+            Some(order) => quantify(q, order, |&i| self.matches_rule(&rules[i as usize], key))?,
+            None => quantify(q, rules, |r| self.matches_rule(r, key))?,
+        })
     }
 
     pub(crate) fn matches_condition(
@@ -464,16 +515,18 @@ impl<'a> Evaluation<'a> {
         }
         if let (Property::Trait(name), true) = (property, operator.compares_versions()) {
             // The trait's parse as a version is kept for the other conditions reading it.
-            let (value, version) = self.trait_version(name)?;
+            let (value, version) = self.trait_version(c, name)?;
             return operator.matches_parsed(&value, segment_key, version);
         }
-        let value = self.context_value(property)?;
+        let value = self.context_value(c, property)?;
         operator.matches(&value, segment_key)
     }
 
-    /// `get_context_value`, coerced (or the raw identity key for an empty split property).
+    /// `get_context_value` of condition `c`'s property, coerced (or the raw identity key for an
+    /// empty split property).
     pub(crate) fn context_value(
         &mut self,
+        c: &Condition,
         property: &'a Property,
     ) -> Result<Scalar<'a>, EvalError> {
         match property {
@@ -481,10 +534,10 @@ impl<'a> Evaluation<'a> {
                 Some(text) => Scalar::Str(Cow::Owned(text.to_string())),
                 None => Scalar::Null,
             }),
-            Property::Trait(name) => self.trait_scalar(name),
+            Property::Trait(name) => self.trait_scalar(c, name),
             Property::Invalid(e) => Err(e.clone()),
             Property::Path { literal, query } => {
-                let literal_value = self.trait_scalar(literal)?;
+                let literal_value = self.trait_scalar(c, literal)?;
                 if !literal_value.is_null() {
                     return Ok(literal_value);
                 }
