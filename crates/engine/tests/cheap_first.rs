@@ -280,3 +280,15 @@ fn repeated_trait_names_read_the_last_by_slot_too() {
     let traits = [str_trait("Plan", "b".into())];
     assert_eq!(value_for(&env, &traits), Ok(json!("own")));
 }
+
+#[test]
+fn an_empty_rule_never_reads_its_type() {
+    // The reference reads a rule's type only to quantify conditions or sub-rules.
+    let env = one_segment(json!([{"type": "ALL", "conditions": [],
+        "rules": [{"type": "BAD", "conditions": []}]}]));
+    assert_eq!(value_for(&env, &[]), Ok(json!("seg")));
+    let env = one_segment(json!([{"type": "ALL", "conditions": [],
+        "rules": [{"type": "BAD", "conditions": [
+            {"property": "plan", "operator": "IS_NOT_SET"}]}]}]));
+    assert_eq!(value_for(&env, &[]), Err("KeyError".into()));
+}
