@@ -19,6 +19,7 @@ use crate::priority::{stable_sort_by_priority, PriorityKey};
 use crate::property::{Property, Query};
 use crate::python::regex::PyRegex;
 use crate::shared::Shared;
+use crate::slots::{intern, segment_slots, trait_name, SlotMap, NO_SLOT};
 use crate::value::{classify_number, json_truthy, JsonNumber};
 
 /// A non-fatal finding about the input (an operator the engine does not know).
@@ -38,6 +39,9 @@ struct Compiler<'r> {
     needs_root: bool,
     reads_flags: bool,
     diagnostics: Vec<Diagnostic>,
+    /// The trait names of the rule set being compiled, and of the whole environment (`slots`).
+    rule_slots: SlotMap,
+    trait_slots: SlotMap,
 }
 
 /// Compiles a context object (its `identity`, if any, is ignored: identities are per call).
@@ -71,6 +75,8 @@ pub(crate) fn compile_context_sharing(
         needs_root: false,
         reads_flags: false,
         diagnostics: Vec::new(),
+        rule_slots: SlotMap::default(),
+        trait_slots: SlotMap::default(),
     };
 
     let env_key = match root.get("environment") {
@@ -200,6 +206,7 @@ pub(crate) fn compile_context_sharing(
         trim_sensitive: c.trim_sensitive,
         identifier_index,
         reads_flags: c.reads_flags,
+        trait_slots: c.trait_slots,
         flag_slots: slot_by_name.len(),
         feature_ctxs,
         varied: None,
@@ -347,16 +354,26 @@ impl Compiler<'_> {
             overrides.push(self.feature_ctxs.len());
             self.feature_ctxs.push(ctx);
         }
+        let key = sc
+            .get("key")
+            .map(pystr)
+            .ok_or_else(|| EvalError::key("'key'"));
+        let (trait_slots, rule_order) = match &rules {
+            Ok(rules) => (
+                segment_slots(rules, &mut self.trait_slots),
+                crate::order::plan_segment(rules, key.is_ok()),
+            ),
+            Err(_) => (Box::default(), None),
+        };
         Ok(Segment {
-            key: sc
-                .get("key")
-                .map(pystr)
-                .ok_or_else(|| EvalError::key("'key'")),
+            key,
             name,
             reason,
             metadata: self.metadata(sc.get("metadata")),
             rules,
             overrides,
+            trait_slots,
+            rule_order,
         })
     }
 
@@ -370,6 +387,7 @@ impl Compiler<'_> {
             }
         }
         let items = array_items(Some(r), &format!("{path}.rules"))?;
+        self.rule_slots.clear();
         let mut rules = Vec::with_capacity(items.len());
         for (i, rule) in items.iter().enumerate() {
             rules.push(self.rule(rule, &format!("{path}.rules[{i}]"))?);
@@ -407,11 +425,14 @@ impl Compiler<'_> {
         for (i, sub) in subs.iter().enumerate() {
             rules.push(self.rule(sub, &format!("{path}.rules[{i}]"))?);
         }
-        Ok(Rule {
+        let mut rule = Rule {
             quantifier,
             conditions,
             rules,
-        })
+            plan: Default::default(),
+        };
+        rule.plan = crate::order::plan_rule(&rule);
+        Ok(rule)
     }
 
     fn condition(&mut self, v: &Value, path: &str) -> Result<Condition, InputError> {
@@ -469,10 +490,15 @@ impl Compiler<'_> {
                 .map(|v| v.to_string())
                 .unwrap_or_else(|| "(missing)".into()),
         };
+        let trait_slot = match property.as_ref().ok().and_then(trait_name) {
+            Some(name) => intern(&mut self.rule_slots, name),
+            None => NO_SLOT,
+        };
         Ok(Condition {
             property,
             operator,
             source,
+            trait_slot,
         })
     }
 

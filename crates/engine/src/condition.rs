@@ -27,6 +27,10 @@ pub(crate) struct Condition {
     pub operator: Result<Operator, EvalError>,
     /// The operator and value as written, for `--explain`.
     pub source: ConditionSource,
+    /// The slot, among the trait names its rule set reads, of the trait this condition reads by
+    /// name (a trait property, or the literal trait a JSONPath property reads first);
+    /// [`NO_SLOT`](crate::slots::NO_SLOT) when none (see `slots`).
+    pub trait_slot: u16,
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +78,14 @@ pub(crate) struct CompareValue {
     float_side: Result<Option<f64>, EvalError>,
     /// `value not in ("False", "false")`.
     bool_side: bool,
+}
+
+impl CompareValue {
+    /// Whether comparing with it cannot raise whatever the (tame) context value: the int and
+    /// float casts of the value are errors only for an infinite or unconvertible value.
+    pub(crate) fn cannot_raise(&self) -> bool {
+        self.int_side.is_ok() && self.float_side.is_ok()
+    }
 }
 
 #[derive(Debug)]

@@ -187,7 +187,7 @@ fn split_percentage(c: &Condition) -> Option<f64> {
 fn split_value<'a>(ev: &mut Evaluation<'a>, c: &'a Condition) -> Option<Scalar<'a>> {
     let value = match c.property.as_ref().ok()? {
         Property::IdentityKey => Scalar::Str(ev.identity_key_text()?.to_owned().into()),
-        property => ev.context_value(property).ok()?,
+        property => ev.context_value(c, property).ok()?,
     };
     (!value.is_null()).then_some(value)
 }
@@ -271,7 +271,7 @@ fn seen<'a>(ev: &mut Evaluation<'a>, c: &'a Condition, segment_key: &str) -> Str
         };
     }
     match c.property.as_ref() {
-        Ok(p) => match ev.context_value(p) {
+        Ok(p) => match ev.context_value(c, p) {
             Ok(v) if v.is_null() => "no value (not set)".into(),
             Ok(v) => v.describe(),
             Err(e) => format!("error: {e}"),

@@ -33,12 +33,14 @@ pub mod hashing;
 mod identity;
 mod jsonpath;
 mod model;
+mod order;
 mod priority;
 mod property;
 pub mod python;
 pub mod result;
 pub mod semver;
 mod shared;
+mod slots;
 pub mod value;
 
 pub use compile::Diagnostic;

@@ -54,6 +54,8 @@ pub struct Environment {
     pub(crate) identifier_index: IdentifierIndex,
     /// Whether any condition reads `$.flags` (only then is dependency state kept).
     pub(crate) reads_flags: bool,
+    /// The trait names the conditions read, by slot (see `slots`).
+    pub(crate) trait_slots: crate::slots::SlotMap,
     /// Number of output slots (distinct feature names in `features`, first position wins).
     pub(crate) flag_slots: usize,
     /// How an identity's result is told as what differs from the own flags, or `None` when this
@@ -145,6 +147,10 @@ pub(crate) struct Segment {
     pub rules: Result<std::sync::Arc<[Rule]>, EvalError>,
     /// Feature-context indices of the overrides, in order.
     pub overrides: Vec<usize>,
+    /// The environment's trait slot of each trait slot of `rules` (see `slots`).
+    pub trait_slots: Box<[u16]>,
+    /// The rules cheapest first, when they may be reordered (see `order`).
+    pub rule_order: Option<Box<[u32]>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +165,8 @@ pub(crate) struct Rule {
     pub quantifier: Result<Quantifier, EvalError>,
     pub conditions: Vec<Condition>,
     pub rules: Vec<Rule>,
+    /// Whether and how its parts may be reordered (see `order`).
+    pub plan: crate::order::RulePlan,
 }
 
 /// Segments whose only rule is `ALL [$.identity.identifier IN <list>]`, the shape identity

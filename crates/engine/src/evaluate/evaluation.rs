@@ -11,10 +11,10 @@ use crate::error::EvalError;
 use crate::identity::Identity;
 use crate::model::Environment;
 use crate::result::FlagResult;
-use crate::semver::{self, SemVer};
-use crate::value::{Scalar, TraitValue};
+use crate::value::TraitValue;
 
 use super::scope::Scope;
+use super::slots::{read_traits, SlotIndex, TraitRead};
 
 /// The identity key after enrichment: the caller's key when truthy, else `<env key>_<identifier>`.
 pub(super) enum IdentityKey<'a> {
@@ -34,54 +34,13 @@ pub(crate) struct Evaluation<'a> {
     /// The identity's traits as conditions read them, each coerced (and parsed as a version)
     /// at its first read: a trait is read by many conditions of many segments.
     pub(super) traits: Vec<TraitRead<'a>>,
-}
-
-/// One trait of the identity, with what reading it made so far.
-pub(super) struct TraitRead<'a> {
-    key: &'a str,
-    value: &'a TraitValue<'a>,
-    coerced: Option<Result<Scalar<'a>, EvalError>>,
-    /// `semver.parse` of the coerced string (`None` inside: not a version).
-    version: Option<Option<SemVer<'a>>>,
-}
-
-impl<'a> Evaluation<'a> {
-    /// The coerced value of the trait `name` (null when the identity has none; the last of
-    /// repeated names wins, as in a JSON object).
-    pub(super) fn trait_scalar(&mut self, name: &str) -> Result<Scalar<'a>, EvalError> {
-        match self.trait_read(name) {
-            Some(read) => read.coerced().clone(),
-            None => Ok(Scalar::Null),
-        }
-    }
-
-    /// [`trait_scalar`](Self::trait_scalar) and, when the value is a string borrowed from the
-    /// identity, its parse as a version (`Some(None)`: not one; `None`: not kept, parse it).
-    pub(super) fn trait_version(
-        &mut self,
-        name: &str,
-    ) -> Result<(Scalar<'a>, Option<Option<&SemVer<'a>>>), EvalError> {
-        let Some(read) = self.trait_read(name) else {
-            return Ok((Scalar::Null, None));
-        };
-        let value = read.coerced().clone()?;
-        let Scalar::Str(Cow::Borrowed(text)) = value else {
-            return Ok((value, None));
-        };
-        let version = read.version.get_or_insert_with(|| semver::parse(text));
-        Ok((value, Some(version.as_ref())))
-    }
-
-    fn trait_read(&mut self, name: &str) -> Option<&mut TraitRead<'a>> {
-        self.traits.iter_mut().rev().find(|t| t.key == name)
-    }
-}
-
-impl<'a> TraitRead<'a> {
-    fn coerced(&mut self) -> &Result<Scalar<'a>, EvalError> {
-        let value = self.value;
-        self.coerced.get_or_insert_with(|| value.coerce())
-    }
+    /// Per environment trait slot, the index in `traits` of the trait of that name.
+    pub(super) by_slot: SlotIndex,
+    /// While a segment is tested: its map from rule-set slots to environment slots.
+    pub(super) segment_slots: &'a [u16],
+    /// Safe rules may run cheapest first (see `crate::order`): a whole evaluation of a tame
+    /// request.
+    pub(super) tame: bool,
 }
 
 /// State of the `$.flags` mapping (the reference's `_LazyFlags` and `_DependencyResolver`).
@@ -140,17 +99,7 @@ impl<'a> Evaluation<'a> {
             segment_matches: vec![None; env.segments.len()],
             ..Default::default()
         });
-        let traits = identity.map_or(Vec::new(), |id| {
-            id.traits
-                .iter()
-                .map(|t| TraitRead {
-                    key: t.key.as_ref(),
-                    value: &t.value,
-                    coerced: None,
-                    version: None,
-                })
-                .collect()
-        });
+        let (traits, by_slot, tame) = read_traits(env, identity);
         Ok(Evaluation {
             env,
             scope,
@@ -159,6 +108,9 @@ impl<'a> Evaluation<'a> {
             key_text,
             deps,
             traits,
+            by_slot,
+            segment_slots: &[],
+            tame: tame && matches!(scope, Scope::All),
         })
     }
 

@@ -15,7 +15,7 @@ use crate::condition::Condition;
 use crate::error::EvalError;
 use crate::hashing::{hashed_percentage, hashed_percentages, LANES};
 use crate::identity::Identity;
-use crate::model::{Environment, FeatureCtx, FeatureEntry, Quantifier, Rule, Variant};
+use crate::model::{Environment, FeatureCtx, FeatureEntry, Variant};
 use crate::property::{Property, Query};
 use crate::result::{EvaluationResult, FlagResult, Reason, SegmentResult, VariantChoice};
 use crate::value::{Scalar, TraitValue};
@@ -23,7 +23,9 @@ use crate::value::{Scalar, TraitValue};
 mod dependencies;
 mod evaluation;
 mod query;
+mod rules;
 mod scope;
+mod slots;
 mod varied;
 
 pub(crate) use evaluation::Evaluation;
@@ -410,43 +412,6 @@ impl<'a> Evaluation<'a> {
         self.key_text.as_deref()
     }
 
-    pub(crate) fn is_in_segment(&mut self, index: usize) -> Result<bool, EvalError> {
-        let segment = &self.env.segments[index];
-        let rules = segment.rules.as_ref().map_err(Clone::clone)?;
-        if rules.is_empty() {
-            return Ok(false);
-        }
-        for rule in rules.iter() {
-            let key = segment.key.as_ref().map_err(Clone::clone)?;
-            if !self.matches_rule(rule, key)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    pub(crate) fn matches_rule(
-        &mut self,
-        rule: &'a Rule,
-        segment_key: &'a str,
-    ) -> Result<bool, EvalError> {
-        let conditions = if rule.conditions.is_empty() {
-            true
-        } else {
-            let q = *rule.quantifier.as_ref().map_err(Clone::clone)?;
-            quantify(q, &rule.conditions, |c| {
-                self.matches_condition(c, segment_key)
-            })?
-        };
-        let rules = if rule.rules.is_empty() {
-            true
-        } else {
-            let q = *rule.quantifier.as_ref().map_err(Clone::clone)?;
-            quantify(q, &rule.rules, |r| self.matches_rule(r, segment_key))?
-        };
-        Ok(conditions && rules)
-    }
-
     pub(crate) fn matches_condition(
         &mut self,
         c: &'a Condition,
@@ -464,16 +429,18 @@ impl<'a> Evaluation<'a> {
         }
         if let (Property::Trait(name), true) = (property, operator.compares_versions()) {
             // The trait's parse as a version is kept for the other conditions reading it.
-            let (value, version) = self.trait_version(name)?;
+            let (value, version) = self.trait_version(c, name)?;
             return operator.matches_parsed(&value, segment_key, version);
         }
-        let value = self.context_value(property)?;
+        let value = self.context_value(c, property)?;
         operator.matches(&value, segment_key)
     }
 
-    /// `get_context_value`, coerced (or the raw identity key for an empty split property).
+    /// `get_context_value` of condition `c`'s property, coerced (or the raw identity key for an
+    /// empty split property).
     pub(crate) fn context_value(
         &mut self,
+        c: &Condition,
         property: &'a Property,
     ) -> Result<Scalar<'a>, EvalError> {
         match property {
@@ -481,10 +448,10 @@ impl<'a> Evaluation<'a> {
                 Some(text) => Scalar::Str(Cow::Owned(text.to_string())),
                 None => Scalar::Null,
             }),
-            Property::Trait(name) => self.trait_scalar(name),
+            Property::Trait(name) => self.trait_scalar(c, name),
             Property::Invalid(e) => Err(e.clone()),
             Property::Path { literal, query } => {
-                let literal_value = self.trait_scalar(literal)?;
+                let literal_value = self.trait_scalar(c, literal)?;
                 if !literal_value.is_null() {
                     return Ok(literal_value);
                 }
@@ -553,22 +520,4 @@ impl PendingSplits {
         self.len += 1;
         self.len == LANES
     }
-}
-
-/// `all` / `any` / `not any` over lazily evaluated items, short-circuiting like Python.
-fn quantify<'t, T>(
-    q: Quantifier,
-    items: &'t [T],
-    mut f: impl FnMut(&'t T) -> Result<bool, EvalError>,
-) -> Result<bool, EvalError> {
-    for item in items {
-        let m = f(item)?;
-        match q {
-            Quantifier::All if !m => return Ok(false),
-            Quantifier::Any if m => return Ok(true),
-            Quantifier::None if m => return Ok(false),
-            _ => {}
-        }
-    }
-    Ok(!matches!(q, Quantifier::Any))
 }
