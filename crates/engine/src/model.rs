@@ -55,7 +55,7 @@ pub struct Environment {
     /// Whether any condition reads `$.flags` (only then is dependency state kept).
     pub(crate) reads_flags: bool,
     /// The trait names the conditions read, by slot (see `slots`).
-    pub(crate) trait_slots: crate::slots::SlotMap,
+    pub(crate) trait_slots: SlotMap,
     /// Number of output slots (distinct feature names in `features`, first position wins).
     pub(crate) flag_slots: usize,
     /// How an identity's result is told as what differs from the own flags, or `None` when this
@@ -166,7 +166,7 @@ pub(crate) struct Rule {
     pub conditions: Vec<Condition>,
     pub rules: Vec<Rule>,
     /// Whether and how its parts may be reordered (see `order`).
-    pub plan: crate::order::RulePlan,
+    pub plan: RulePlan,
 }
 
 /// Segments whose only rule is `ALL [$.identity.identifier IN <list>]`, the shape identity
@@ -185,3 +185,23 @@ pub(crate) struct IdentifierIndex {
     /// Whether any segment is indexed.
     pub active: bool,
 }
+
+/// What compile time decided about a rule (`order.rs` decides it).
+#[derive(Debug, Default)]
+pub(crate) struct RulePlan {
+    /// No condition of the rule or of its sub-rules can raise for a tame request.
+    pub safe: bool,
+    /// The estimated cost of testing every part (see the module documentation).
+    pub cost: u32,
+    /// Conditions cheapest first (indices), when safe and different from the written order.
+    pub conditions: Option<Box<[u32]>>,
+    /// Sub-rules cheapest first, likewise.
+    pub rules: Option<Box<[u32]>>,
+}
+
+/// No slot (`slots.rs`): the condition reads no trait by name, or its rule set has too many names (then the
+/// trait is found by name).
+pub(crate) const NO_SLOT: u16 = u16::MAX;
+
+/// Trait names → slots (in first-seen order).
+pub(crate) type SlotMap = HashMap<Box<str>, u16, foldhash::fast::FixedState>;

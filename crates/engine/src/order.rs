@@ -15,20 +15,8 @@
 
 use crate::condition::{Condition, ModuloSpec, Operator};
 use crate::model::Rule;
+pub(crate) use crate::model::RulePlan;
 use crate::property::{Property, Query};
-
-/// What compile time decided about a rule.
-#[derive(Debug, Default)]
-pub(crate) struct RulePlan {
-    /// No condition of the rule or of its sub-rules can raise for a tame request.
-    pub safe: bool,
-    /// The estimated cost of testing every part (see the module documentation).
-    pub cost: u32,
-    /// Conditions cheapest first (indices), when safe and different from the written order.
-    pub conditions: Option<Box<[u32]>>,
-    /// Sub-rules cheapest first, likewise.
-    pub rules: Option<Box<[u32]>>,
-}
 
 /// Plans a rule whose conditions and sub-rules are compiled (sub-rules planned already).
 pub(crate) fn plan_rule(rule: &Rule) -> RulePlan {

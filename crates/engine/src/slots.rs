@@ -10,18 +10,10 @@
 //!
 //! [`Segment::trait_slots`]: crate::model::Segment::trait_slots
 
-use std::collections::HashMap;
-
 use crate::condition::Condition;
 use crate::model::Rule;
+pub(crate) use crate::model::{SlotMap, NO_SLOT};
 use crate::property::Property;
-
-/// No slot: the condition reads no trait by name, or its rule set has too many names (then the
-/// trait is found by name).
-pub(crate) const NO_SLOT: u16 = u16::MAX;
-
-/// Trait names → slots (in first-seen order).
-pub(crate) type SlotMap = HashMap<Box<str>, u16, foldhash::fast::FixedState>;
 
 /// The name a property finds its trait by, if any.
 pub(crate) fn trait_name(property: &Property) -> Option<&str> {

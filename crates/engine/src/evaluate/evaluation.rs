@@ -7,11 +7,13 @@
 
 use std::borrow::Cow;
 
+use crate::condition::Condition;
 use crate::error::EvalError;
 use crate::identity::Identity;
 use crate::model::Environment;
 use crate::result::FlagResult;
-use crate::value::TraitValue;
+use crate::semver::{self, SemVer};
+use crate::value::{Scalar, TraitValue};
 
 use super::scope::Scope;
 use super::slots::{read_traits, SlotIndex, TraitRead};
@@ -116,5 +118,47 @@ impl<'a> Evaluation<'a> {
 
     pub(super) fn cycle_hits(&self) -> u64 {
         self.deps.as_ref().map_or(0, |d| d.cycle_hits)
+    }
+}
+
+impl<'a> Evaluation<'a> {
+    /// The coerced value of the trait condition `c` reads by `name` (null when the identity
+    /// has none; the last of repeated names wins, as in a JSON object).
+    pub(super) fn trait_scalar(
+        &mut self,
+        c: &Condition,
+        name: &str,
+    ) -> Result<Scalar<'a>, EvalError> {
+        match self.trait_read(c, name) {
+            Some(read) => read.coerced().clone(),
+            None => Ok(Scalar::Null),
+        }
+    }
+
+    /// [`trait_scalar`](Self::trait_scalar) and, when the value is a string borrowed from the
+    /// identity, its parse as a version (`Some(None)`: not one; `None`: not kept, parse it).
+    pub(super) fn trait_version(
+        &mut self,
+        c: &Condition,
+        name: &str,
+    ) -> Result<(Scalar<'a>, Option<Option<&SemVer<'a>>>), EvalError> {
+        let Some(read) = self.trait_read(c, name) else {
+            return Ok((Scalar::Null, None));
+        };
+        let value = read.coerced().clone()?;
+        let Scalar::Str(Cow::Borrowed(text)) = value else {
+            return Ok((value, None));
+        };
+        let version = read.version.get_or_insert_with(|| semver::parse(text));
+        Ok((value, Some(version.as_ref())))
+    }
+
+    /// The trait `c` reads: by slot inside a segment whose slots are known, else by name.
+    fn trait_read(&mut self, c: &Condition, name: &str) -> Option<&mut TraitRead<'a>> {
+        let env_slot = self.segment_slots.get(c.trait_slot as usize).copied();
+        if let Some(found) = env_slot.and_then(|s| self.by_slot.get(s)) {
+            return self.traits.get_mut(found as usize);
+        }
+        self.traits.iter_mut().rev().find(|t| t.key == name)
     }
 }

@@ -2,30 +2,25 @@
 //! (see `crate::slots`), each coerced (and parsed as a version) at its first read, and whether
 //! the request is *tame* (see `crate::order`), which lets safe rules run cheapest first.
 
-use std::borrow::Cow;
-
-use crate::condition::Condition;
 use crate::error::EvalError;
 use crate::identity::Identity;
 use crate::model::Environment;
 use crate::python::number::PyInt;
-use crate::semver::{self, SemVer};
+use crate::semver::SemVer;
 use crate::slots::NO_SLOT;
 use crate::value::{Scalar, TraitValue};
 
-use super::evaluation::Evaluation;
-
 /// One trait of the identity, with what reading it made so far.
 pub(super) struct TraitRead<'a> {
-    key: &'a str,
+    pub(super) key: &'a str,
     value: &'a TraitValue<'a>,
     coerced: Option<Result<Scalar<'a>, EvalError>>,
     /// `semver.parse` of the coerced string (`None` inside: not a version).
-    version: Option<Option<SemVer<'a>>>,
+    pub(super) version: Option<Option<SemVer<'a>>>,
 }
 
 impl<'a> TraitRead<'a> {
-    fn coerced(&mut self) -> &Result<Scalar<'a>, EvalError> {
+    pub(super) fn coerced(&mut self) -> &Result<Scalar<'a>, EvalError> {
         let value = self.value;
         self.coerced.get_or_insert_with(|| value.coerce())
     }
@@ -44,7 +39,7 @@ pub(super) enum SlotIndex {
 }
 
 impl SlotIndex {
-    fn get(&self, slot: u16) -> Option<u16> {
+    pub(super) fn get(&self, slot: u16) -> Option<u16> {
         match self {
             SlotIndex::ByName => None,
             SlotIndex::Inline(slots) => slots.get(slot as usize).copied(),
@@ -108,47 +103,5 @@ fn tame_value(v: &TraitValue<'_>) -> bool {
         // At most 300 characters: at most 300 digits, well inside a float's range.
         TraitValue::Str(s) => s.len() <= 300,
         TraitValue::Json(_) => false,
-    }
-}
-
-impl<'a> Evaluation<'a> {
-    /// The coerced value of the trait condition `c` reads by `name` (null when the identity
-    /// has none; the last of repeated names wins, as in a JSON object).
-    pub(super) fn trait_scalar(
-        &mut self,
-        c: &Condition,
-        name: &str,
-    ) -> Result<Scalar<'a>, EvalError> {
-        match self.trait_read(c, name) {
-            Some(read) => read.coerced().clone(),
-            None => Ok(Scalar::Null),
-        }
-    }
-
-    /// [`trait_scalar`](Self::trait_scalar) and, when the value is a string borrowed from the
-    /// identity, its parse as a version (`Some(None)`: not one; `None`: not kept, parse it).
-    pub(super) fn trait_version(
-        &mut self,
-        c: &Condition,
-        name: &str,
-    ) -> Result<(Scalar<'a>, Option<Option<&SemVer<'a>>>), EvalError> {
-        let Some(read) = self.trait_read(c, name) else {
-            return Ok((Scalar::Null, None));
-        };
-        let value = read.coerced().clone()?;
-        let Scalar::Str(Cow::Borrowed(text)) = value else {
-            return Ok((value, None));
-        };
-        let version = read.version.get_or_insert_with(|| semver::parse(text));
-        Ok((value, Some(version.as_ref())))
-    }
-
-    /// The trait `c` reads: by slot inside a segment whose slots are known, else by name.
-    fn trait_read(&mut self, c: &Condition, name: &str) -> Option<&mut TraitRead<'a>> {
-        let env_slot = self.segment_slots.get(c.trait_slot as usize).copied();
-        if let Some(found) = env_slot.and_then(|s| self.by_slot.get(s)) {
-            return self.traits.get_mut(found as usize);
-        }
-        self.traits.iter_mut().rev().find(|t| t.key == name)
     }
 }
