@@ -394,7 +394,8 @@ pub(super) fn apply_env(c: &mut OtelConfig, env: &[(String, String)]) -> Result<
     let protocol = |name: &str| -> Result<Option<Protocol>, ConfigError> {
         get(name)
             .map(|v| {
-                Protocol::parse(v).ok_or_else(|| wrong(name, "expected grpc, http/protobuf or http/json"))
+                Protocol::parse(v)
+                    .ok_or_else(|| wrong(name, "expected grpc, http/protobuf or http/json"))
             })
             .transpose()
     };
@@ -419,7 +420,9 @@ pub(super) fn apply_env(c: &mut OtelConfig, env: &[(String, String)]) -> Result<
         c.traces_headers.get_or_insert_with(BTreeMap::new).extend(h);
     }
     if let Some(h) = headers("OTEL_EXPORTER_OTLP_METRICS_HEADERS")? {
-        c.metrics_headers.get_or_insert_with(BTreeMap::new).extend(h);
+        c.metrics_headers
+            .get_or_insert_with(BTreeMap::new)
+            .extend(h);
     }
     if let Some(v) = get("OTEL_RESOURCE_ATTRIBUTES") {
         c.resource_attributes
@@ -583,9 +586,12 @@ mod tests {
             .unwrap_err()
             .0;
         assert!(e.contains("OTEL_TRACES_SAMPLER_ARG"), "{e}");
-        let e = apply_env(&mut c, &env(&[("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http")]))
-            .unwrap_err()
-            .0;
+        let e = apply_env(
+            &mut c,
+            &env(&[("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http")]),
+        )
+        .unwrap_err()
+        .0;
         assert!(
             e.starts_with("environment variable OTEL_EXPORTER_OTLP_TRACES_PROTOCOL:"),
             "{e}"

@@ -203,7 +203,10 @@ impl FetchError {
 
     /// A transport error: its kind from what failed, its text with every cause.
     fn transport(e: reqwest::Error) -> FetchError {
-        FetchError::new(crate::telemetry::otel::spans::transport_kind(&e), describe(e))
+        FetchError::new(
+            crate::telemetry::otel::spans::transport_kind(&e),
+            describe(e),
+        )
     }
 
     /// The same failure, its message prefixed (`page 2: …`).
@@ -374,7 +377,13 @@ async fn get(
     server_key: &str,
 ) -> Result<reqwest::Response, reqwest::Error> {
     let request = client.get(url.clone()).headers(headers).build()?;
-    ClientSpan::send(client, request, "GET /environment-document/", Some(server_key)).await
+    ClientSpan::send(
+        client,
+        request,
+        "GET /environment-document/",
+        Some(server_key),
+    )
+    .await
 }
 
 fn describe(e: reqwest::Error) -> String {

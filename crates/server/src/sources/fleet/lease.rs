@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use redis::{RedisResult, Script};
 
-use super::Names;
 use super::traced::Connection;
+use super::Names;
 
 /// A lease this replica holds: the value Redis keeps under the lease's key.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -124,7 +124,10 @@ impl ConnectionLike for Connection {
         }
         Box::pin(async move {
             let span = ClientSpan::database(|| batch_name(pipeline), &self.peer);
-            let result = self.inner.req_packed_commands(pipeline, offset, count).await;
+            let result = self
+                .inner
+                .req_packed_commands(pipeline, offset, count)
+                .await;
             if let Some(span) = span {
                 span.finish_database(result.as_ref().err().map(error_type));
             }

@@ -20,9 +20,9 @@ use http::{HeaderMap, Method, StatusCode, Version};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue, StringValue, Value};
-use parking_lot::RwLock;
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use opentelemetry_sdk::trace::{SdkTracer, Span};
+use parking_lot::RwLock;
 
 /// What the feature-flag conventions say about one evaluated flag; a front door that evaluated
 /// one flag puts it in its response's extensions (only when spans are exported).
