@@ -159,9 +159,9 @@ thread_local! {
     /// The last `Host` (or authority) this thread saw and its attributes: a listener is mostly
     /// asked under one name.
     static AUTHORITY: RefCell<Option<(Box<str>, Arc<[KeyValue]>)>> = const { RefCell::new(None) };
-    /// The last keys this thread saw and their fingerprints' attributes (a few environments
-    /// take most requests).
-    static FINGERPRINTS: RefCell<Vec<(Box<str>, KeyValue)>> = const { RefCell::new(Vec::new()) };
+    /// The fingerprints' attributes of the last keys this thread saw, by the keys' 64-bit
+    /// hashes (a few environments take most requests; no key is kept).
+    static FINGERPRINTS: RefCell<Vec<(u64, KeyValue)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Keys whose fingerprints a thread keeps.
@@ -196,8 +196,9 @@ fn server_address(headers: &HeaderMap, uri: &http::Uri) -> Option<Arc<[KeyValue]
 
 /// `flagpole.environment_key.fingerprint` of a key, as the logs show it.
 fn fingerprint_attribute(key: &str) -> KeyValue {
+    let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
     FINGERPRINTS.with_borrow_mut(|kept| {
-        if let Some((_, kv)) = kept.iter().find(|(k, _)| **k == *key) {
+        if let Some((_, kv)) = kept.iter().find(|(h, _)| *h == hash) {
             return kv.clone();
         }
         let kv = KeyValue::new(
@@ -207,7 +208,7 @@ fn fingerprint_attribute(key: &str) -> KeyValue {
         if kept.len() == FINGERPRINTS_KEPT {
             kept.remove(0);
         }
-        kept.push((key.into(), kv.clone()));
+        kept.push((hash, kv.clone()));
         kv
     })
 }
@@ -478,5 +479,45 @@ pub(crate) fn transport_kind(e: &reqwest::Error) -> &'static str {
         "connect"
     } else {
         "network"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_made_once_per_route_and_method() {
+        let first = span_name("GET", "/api/v1/flags/");
+        assert_eq!(first, "GET /api/v1/flags/");
+        assert!(std::ptr::eq(first, span_name("GET", "/api/v1/flags/")));
+        assert_eq!(span_name("POST", "/api/v1/flags/"), "POST /api/v1/flags/");
+    }
+
+    #[test]
+    fn kept_attributes_follow_the_host_and_the_key() {
+        let mut headers = HeaderMap::new();
+        let uri: http::Uri = "/api/v1/flags/".parse().unwrap();
+        for (host, address, port) in [
+            ("flags.internal:8000", "flags.internal", Some("8000")),
+            ("flags.internal:8000", "flags.internal", Some("8000")),
+            ("edge.example", "edge.example", None),
+        ] {
+            headers.insert(http::header::HOST, host.parse().unwrap());
+            let kept = server_address(&headers, &uri).unwrap();
+            let get = |k: &str| {
+                kept.iter()
+                    .find(|kv| kv.key.as_str() == k)
+                    .map(|kv| kv.value.to_string())
+            };
+            assert_eq!(get("server.address").as_deref(), Some(address));
+            assert_eq!(get("server.port").as_deref(), port);
+        }
+        for key in ["ser.first", "ser.second", "ser.first"] {
+            assert_eq!(
+                fingerprint_attribute(key).value.to_string(),
+                crate::keys::fingerprint(key)
+            );
+        }
     }
 }
