@@ -155,10 +155,13 @@ fn span_name(method: &'static str, route: &'static str) -> &'static str {
         .or_insert_with(|| Box::leak(format!("{method} {route}").into_boxed_str()))
 }
 
+/// A `Host` (or authority) and its attributes.
+type Authority = (Box<str>, Arc<[KeyValue]>);
+
 thread_local! {
     /// The last `Host` (or authority) this thread saw and its attributes: a listener is mostly
     /// asked under one name.
-    static AUTHORITY: RefCell<Option<(Box<str>, Arc<[KeyValue]>)>> = const { RefCell::new(None) };
+    static AUTHORITY: RefCell<Option<Authority>> = const { RefCell::new(None) };
     /// The fingerprints' attributes of the last keys this thread saw, by the keys' 64-bit
     /// hashes (a few environments take most requests; no key is kept).
     static FINGERPRINTS: RefCell<Vec<(u64, KeyValue)>> = const { RefCell::new(Vec::new()) };
