@@ -10,22 +10,26 @@
 #   bench/otel.sh --quick       1 round of 2 s per cell
 #   bench/otel.sh --baseline B  also the binary B (built before OpenTelemetry) with nothing
 #                               configured: "off" should cost what it did
+#   bench/otel.sh --against B   also the binary B (an earlier build) tracing at 100 %, measured
+#                               in the same rounds: what a change to the span path saved
 #
 # All traffic goes to 127.0.0.1 (wrk 4.1.0, 2 threads, 32 connections); every run is bounded.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ROUNDS=3 DURATION=5 BASELINE=
+ROUNDS=3 DURATION=5 BASELINE= AGAINST=
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) ROUNDS=1 DURATION=2 ;;
     --baseline) BASELINE=$2; shift ;;
+    --against) AGAINST=$2; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 MODES="off on100 on1"
 [ -n "$BASELINE" ] && MODES="base $MODES"
+[ -n "$AGAINST" ] && MODES="$MODES against100"
 command -v wrk >/dev/null 2>&1 || { echo "wrk is needed (apt-get install wrk)" >&2; exit 1; }
 JAEGER=${FLAGPOLE_JAEGER:-.tools/bin/jaeger}
 [ -x "$JAEGER" ] || { echo "no Jaeger at $JAEGER: scripts/test.sh builds it" >&2; exit 1; }
@@ -107,6 +111,8 @@ measure() {
     base) bin=$BASELINE ;;
     off) ;;
     on100) env=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$OTLP" OTEL_EXPORTER_OTLP_PROTOCOL=grpc) ;;
+    against100) bin=$AGAINST
+                env=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$OTLP" OTEL_EXPORTER_OTLP_PROTOCOL=grpc) ;;
     on1) env=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$OTLP" OTEL_EXPORTER_OTLP_PROTOCOL=grpc
               OTEL_TRACES_SAMPLER=traceidratio OTEL_TRACES_SAMPLER_ARG=0.01) ;;
   esac
@@ -144,6 +150,11 @@ echo
 if [ -n "$BASELINE" ]; then
   for endpoint in flags identities; do
     python3 -c "print(f'/api/v1/$endpoint/: before OpenTelemetry ${best[$endpoint/base]} µs, off ${best[$endpoint/off]} µs: {${best[$endpoint/off]}/${best[$endpoint/base]}:.2f}×')"
+  done
+fi
+if [ -n "$AGAINST" ]; then
+  for endpoint in flags identities; do
+    python3 -c "off=${best[$endpoint/off]}; a=${best[$endpoint/against100]}; b=${best[$endpoint/on100]}; print(f'/api/v1/$endpoint/ traced at 100 %: earlier build {a} µs (+{a - off:.2f} over off), this build {b} µs (+{b - off:.2f}): {b/a:.2f}×')"
   done
 fi
 echo "| endpoint | telemetry off: µs CPU/request | traces 100 %: µs | ratio | traces 1 %: µs | ratio |"

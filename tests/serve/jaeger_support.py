@@ -17,6 +17,7 @@ import secrets
 import signal
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,6 +151,17 @@ class Jaeger:
             raise
         traces = data.get("data") or []
         return traces[0] if traces else None
+
+    def spans_of(self, service: str, operation: str | None = None) -> list["Span"]:
+        """Every span Jaeger holds of `service` (of `operation` only, if given), across traces."""
+        query = {"service": service, "limit": "1000", "lookback": "1h"}
+        if operation:
+            query["operation"] = operation
+        url = f"http://{HOST}:{self.query}/api/traces?{urllib.parse.urlencode(query)}"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            traces = json.loads(r.read()).get("data") or []
+        spans = [Span.of(s, t) for t in traces for s in t.get("spans", [])]
+        return [s for s in spans if s.service == service and (operation is None or s.name == operation)]
 
     def wait_span(self, trace_id: str, match, what: str, timeout: float = 60.0) -> "Span":
         """Waits for a span of `trace_id` that `match(span)` accepts."""

@@ -118,6 +118,32 @@ def test_status_shows_the_last_upstream_error(flagpole, upstream, tmp_path):
     assert 'class="badge failing"' not in fp.get("/proxy/status").body.decode()
 
 
+def test_a_stale_environment_is_marked_on_the_page(flagpole, upstream, tmp_path):
+    # Grace 1 s: stale once the last success is older than poll + grace × environments.
+    fp, _ = start_mixed(flagpole, upstream, tmp_path,
+                        health_check={"environment_update_grace_period_seconds": 1})
+    fp.wait_ready(WAIT)
+    fp_up, fp_file = printed_fingerprints(fp)[::-1]
+
+    def row(fingerprint: str) -> str:
+        html = fp.get("/proxy/status").body.decode()
+        return html.split(f'data-environment="{fingerprint}"', 1)[1].split("</tr>", 1)[0]
+
+    assert 'data-field="stale"' not in row(fp_up)
+    upstream.set_mode("500")
+    wait_until(lambda: by_fingerprint(status_json(fp))[fp_up]["stale"], WAIT, "never stale with upstream failing")
+    marked = row(fp_up)
+    assert 'class="badge stale" data-field="stale"' in marked and ">stale<" in marked, marked
+    assert scrape(fp).get("flagpole_environment_stale", environment=fp_up) == 1
+    # The page says what the JSON says, environment by environment.
+    local_stale = by_fingerprint(status_json(fp))[fp_file]["stale"]
+    assert ('data-field="stale"' in row(fp_file)) == local_stale
+
+    upstream.set_mode("ok")
+    wait_until(lambda: not by_fingerprint(status_json(fp))[fp_up]["stale"], WAIT, "still stale after recovery")
+    assert 'data-field="stale"' not in row(fp_up)
+
+
 def test_content_negotiation_and_headers(flagpole, tmp_path):
     paths = write_documents(tmp_path / "docs", [FILE])
     fp = flagpole(local_config(paths, [FILE]))

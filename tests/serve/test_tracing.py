@@ -3,10 +3,12 @@ HTTP/protobuf) and the tests read it back through Jaeger's query API.
 
 The test is the client: it sends `traceparent` (and `tracestate`, `baggage`) and expects
 Flagpole's server span in the same trace with the client's span as its parent, on every front
-door (Flagsmith API, OFREP, flagd over gRPC and Connect, a change stream's opening); the
-upstream fetch is a client span whose `traceparent` the scripted upstream received; the sampler
-decides what is kept; a collector that is gone costs requests nothing and the drops are counted;
-`OTEL_SDK_DISABLED=true` sends nothing. Flagpole flushes its spans while it drains, so once it
+door (Flagsmith API, OFREP, flagd over gRPC and Connect, a change stream's opening), over
+each OTLP protocol (gRPC, HTTP/protobuf, HTTP/JSON, chosen per signal); the upstream fetch and a
+shadow verification's post are client spans whose `traceparent` the scripted API received; the
+fleet store's Redis commands are client spans with the database conventions and no key; the
+sampler decides what is kept; a collector that is gone costs requests nothing and the drops are
+counted; `OTEL_SDK_DISABLED=true` sends nothing. Flagpole flushes its spans while it drains, so once it
 has exited what Jaeger lacks was never sent (see jaeger_support).
 """
 
@@ -21,13 +23,14 @@ import pytest
 from documents import make_document
 from jaeger_support import Caller, Jaeger
 from metrics_support import FINGERPRINT, scrape
-from serve_harness import (HOST, Env, free_port, http_request, local_config, standard_envs, upstream_config,
-                           wait_until, write_documents)
+from serve_harness import (HOST, Env, JsonHandler, ScriptedApi, free_port, http_request, local_config,
+                           standard_envs, upstream_config, wait_until, write_documents)
+from test_fleet import RedisServer, environment_id, fleet_config, need_redis
 
 from openfeature.schemas.protobuf.flagd.evaluation.v1 import evaluation_pb2 as v1
 from openfeature.schemas.protobuf.flagd.evaluation.v1 import evaluation_pb2_grpc as v1_grpc
 
-PROTOCOLS = ["grpc", "http/protobuf"]
+PROTOCOLS = ["grpc", "http/protobuf", "http/json"]
 SERVICE = "flagpole-under-test"
 
 
@@ -170,14 +173,35 @@ def test_the_identifier_is_recorded_only_when_the_option_says_so(tmp_path, flagp
     assert_no_key(jaeger.trace(caller.trace_id), envs[0].client_key, envs[0].server_key)
 
 
-def test_otlp_metrics_arrive(tmp_path, flagpole, jaeger):
-    fp, envs = start_local(flagpole, tmp_path, otel_env(jaeger, "grpc"))
-    assert fp.get("/api/v1/flags/", envs[0].client_key).status == 200
+@pytest.mark.parametrize("metrics_protocol", ["grpc", "http/json"])
+def test_otlp_metrics_arrive(tmp_path, flagpole, jaeger, metrics_protocol):
+    # Spans over HTTP/protobuf, metrics over their own protocol (the per-signal variable wins); over
+    # HTTP the shared endpoint serves both, gRPC is Jaeger's other port.
+    extra = {"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": metrics_protocol}
+    if metrics_protocol == "grpc":
+        extra["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"] = jaeger.endpoint("grpc")
+    fp, envs = start_local(flagpole, tmp_path, otel_env(jaeger, "http/protobuf", **extra))
+    caller = Caller.new()
+    assert fp.get("/api/v1/flags/", envs[0].client_key, headers=caller.headers()).status == 200
     wait_until(lambda: "http.server.request.duration" in jaeger.log(), 60,
                f"no OTLP metrics reached the collector:\n{jaeger.log()[-2000:]}")
     assert "/api/v1/flags/" in jaeger.log()
     # /metrics is Prometheus as before.
     assert scrape(fp).value("flagpole_http_requests_total", route="flags", status="200") >= 1
+    assert fp.stop() == 0
+    jaeger.wait_span(caller.trace_id, lambda s: s.parent == caller.span_id, "the span sent over HTTP/protobuf")
+
+
+def test_an_unknown_protocol_stops_the_start_naming_the_variable(tmp_path, flagpole, jaeger):
+    envs = standard_envs()
+    paths = write_documents(tmp_path / "docs", envs)
+    fp = flagpole(config=local_config(paths, envs), start=False,
+                  env=otel_env(jaeger, "grpc", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/xml"))
+    fp.expect_clean_exit = False
+    fp.start(wait=False)
+    wait_until(lambda: not fp.running(), 60, "Flagpole started with OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/xml")
+    assert fp.proc.returncode != 0
+    assert "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" in fp.stderr_text(), fp.stderr_tail()
 
 
 def test_the_upstream_fetch_is_a_client_span_sending_traceparent(tmp_path, flagpole, jaeger, upstream):
@@ -198,6 +222,105 @@ def test_the_upstream_fetch_is_a_client_span_sending_traceparent(tmp_path, flagp
     assert span.tags["http.response.status_code"] == 200
     assert span.tags["url.full"].endswith("/api/v1/environment-document/")
     assert_no_key(jaeger.trace(trace_id), env.server_key, env.client_key)
+
+
+class ShadowApi(ScriptedApi):
+    """The Flagsmith API a shadow verification asks: `env`'s document, and identities answered
+    with no flags (a disagreement, which the comparison counts); each post's headers kept."""
+
+    def __init__(self, env: Env) -> None:
+        super().__init__()
+        self.posts: list[dict[str, str]] = []
+        api = self
+
+        class Handler(JsonHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                if self.headers.get("X-Environment-Key") != env.server_key:
+                    return self._send(401, b'{"detail":"Invalid key"}')
+                self._send(200, json.dumps(env.document).encode())
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                with api.lock:
+                    api.posts.append({k.lower(): v for k, v in self.headers.items()})
+                self._send(200, json.dumps({"identifier": body["identifier"], "traits": [], "flags": []}).encode())
+
+        self.serve(Handler)
+
+
+def test_a_shadow_post_is_a_client_span_sending_traceparent(flagpole, jaeger):
+    env = Env("shadow_traced_client", "ser.shadow_traced_server", make_document("shadow_traced_client"))
+    api = ShadowApi(env)
+    try:
+        config = {"environment_key_pairs": [env.pair], "api_url": api.api_url, "api_poll_frequency_seconds": 3600,
+                  "flagpole": {"shadow": {"sample_rate": 1, "max_per_second": 1000}}}
+        fp = flagpole(config=config, env=otel_env(jaeger, "http/protobuf"))
+        fp.wait_ready()
+        assert fp.get("/api/v1/identities/?identifier=shadowed-user", env.server_key).status == 200
+        wait_until(lambda: sum(s.value for s in scrape(fp).series("flagpole_shadow_comparisons_total")) >= 1,
+                   60, "the shadow comparison never finished")
+        assert fp.stop() == 0
+        with api.lock:
+            post = api.posts[0]
+    finally:
+        api.stop()
+    traceparent = post.get("traceparent")
+    assert traceparent, f"the shadow post sent no traceparent: {post}"
+    version, trace_id, span_id, flags = traceparent.split("-")
+    assert (version, flags) == ("00", "01")
+    span = jaeger.wait_span(trace_id, lambda s: s.span_id == span_id, "the shadow post's span")
+    assert span.name == "POST /identities/"
+    assert span.tags["span.kind"] == "client"
+    assert span.tags["http.request.method"] == "POST"
+    assert span.tags["http.response.status_code"] == 200
+    assert span.tags["url.full"] == f"{api.api_url}/identities/"
+    assert FINGERPRINT.match(span.tags["flagpole.environment_key.fingerprint"]), span.tags
+    trace = jaeger.trace(trace_id)
+    assert_no_key(trace, env.server_key, env.client_key)
+    assert "shadowed-user" not in json.dumps(trace), "the identifier is on the shadow span"
+
+
+def test_the_fleet_stores_redis_commands_are_client_spans(tmp_path, flagpole, jaeger, upstream):
+    need_redis()
+    redis = RedisServer(tmp_path / "redis").start()
+    env = Env("traced_fleet_client", "ser.traced_fleet_server", make_document("traced_fleet_client"))
+    upstream.set_document(env.server_key, env.document)
+    try:
+        fp = flagpole(config=fleet_config(upstream, redis, [env]), env=otel_env(jaeger, "grpc"))
+        fp.wait_ready()
+        key = f"flagpole:env:{environment_id(env.client_key)}:document"
+        wait_until(lambda: redis.cli("HEXISTS", key, "body") == "1", 60, f"{key} never written")
+        assert fp.stop() == 0
+        names = redis.cli("KEYS", "*").split()
+    finally:
+        redis.stop()
+    spans = wait_until(lambda: [s for s in jaeger.spans_of(SERVICE) if s.tags.get("db.system.name") == "redis"],
+                       60, "no Redis span reached Jaeger")
+    operations = {s.name for s in spans}
+    assert operations & {"EVALSHA", "EVAL"}, operations  # leases and writes are scripts
+    for span in spans:
+        assert span.tags["span.kind"] == "client", span.tags
+        assert span.tags["db.operation.name"] == span.name, span.tags
+        assert span.name.replace("BATCH", "").strip().isalpha(), span.name
+        assert (span.tags["server.address"], span.tags["server.port"]) == ("127.0.0.1", redis.port), span.tags
+        assert span.tags["db.namespace"] == "0", span.tags
+        text = json.dumps(span.raw)
+        for secret in (env.client_key, env.server_key, environment_id(env.client_key), *names):
+            assert secret not in text, f"{secret} is on a Redis span: {span.tags}"
+
+
+def test_always_off_exports_nothing_even_under_a_sampled_parent(tmp_path, flagpole, jaeger):
+    fp, envs = start_local(flagpole, tmp_path, otel_env(jaeger, "grpc", OTEL_TRACES_SAMPLER="always_off"))
+    sampled = Caller.new(sampled=True)
+    assert fp.get("/api/v1/flags/", envs[0].client_key, headers=sampled.headers()).status == 200
+    assert fp.stop() == 0
+    # The same request under the default sampler is exported: the absence is the sampler's doing.
+    on, _ = start_local(flagpole, tmp_path / "on", otel_env(jaeger, "grpc"))
+    marker = Caller.new()
+    assert on.get("/api/v1/flags/", envs[0].client_key, headers=marker.headers()).status == 200
+    assert on.stop() == 0
+    jaeger.wait_span(marker.trace_id, lambda s: s.parent == marker.span_id, "the default sampler's span")
+    assert jaeger.trace(sampled.trace_id) is None, "always_off exported a span"
 
 
 def test_a_parent_based_sampler_follows_the_caller(tmp_path, flagpole, jaeger):
@@ -224,7 +347,7 @@ def test_a_ratio_sampler_keeps_the_traces_its_ratio_selects(tmp_path, flagpole, 
     assert jaeger.trace(dropped.trace_id) is None, "a trace outside the ratio was exported"
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
 def test_a_collector_that_is_gone_costs_requests_nothing(tmp_path, flagpole, jaeger, protocol):
     fp, envs = start_local(flagpole, tmp_path, otel_env(jaeger, protocol, OTEL_EXPORTER_OTLP_TIMEOUT="2000"))
     key = envs[0].client_key

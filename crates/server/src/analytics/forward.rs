@@ -166,30 +166,26 @@ enum Sent {
 }
 
 async fn send(upstream: &Upstream, env: &EnvCounts, batch: &Batch) -> Sent {
-    let url = format!("{}/analytics/flags/", upstream.api_url);
-    let span = reqwest::Url::parse(&url).ok().and_then(|u| {
-        ClientSpan::start("POST /analytics/flags/", "POST", &u, Some(&env.client_key))
-    });
-    let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(span) = &span {
-        span.inject(&mut headers);
-    }
-    let sent = upstream
+    let request = upstream
         .client
-        .post(url)
-        .headers(headers)
+        .post(format!("{}/analytics/flags/", upstream.api_url))
         .header("X-Environment-Key", &env.client_key)
         .header("Content-Type", "application/json")
         .body(crate::json::to_vec(&batch.counts))
         .timeout(upstream.timeout)
-        .send()
-        .await;
-    if let Some(span) = span {
-        span.finish(match &sent {
-            Ok(response) => Ok(response.status().as_u16()),
-            Err(_) => Err("network"),
-        });
-    }
+        .build();
+    let sent = match request {
+        Ok(request) => {
+            ClientSpan::send(
+                &upstream.client,
+                request,
+                "POST /analytics/flags/",
+                Some(&env.client_key),
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
     match sent {
         Ok(response) if response.status().is_success() => Sent::Delivered,
         Ok(response) if response.status().is_client_error() => Sent::Refused(response.status()),

@@ -111,17 +111,20 @@ pub(super) fn spellings(key: &str) -> Vec<&str> {
     all
 }
 
+/// Variables as the process hands them over, from literal pairs (the tests' shorthand).
+#[cfg(test)]
+pub(super) fn variables(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::variables as env;
     use super::*;
     use serde_json::json;
-
-    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     #[test]
     fn variables_replace_top_level_keys_in_any_case() {

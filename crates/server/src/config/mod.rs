@@ -45,7 +45,7 @@ pub use settings::{
 };
 pub use start::{start, Example, Plan, ServeOptions, Startup};
 pub use suggest::closest;
-pub use telemetry::{OtelConfig, Protocol, SamplerKind, Signal};
+pub use telemetry::{Export, OtelConfig, Protocol, SamplerKind, Signal};
 pub use tls::TlsConfig;
 
 /// A configuration problem that stops startup: one line, naming the key.

@@ -25,6 +25,26 @@ pub enum Protocol {
     /// OTLP over HTTP with protobuf bodies (port 4318; `/v1/traces`, `/v1/metrics`).
     #[serde(rename = "http/protobuf")]
     HttpProtobuf,
+    /// OTLP over HTTP with JSON bodies (the same port and paths).
+    #[serde(rename = "http/json")]
+    HttpJson,
+}
+
+impl Protocol {
+    /// The name the variables and the file use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Grpc => "grpc",
+            Protocol::HttpProtobuf => "http/protobuf",
+            Protocol::HttpJson => "http/json",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Protocol> {
+        [Protocol::Grpc, Protocol::HttpProtobuf, Protocol::HttpJson]
+            .into_iter()
+            .find(|p| p.name() == text)
+    }
 }
 
 /// Which traces are kept (the names of `OTEL_TRACES_SAMPLER`).
@@ -53,9 +73,17 @@ pub struct OtelConfig {
     /// Where metrics go, as is (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`).
     pub metrics_endpoint: Option<String>,
     pub protocol: Protocol,
+    /// The spans' own protocol, over `protocol` (`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`).
+    pub traces_protocol: Option<Protocol>,
+    /// The metrics' own protocol (`OTEL_EXPORTER_OTLP_METRICS_PROTOCOL`).
+    pub metrics_protocol: Option<Protocol>,
     /// Sent with every export (`OTEL_EXPORTER_OTLP_HEADERS`: `name=value,…`); values may be
     /// credentials, so `flagpole check` prints them redacted.
     pub headers: BTreeMap<String, String>,
+    /// Sent with span exports instead of `headers` (`OTEL_EXPORTER_OTLP_TRACES_HEADERS`).
+    pub traces_headers: Option<BTreeMap<String, String>>,
+    /// Sent with metric exports instead of `headers` (`OTEL_EXPORTER_OTLP_METRICS_HEADERS`).
+    pub metrics_headers: Option<BTreeMap<String, String>>,
     pub service_name: String,
     /// Added to the resource (`OTEL_RESOURCE_ATTRIBUTES`: `key=value,…`).
     pub resource_attributes: BTreeMap<String, String>,
@@ -65,6 +93,18 @@ pub struct OtelConfig {
     /// How long one export may take (`OTEL_EXPORTER_OTLP_TIMEOUT`, milliseconds there).
     #[serde(rename = "export_timeout_seconds", serialize_with = "seconds")]
     pub export_timeout: Duration,
+    /// A span export's own limit (`OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`).
+    #[serde(
+        rename = "traces_export_timeout_seconds",
+        serialize_with = "optional_seconds"
+    )]
+    pub traces_export_timeout: Option<Duration>,
+    /// A metric export's own limit (`OTEL_EXPORTER_OTLP_METRICS_TIMEOUT`).
+    #[serde(
+        rename = "metrics_export_timeout_seconds",
+        serialize_with = "optional_seconds"
+    )]
+    pub metrics_export_timeout: Option<Duration>,
     /// Finished spans waiting for export at most (`OTEL_BSP_MAX_QUEUE_SIZE`); more are dropped
     /// and counted.
     pub max_queue_size: usize,
@@ -84,12 +124,18 @@ impl Default for OtelConfig {
             traces_endpoint: None,
             metrics_endpoint: None,
             protocol: Protocol::HttpProtobuf,
+            traces_protocol: None,
+            metrics_protocol: None,
             headers: BTreeMap::new(),
+            traces_headers: None,
+            metrics_headers: None,
             service_name: "flagpole".into(),
             resource_attributes: BTreeMap::new(),
             sampler: SamplerKind::ParentbasedAlwaysOn,
             sampler_arg: 1.0,
             export_timeout: Duration::from_secs(10),
+            traces_export_timeout: None,
+            metrics_export_timeout: None,
             max_queue_size: 2048,
             metrics_interval: Duration::from_secs(60),
             record_identifier: false,
@@ -104,33 +150,83 @@ pub enum Signal {
     Metrics,
 }
 
+/// Where and how one signal is exported: its own settings where it has them, else the shared
+/// ones (as every OpenTelemetry SDK resolves `OTEL_EXPORTER_OTLP_TRACES_*` over
+/// `OTEL_EXPORTER_OTLP_*`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Export<'a> {
+    pub endpoint: String,
+    pub protocol: Protocol,
+    pub headers: &'a BTreeMap<String, String>,
+    pub timeout: Duration,
+}
+
 impl OtelConfig {
-    /// Where `signal` is exported, if anywhere: its own endpoint as given, else the shared one
-    /// (with the signal's path over HTTP).
-    pub fn endpoint_of(&self, signal: Signal) -> Option<String> {
+    /// How `signal` is exported, if at all: its own endpoint as given, else the shared one (with
+    /// the signal's path over HTTP).
+    pub fn export_of(&self, signal: Signal) -> Option<Export<'_>> {
         if !self.enabled {
             return None;
         }
-        let (own, path) = match signal {
-            Signal::Traces => (&self.traces_endpoint, "v1/traces"),
-            Signal::Metrics => (&self.metrics_endpoint, "v1/metrics"),
+        let (own, protocol, headers, timeout, path) = match signal {
+            Signal::Traces => (
+                &self.traces_endpoint,
+                self.traces_protocol,
+                &self.traces_headers,
+                self.traces_export_timeout,
+                "v1/traces",
+            ),
+            Signal::Metrics => (
+                &self.metrics_endpoint,
+                self.metrics_protocol,
+                &self.metrics_headers,
+                self.metrics_export_timeout,
+                "v1/metrics",
+            ),
         };
-        if let Some(own) = own {
+        let protocol = protocol.unwrap_or(self.protocol);
+        let endpoint = match own {
             // Empty: the signal turned off (`OTEL_TRACES_EXPORTER=none`).
-            return (!own.is_empty()).then(|| own.clone());
-        }
-        let base = self.endpoint.as_ref()?;
-        Some(match self.protocol {
-            Protocol::Grpc => base.clone(),
-            Protocol::HttpProtobuf => format!("{}/{path}", base.trim_end_matches('/')),
+            Some(own) if own.is_empty() => return None,
+            Some(own) => own.clone(),
+            None => {
+                let base = self.endpoint.as_ref()?;
+                match protocol {
+                    Protocol::Grpc => base.clone(),
+                    Protocol::HttpProtobuf | Protocol::HttpJson => {
+                        format!("{}/{path}", base.trim_end_matches('/'))
+                    }
+                }
+            }
+        };
+        Some(Export {
+            endpoint,
+            protocol,
+            headers: headers.as_ref().unwrap_or(&self.headers),
+            timeout: timeout.unwrap_or(self.export_timeout),
         })
+    }
+
+    /// Where `signal` is exported, if anywhere.
+    pub fn endpoint_of(&self, signal: Signal) -> Option<String> {
+        self.export_of(signal).map(|e| e.endpoint)
     }
 
     /// The same settings with header values hidden (they often carry an API key).
     pub(super) fn redact(&mut self) {
-        for value in self.headers.values_mut() {
-            *value = crate::keys::fingerprint(value);
+        let own = [&mut self.traces_headers, &mut self.metrics_headers];
+        for headers in std::iter::once(&mut self.headers).chain(own.into_iter().flatten()) {
+            for value in headers.values_mut() {
+                *value = crate::keys::fingerprint(value);
+            }
         }
+    }
+}
+
+fn optional_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => seconds(d, s),
+        None => s.serialize_none(),
     }
 }
 
@@ -146,10 +242,18 @@ pub(super) struct TelemetryFile {
     traces_endpoint: Option<String>,
     /// Where metrics go, used as is (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`).
     metrics_endpoint: Option<String>,
-    /// `grpc` or `http/protobuf` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
+    /// `grpc`, `http/protobuf` or `http/json` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
     protocol: Option<Protocol>,
+    /// The protocol of span exports, over `protocol` (`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`).
+    traces_protocol: Option<Protocol>,
+    /// The protocol of metric exports, over `protocol` (`OTEL_EXPORTER_OTLP_METRICS_PROTOCOL`).
+    metrics_protocol: Option<Protocol>,
     /// Headers sent with every export, e.g. a vendor's API key (`OTEL_EXPORTER_OTLP_HEADERS`).
     headers: Option<BTreeMap<String, String>>,
+    /// Headers sent with span exports instead of `headers` (`OTEL_EXPORTER_OTLP_TRACES_HEADERS`).
+    traces_headers: Option<BTreeMap<String, String>>,
+    /// Headers sent with metric exports instead of `headers` (`OTEL_EXPORTER_OTLP_METRICS_HEADERS`).
+    metrics_headers: Option<BTreeMap<String, String>>,
     /// The `service.name` resource attribute (`OTEL_SERVICE_NAME`).
     service_name: Option<String>,
     /// More resource attributes (`OTEL_RESOURCE_ATTRIBUTES`).
@@ -162,6 +266,12 @@ pub(super) struct TelemetryFile {
     /// Seconds one export may take (`OTEL_EXPORTER_OTLP_TIMEOUT`, in milliseconds).
     #[schemars(extend("exclusiveMinimum" = 0))]
     export_timeout_seconds: Option<Seconds>,
+    /// Seconds one span export may take, over `export_timeout_seconds` (`OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, in milliseconds).
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    traces_export_timeout_seconds: Option<Seconds>,
+    /// Seconds one metric export may take, over `export_timeout_seconds` (`OTEL_EXPORTER_OTLP_METRICS_TIMEOUT`, in milliseconds).
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    metrics_export_timeout_seconds: Option<Seconds>,
     /// Finished spans waiting for export at most (`OTEL_BSP_MAX_QUEUE_SIZE`); more are dropped and counted in `/metrics`.
     max_queue_size: Option<Positive>,
     /// Seconds between metric exports (`OTEL_METRIC_EXPORT_INTERVAL`, in milliseconds).
@@ -180,7 +290,11 @@ impl TelemetryFile {
             traces_endpoint: self.traces_endpoint,
             metrics_endpoint: self.metrics_endpoint,
             protocol: self.protocol.unwrap_or(d.protocol),
+            traces_protocol: self.traces_protocol,
+            metrics_protocol: self.metrics_protocol,
             headers: self.headers.unwrap_or_default(),
+            traces_headers: self.traces_headers,
+            metrics_headers: self.metrics_headers,
             service_name: self.service_name.unwrap_or(d.service_name),
             resource_attributes: self.resource_attributes.unwrap_or_default(),
             sampler: self.sampler.unwrap_or(d.sampler),
@@ -188,6 +302,8 @@ impl TelemetryFile {
             export_timeout: self
                 .export_timeout_seconds
                 .map_or(d.export_timeout, |s| s.0),
+            traces_export_timeout: self.traces_export_timeout_seconds.map(|s| s.0),
+            metrics_export_timeout: self.metrics_export_timeout_seconds.map(|s| s.0),
             max_queue_size: self
                 .max_queue_size
                 .map_or(d.max_queue_size, Positive::usize),
@@ -205,12 +321,18 @@ impl TelemetryFile {
             traces_endpoint: c.traces_endpoint.clone(),
             metrics_endpoint: c.metrics_endpoint.clone(),
             protocol: Some(c.protocol),
+            traces_protocol: c.traces_protocol,
+            metrics_protocol: c.metrics_protocol,
             headers: Some(c.headers.clone()),
+            traces_headers: c.traces_headers.clone(),
+            metrics_headers: c.metrics_headers.clone(),
             service_name: Some(c.service_name.clone()),
             resource_attributes: Some(c.resource_attributes.clone()),
             sampler: Some(c.sampler),
             sampler_arg: Some(c.sampler_arg),
             export_timeout_seconds: Some(Seconds(c.export_timeout)),
+            traces_export_timeout_seconds: c.traces_export_timeout.map(Seconds),
+            metrics_export_timeout_seconds: c.metrics_export_timeout.map(Seconds),
             max_queue_size: Some(Positive(c.max_queue_size as u64)),
             metrics_interval_seconds: Some(Seconds(c.metrics_interval)),
             record_identifier: Some(c.record_identifier),
@@ -268,21 +390,39 @@ pub(super) fn apply_env(c: &mut OtelConfig, env: &[(String, String)]) -> Result<
             Some(_) => return Err(wrong(name, "expected otlp or none")),
         }
     }
-    if let Some(v) = get("OTEL_EXPORTER_OTLP_PROTOCOL") {
-        c.protocol = match v {
-            "grpc" => Protocol::Grpc,
-            "http/protobuf" => Protocol::HttpProtobuf,
-            _ => {
-                return Err(wrong(
-                    "OTEL_EXPORTER_OTLP_PROTOCOL",
-                    "expected grpc or http/protobuf (http/json is not supported)",
-                ))
-            }
-        };
+    // The shared setting, then each signal's own over it.
+    let protocol = |name: &str| -> Result<Option<Protocol>, ConfigError> {
+        get(name)
+            .map(|v| {
+                Protocol::parse(v)
+                    .ok_or_else(|| wrong(name, "expected grpc, http/protobuf or http/json"))
+            })
+            .transpose()
+    };
+    if let Some(p) = protocol("OTEL_EXPORTER_OTLP_PROTOCOL")? {
+        c.protocol = p;
     }
-    if let Some(v) = get("OTEL_EXPORTER_OTLP_HEADERS") {
-        c.headers
-            .extend(pairs(v).map_err(|e| wrong("OTEL_EXPORTER_OTLP_HEADERS", &e))?);
+    if let Some(p) = protocol("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")? {
+        c.traces_protocol = Some(p);
+    }
+    if let Some(p) = protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")? {
+        c.metrics_protocol = Some(p);
+    }
+    let headers = |name: &str| -> Result<Option<Vec<(String, String)>>, ConfigError> {
+        get(name)
+            .map(|v| pairs(v).map_err(|e| wrong(name, &e)))
+            .transpose()
+    };
+    if let Some(h) = headers("OTEL_EXPORTER_OTLP_HEADERS")? {
+        c.headers.extend(h);
+    }
+    if let Some(h) = headers("OTEL_EXPORTER_OTLP_TRACES_HEADERS")? {
+        c.traces_headers.get_or_insert_with(BTreeMap::new).extend(h);
+    }
+    if let Some(h) = headers("OTEL_EXPORTER_OTLP_METRICS_HEADERS")? {
+        c.metrics_headers
+            .get_or_insert_with(BTreeMap::new)
+            .extend(h);
     }
     if let Some(v) = get("OTEL_RESOURCE_ATTRIBUTES") {
         c.resource_attributes
@@ -325,6 +465,12 @@ pub(super) fn apply_env(c: &mut OtelConfig, env: &[(String, String)]) -> Result<
     if let Some(d) = millis("OTEL_EXPORTER_OTLP_TIMEOUT")? {
         c.export_timeout = d;
     }
+    if let Some(d) = millis("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")? {
+        c.traces_export_timeout = Some(d);
+    }
+    if let Some(d) = millis("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT")? {
+        c.metrics_export_timeout = Some(d);
+    }
     if let Some(d) = millis("OTEL_METRIC_EXPORT_INTERVAL")? {
         c.metrics_interval = d;
     }
@@ -359,15 +505,9 @@ fn pairs(text: &str) -> Result<Vec<(String, String)>, String> {
 mod tests {
     use serde_json::json;
 
+    use super::super::env::variables as env;
     use super::*;
     use crate::config::from_json;
-
-    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     #[test]
     fn nothing_is_exported_unless_an_endpoint_is_set() {
@@ -446,7 +586,17 @@ mod tests {
             .unwrap_err()
             .0;
         assert!(e.contains("OTEL_TRACES_SAMPLER_ARG"), "{e}");
-        let bad = json!({"flagpole": {"telemetry": {"protocol": "http/json"}}});
+        let e = apply_env(
+            &mut c,
+            &env(&[("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http")]),
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("environment variable OTEL_EXPORTER_OTLP_TRACES_PROTOCOL:"),
+            "{e}"
+        );
+        let bad = json!({"flagpole": {"telemetry": {"protocol": "http/xml"}}});
         let e = from_json(bad.as_object().unwrap()).unwrap_err().0;
         assert!(e.contains("flagpole.telemetry.protocol"), "{e}");
         let typo = json!({"flagpole": {"telemetry": {"endpont": "http://x"}}});
@@ -455,5 +605,44 @@ mod tests {
             e.contains("did you mean 'flagpole.telemetry.endpoint'"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_signals_own_settings_win_over_the_shared_ones() {
+        let config = json!({"flagpole": {"telemetry": {
+            "endpoint": "http://collector:4318", "metrics_protocol": "http/json",
+            "metrics_headers": {"x-metrics": "m"}, "headers": {"x-team": "flags"}}}});
+        let mut c = from_json(config.as_object().unwrap()).unwrap().config.otel;
+        let metrics = c.export_of(Signal::Metrics).unwrap();
+        assert_eq!(
+            (metrics.endpoint.as_str(), metrics.protocol),
+            ("http://collector:4318/v1/metrics", Protocol::HttpJson)
+        );
+        assert_eq!(metrics.headers.keys().collect::<Vec<_>>(), ["x-metrics"]);
+        apply_env(
+            &mut c,
+            &env(&[
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+                ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
+                ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-traces=t"),
+                ("OTEL_EXPORTER_OTLP_TIMEOUT", "3000"),
+                ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "1500"),
+            ]),
+        )
+        .unwrap();
+        let traces = c.export_of(Signal::Traces).unwrap();
+        // gRPC takes the shared endpoint as is: no signal path.
+        assert_eq!(traces.endpoint, "http://collector:4318");
+        assert_eq!(traces.protocol, Protocol::Grpc);
+        assert_eq!(traces.headers["x-traces"], "t");
+        assert!(!traces.headers.contains_key("x-team"));
+        assert_eq!(traces.timeout, Duration::from_millis(1500));
+        let metrics = c.export_of(Signal::Metrics).unwrap();
+        // The file's metrics protocol stays: the shared variable is not the metrics' own.
+        assert_eq!(metrics.protocol, Protocol::HttpJson);
+        assert_eq!(metrics.timeout, Duration::from_millis(3000));
+        let mut printed = c.clone();
+        printed.redact();
+        assert_ne!(printed.traces_headers.unwrap()["x-traces"], "t");
     }
 }

@@ -17,6 +17,7 @@ use super::explain;
 use super::job::Job;
 use super::outcome::{Outcome, Tally};
 use crate::keys::{fingerprint, KeyKind};
+use crate::telemetry::otel::spans::ClientSpan;
 
 /// (feature, content revision) pairs logged at most; past it the memory starts over.
 const MAX_LOGGED: usize = 10_000;
@@ -91,16 +92,19 @@ impl Verifier {
         Outcome::Mismatch
     }
 
-    /// `POST {api_url}/identities/` with the identity and its traits.
+    /// `POST {api_url}/identities/` with the identity and its traits (in a client span when
+    /// spans are exported, as every request Flagpole sends).
     async fn ask(&self, key: &str, job: &Job) -> Result<bytes::Bytes, String> {
-        let response = self
+        let request = self
             .client
             .post(format!("{}/identities/", self.api_url))
             .header("X-Environment-Key", key)
             .header("Content-Type", "application/json")
             .body(job.request_body())
             .timeout(self.timeout)
-            .send()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let response = ClientSpan::send(&self.client, request, "POST /identities/", Some(key))
             .await
             .map_err(|e| e.to_string())?;
         if !response.status().is_success() {
@@ -126,12 +130,24 @@ impl Verifier {
         let mut request = self
             .client
             .get(format!("{}/environment-document/", self.api_url))
-            .header("X-Environment-Key", server_key)
+            .header("X-Environment-Key", &server_key)
             .timeout(self.timeout);
         if let Some(date) = &job.snapshot.last_modified {
             request = request.header(IF_MODIFIED_SINCE, date);
         }
-        let same = match request.send().await {
+        let sent = match request.build() {
+            Ok(request) => {
+                ClientSpan::send(
+                    &self.client,
+                    request,
+                    "GET /environment-document/",
+                    Some(&server_key),
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        let same = match sent {
             Ok(r) if r.status() == StatusCode::NOT_MODIFIED => true,
             Ok(r) if r.status().is_success() => match r.bytes().await {
                 Ok(body) => {

@@ -203,17 +203,10 @@ impl FetchError {
 
     /// A transport error: its kind from what failed, its text with every cause.
     fn transport(e: reqwest::Error) -> FetchError {
-        FetchError::new(FetchError::transport_kind(&e), describe(e))
-    }
-
-    fn transport_kind(e: &reqwest::Error) -> &'static str {
-        if e.is_timeout() {
-            "timeout"
-        } else if e.is_connect() {
-            "connect"
-        } else {
-            "network"
-        }
+        FetchError::new(
+            crate::telemetry::otel::spans::transport_kind(&e),
+            describe(e),
+        )
     }
 
     /// The same failure, its message prefixed (`page 2: …`).
@@ -380,21 +373,17 @@ async fn fetch_once(
 async fn get(
     client: &reqwest::Client,
     url: &reqwest::Url,
-    mut headers: HeaderMap,
+    headers: HeaderMap,
     server_key: &str,
 ) -> Result<reqwest::Response, reqwest::Error> {
-    let span = ClientSpan::start("GET /environment-document/", "GET", url, Some(server_key));
-    if let Some(span) = &span {
-        span.inject(&mut headers);
-    }
-    let response = client.get(url.clone()).headers(headers).send().await;
-    if let Some(span) = span {
-        span.finish(match &response {
-            Ok(r) => Ok(r.status().as_u16()),
-            Err(e) => Err(FetchError::transport_kind(e)),
-        });
-    }
-    response
+    let request = client.get(url.clone()).headers(headers).build()?;
+    ClientSpan::send(
+        client,
+        request,
+        "GET /environment-document/",
+        Some(server_key),
+    )
+    .await
 }
 
 fn describe(e: reqwest::Error) -> String {

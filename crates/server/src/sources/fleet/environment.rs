@@ -9,10 +9,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use redis::aio::ConnectionManager;
-
 use super::lease::{self, Lease};
 use super::stored::{self, Loaded, Written};
+use super::traced::Connection;
 use super::{Fleet, Names};
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::upstream::{poll_one, Pollers};
@@ -193,7 +192,7 @@ fn drop_lease(fleet: &Fleet, place: &mut Place) {
 /// answered with one (new, the same, or refused).
 async fn load(
     fleet: &Fleet,
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     slot: &Arc<EnvSlot>,
     place: &mut Place,
 ) -> bool {

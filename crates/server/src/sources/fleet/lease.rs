@@ -9,9 +9,9 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use redis::{RedisResult, Script};
 
+use super::traced::Connection;
 use super::Names;
 
 /// A lease this replica holds: the value Redis keeps under the lease's key.
@@ -60,7 +60,7 @@ fn millis(d: Duration) -> u64 {
 
 /// Takes the lease of `names` for `replica` if it is free.
 pub(crate) async fn acquire(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     names: &Names,
     replica: &str,
     ttl: Duration,
@@ -79,7 +79,7 @@ pub(crate) async fn acquire(
 
 /// Extends a held lease; `false`: it was lost (expired, and maybe taken by another replica).
 pub(crate) async fn renew(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     names: &Names,
     lease: &Lease,
     ttl: Duration,
@@ -95,7 +95,7 @@ pub(crate) async fn renew(
 
 /// Gives a held lease up (another replica may take it at once).
 pub(crate) async fn release(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     names: &Names,
     lease: &Lease,
 ) -> RedisResult<()> {

@@ -18,6 +18,7 @@ pub(crate) mod membership;
 pub(crate) mod notices;
 pub(crate) mod share;
 pub(crate) mod stored;
+pub(crate) mod traced;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManagerConfig;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
@@ -51,7 +52,7 @@ enum Target {
 /// One replica's handle on the shared store.
 pub(crate) struct Fleet {
     target: Target,
-    connection: Mutex<Option<ConnectionManager>>,
+    connection: Mutex<Option<traced::Connection>>,
     /// When the last connection attempt started (one at a time).
     connecting: tokio::sync::Mutex<Option<Instant>>,
     /// This replica's name in leases and the member list (random: a restart is a new member).
@@ -104,7 +105,7 @@ impl Fleet {
 
     /// A connection (multiplexed, reconnecting by itself once made), or `None` while Redis
     /// cannot be reached; then callers carry on without it.
-    pub(crate) async fn connection(&self) -> Option<ConnectionManager> {
+    pub(crate) async fn connection(&self) -> Option<traced::Connection> {
         if let Some(c) = self.connection.lock().clone() {
             return Some(c);
         }
@@ -123,10 +124,12 @@ impl Fleet {
             .set_number_of_retries(1)
             .set_max_delay(RECONNECT_EVERY);
         let made = tokio::time::timeout(4 * TIMEOUT, async {
-            self.client()
-                .await?
-                .get_connection_manager_with_config(config)
-                .await
+            let client = self.client().await?;
+            let manager = client.get_connection_manager_with_config(config).await?;
+            redis::RedisResult::Ok(traced::Connection::new(
+                manager,
+                client.get_connection_info(),
+            ))
         })
         .await;
         match made {

@@ -13,11 +13,11 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
-use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, RedisResult, Script};
 
 use super::figures::Figures;
 use super::lease::Lease;
+use super::traced::Connection;
 use super::{Names, CHANNEL};
 use crate::body::Encoding;
 use crate::received::Incoming;
@@ -67,7 +67,7 @@ static CONFIRM: LazyLock<Script> = LazyLock::new(|| {
 
 /// Records the holder's last successful poll for the fleet.
 pub(crate) async fn confirm(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     names: &Names,
     lease: &Lease,
     at_ms: u64,
@@ -96,7 +96,7 @@ pub(crate) enum Written {
 /// Writes the slot's current document for the fleet, fenced by `lease`; `over_refused`: also
 /// over a newer value, which this replica refused (corrupt values are not kept forever).
 pub(crate) async fn write(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     names: &Names,
     lease: &Lease,
     slot: &EnvSlot,
@@ -166,7 +166,7 @@ pub(crate) enum Loaded {
 /// Loads the environment's document from Redis unless it is what is served, older, or a value
 /// already refused (`refused`: the revision it claimed).
 pub(crate) async fn load(
-    conn: &mut ConnectionManager,
+    conn: &mut Connection,
     names: &Names,
     slot: &Arc<EnvSlot>,
     refused: Option<&str>,

@@ -1,4 +1,4 @@
-//! OpenTelemetry: spans and metrics exported over OTLP (gRPC or HTTP/protobuf) with the official
+//! OpenTelemetry: spans and metrics exported over OTLP (gRPC, HTTP/protobuf or HTTP/JSON) with the official
 //! crates, set up once at start from `flagpole.telemetry` and the `OTEL_*` variables
 //! (`config/telemetry.rs`).
 //!
@@ -15,7 +15,7 @@ pub(crate) mod meters;
 mod queue;
 pub(crate) mod spans;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
 use opentelemetry::KeyValue;
@@ -24,7 +24,7 @@ use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 
-use crate::config::{Config, OtelConfig, Protocol, SamplerKind, Signal};
+use crate::config::{Config, Export, OtelConfig, Protocol, SamplerKind, Signal};
 use crate::shutdown::Shutdown;
 
 pub(crate) use queue::SPANS_DROPPED;
@@ -58,30 +58,30 @@ pub(crate) fn init(config: &Config, shutdown: &Shutdown) {
     let c = &config.otel;
     let otel = OTEL.get_or_init(|| {
         let resource = resource(c);
-        let traces = c
-            .endpoint_of(Signal::Traces)
-            .and_then(|endpoint| match tracer_provider(c, &endpoint, &resource) {
+        let traces = c.export_of(Signal::Traces).and_then(|export| {
+            match tracer_provider(c, &export, &resource) {
                 Ok(provider) => {
-                    tracing::info!(%endpoint, protocol = protocol_name(c.protocol), sampler = ?c.sampler, "OpenTelemetry: exporting traces");
+                    tracing::info!(endpoint = %export.endpoint, protocol = export.protocol.name(), sampler = ?c.sampler, "OpenTelemetry: exporting traces");
                     Some(provider)
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "OpenTelemetry: traces are not exported");
                     None
                 }
-            });
-        let metrics = c
-            .endpoint_of(Signal::Metrics)
-            .and_then(|endpoint| match meter_provider(c, &endpoint, &resource) {
+            }
+        });
+        let metrics = c.export_of(Signal::Metrics).and_then(|export| {
+            match meter_provider(c, &export, &resource) {
                 Ok(provider) => {
-                    tracing::info!(%endpoint, protocol = protocol_name(c.protocol), "OpenTelemetry: exporting metrics");
+                    tracing::info!(endpoint = %export.endpoint, protocol = export.protocol.name(), "OpenTelemetry: exporting metrics");
                     Some(provider)
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "OpenTelemetry: metrics are not exported");
                     None
                 }
-            });
+            }
+        });
         if let Some(provider) = &metrics {
             meters::install(provider);
         }
@@ -122,13 +122,6 @@ fn flush() {
     }
 }
 
-fn protocol_name(p: Protocol) -> &'static str {
-    match p {
-        Protocol::Grpc => "grpc",
-        Protocol::HttpProtobuf => "http/protobuf",
-    }
-}
-
 fn resource(c: &OtelConfig) -> Resource {
     Resource::builder_empty()
         .with_attributes(
@@ -161,32 +154,47 @@ fn sampler(c: &OtelConfig) -> Sampler {
 
 type BuildError = Box<dyn std::error::Error + Send + Sync>;
 
+/// An OTLP exporter for `export` from a signal's exporter builder
+/// (`SpanExporter::builder()`, `MetricExporter::builder()`: the same calls on different types).
+/// The protocol is always given, so the exporter crate never picks another from the variables.
+macro_rules! exporter {
+    ($builder:expr, $export:expr) => {{
+        let export: &Export<'_> = $export;
+        match export.protocol {
+            Protocol::Grpc => $builder
+                .with_tonic()
+                .with_protocol(opentelemetry_otlp::Protocol::Grpc)
+                .with_endpoint(export.endpoint.as_str())
+                .with_timeout(export.timeout)
+                .with_metadata(metadata(export.headers)?)
+                .build()?,
+            Protocol::HttpProtobuf | Protocol::HttpJson => $builder
+                .with_http()
+                .with_protocol(if export.protocol == Protocol::HttpJson {
+                    opentelemetry_otlp::Protocol::HttpJson
+                } else {
+                    opentelemetry_otlp::Protocol::HttpBinary
+                })
+                .with_endpoint(export.endpoint.as_str())
+                .with_timeout(export.timeout)
+                .with_headers(headers(export.headers))
+                .with_http_client(http_client(export.timeout))
+                .build()?,
+        }
+    }};
+}
+
 fn tracer_provider(
     c: &OtelConfig,
-    endpoint: &str,
+    export: &Export<'_>,
     resource: &Resource,
 ) -> Result<SdkTracerProvider, BuildError> {
-    let builder = opentelemetry_otlp::SpanExporter::builder();
-    let mut exporter = match c.protocol {
-        Protocol::Grpc => builder
-            .with_tonic()
-            .with_endpoint(endpoint)
-            .with_timeout(c.export_timeout)
-            .with_metadata(metadata(c)?)
-            .build()?,
-        Protocol::HttpProtobuf => builder
-            .with_http()
-            .with_endpoint(endpoint)
-            .with_timeout(c.export_timeout)
-            .with_headers(headers(c))
-            .with_http_client(http_client(c))
-            .build()?,
-    };
+    let mut exporter = exporter!(opentelemetry_otlp::SpanExporter::builder(), export);
     opentelemetry_sdk::trace::SpanExporter::set_resource(&mut exporter, resource);
     let queue = queue::Queue::start(
         exporter,
         c.max_queue_size,
-        c.export_timeout,
+        export.timeout,
         tokio::runtime::Handle::current(),
     )?;
     Ok(SdkTracerProvider::builder()
@@ -198,25 +206,10 @@ fn tracer_provider(
 
 fn meter_provider(
     c: &OtelConfig,
-    endpoint: &str,
+    export: &Export<'_>,
     resource: &Resource,
 ) -> Result<SdkMeterProvider, BuildError> {
-    let builder = opentelemetry_otlp::MetricExporter::builder();
-    let exporter = match c.protocol {
-        Protocol::Grpc => builder
-            .with_tonic()
-            .with_endpoint(endpoint)
-            .with_timeout(c.export_timeout)
-            .with_metadata(metadata(c)?)
-            .build()?,
-        Protocol::HttpProtobuf => builder
-            .with_http()
-            .with_endpoint(endpoint)
-            .with_timeout(c.export_timeout)
-            .with_headers(headers(c))
-            .with_http_client(http_client(c))
-            .build()?,
-    };
+    let exporter = exporter!(opentelemetry_otlp::MetricExporter::builder(), export);
     let exporter = meters::InRuntime::new(exporter, tokio::runtime::Handle::current());
     let reader = opentelemetry_sdk::metrics::PeriodicReader::builder(exporter)
         .with_interval(c.metrics_interval)
@@ -227,16 +220,18 @@ fn meter_provider(
         .build())
 }
 
-fn headers(c: &OtelConfig) -> HashMap<String, String> {
-    c.headers
+fn headers(headers: &BTreeMap<String, String>) -> HashMap<String, String> {
+    headers
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
 
-fn metadata(c: &OtelConfig) -> Result<tonic::metadata::MetadataMap, BuildError> {
+fn metadata(
+    headers: &BTreeMap<String, String>,
+) -> Result<tonic::metadata::MetadataMap, BuildError> {
     let mut map = http::HeaderMap::new();
-    for (name, value) in &c.headers {
+    for (name, value) in headers {
         map.insert(
             http::HeaderName::try_from(name.as_str())?,
             http::HeaderValue::try_from(value.as_str())?,
@@ -247,9 +242,9 @@ fn metadata(c: &OtelConfig) -> Result<tonic::metadata::MetadataMap, BuildError> 
 
 /// The HTTP exporter's client: the reqwest the proxy's other clients use, bounded by the export
 /// timeout.
-fn http_client(c: &OtelConfig) -> reqwest::Client {
+fn http_client(timeout: std::time::Duration) -> reqwest::Client {
     reqwest::Client::builder()
-        .timeout(c.export_timeout)
+        .timeout(timeout)
         .build()
         .unwrap_or_default()
 }

@@ -6,26 +6,33 @@
 //!
 //! A span is started only when spans are exported ([`super::tracer`]); its attributes are
 //! written only when the sampler kept it, so a request in the 99 % a 1 % sampler drops pays for
-//! the sampling decision and little else.
+//! the sampling decision and little else. What does not depend on the request is made once and
+//! shared (`Arc` strings, whose clones only count references): a span's name per route and
+//! method, `server.address`/`server.port` per `Host` a thread sees, a key's fingerprint per key
+//! a thread sees; a Redis connection's attributes per connection.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
 
 use http::{HeaderMap, Method, StatusCode, Version};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
-use opentelemetry::{Context, KeyValue};
+use opentelemetry::{Context, KeyValue, StringValue, Value};
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use opentelemetry_sdk::trace::{SdkTracer, Span};
+use parking_lot::RwLock;
 
 /// What the feature-flag conventions say about one evaluated flag; a front door that evaluated
 /// one flag puts it in its response's extensions (only when spans are exported).
 #[derive(Clone, Debug)]
 pub(crate) struct FlagEvaluated {
-    pub key: String,
-    pub variant: String,
+    pub key: Arc<str>,
+    pub variant: Arc<str>,
     pub reason: &'static str,
     /// The evaluation's identifier, kept only with `record_identifier`.
-    pub identifier: Option<String>,
+    pub identifier: Option<Arc<str>>,
 }
 
 impl FlagEvaluated {
@@ -39,12 +46,12 @@ impl FlagEvaluated {
     ) -> Option<FlagEvaluated> {
         super::tracer()?;
         Some(FlagEvaluated {
-            key: key.to_owned(),
-            variant: variant.to_owned(),
+            key: key.into(),
+            variant: variant.into(),
             reason,
             identifier: identifier
                 .filter(|_| super::record_identifier())
-                .map(str::to_owned),
+                .map(Arc::from),
         })
     }
 }
@@ -128,8 +135,43 @@ fn version_name(version: Version) -> &'static str {
     }
 }
 
+/// A shared string as an attribute value (cloned by counting a reference).
+fn shared(text: impl Into<Arc<str>>) -> Value {
+    Value::String(StringValue::from(text.into()))
+}
+
+/// `"{method} {route}"`, made once per pair and kept: methods and routes are a short fixed list
+/// (`route` is a route's template, `method` one of [`method_name`]'s), so naming a span
+/// allocates nothing after the first request of its kind.
+fn span_name(method: &'static str, route: &'static str) -> &'static str {
+    static NAMES: LazyLock<RwLock<HashMap<(&'static str, &'static str), &'static str>>> =
+        LazyLock::new(Default::default);
+    if let Some(name) = NAMES.read().get(&(method, route)) {
+        return name;
+    }
+    NAMES
+        .write()
+        .entry((method, route))
+        .or_insert_with(|| Box::leak(format!("{method} {route}").into_boxed_str()))
+}
+
+/// A `Host` (or authority) and its attributes.
+type Authority = (Box<str>, Arc<[KeyValue]>);
+
+thread_local! {
+    /// The last `Host` (or authority) this thread saw and its attributes: a listener is mostly
+    /// asked under one name.
+    static AUTHORITY: RefCell<Option<Authority>> = const { RefCell::new(None) };
+    /// The fingerprints' attributes of the last keys this thread saw, by the keys' 64-bit
+    /// hashes (a few environments take most requests; no key is kept).
+    static FINGERPRINTS: RefCell<Vec<(u64, KeyValue)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keys whose fingerprints a thread keeps.
+const FINGERPRINTS_KEPT: usize = 8;
+
 /// `server.address` and `server.port` from the `Host` header (HTTP/1.1) or the authority.
-fn server_address(headers: &HeaderMap, uri: &http::Uri) -> Vec<KeyValue> {
+fn server_address(headers: &HeaderMap, uri: &http::Uri) -> Option<Arc<[KeyValue]>> {
     let authority = uri
         .authority()
         .map(http::uri::Authority::as_str)
@@ -137,18 +179,41 @@ fn server_address(headers: &HeaderMap, uri: &http::Uri) -> Vec<KeyValue> {
             headers
                 .get(http::header::HOST)
                 .and_then(|v| v.to_str().ok())
-        });
-    let Some(authority) = authority else {
-        return Vec::new();
-    };
-    let Ok(authority) = authority.parse::<http::uri::Authority>() else {
-        return Vec::new();
-    };
-    let mut out = vec![KeyValue::new("server.address", authority.host().to_owned())];
-    if let Some(port) = authority.port_u16() {
-        out.push(KeyValue::new("server.port", i64::from(port)));
-    }
-    out
+        })?;
+    AUTHORITY.with_borrow_mut(|last| {
+        if let Some((text, attributes)) = last.as_ref() {
+            if **text == *authority {
+                return Some(attributes.clone());
+            }
+        }
+        let parsed = authority.parse::<http::uri::Authority>().ok()?;
+        let mut attributes = vec![KeyValue::new("server.address", shared(parsed.host()))];
+        if let Some(port) = parsed.port_u16() {
+            attributes.push(KeyValue::new("server.port", i64::from(port)));
+        }
+        let attributes: Arc<[KeyValue]> = attributes.into();
+        *last = Some((authority.into(), attributes.clone()));
+        Some(attributes)
+    })
+}
+
+/// `flagpole.environment_key.fingerprint` of a key, as the logs show it.
+fn fingerprint_attribute(key: &str) -> KeyValue {
+    let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
+    FINGERPRINTS.with_borrow_mut(|kept| {
+        if let Some((_, kv)) = kept.iter().find(|(h, _)| *h == hash) {
+            return kv.clone();
+        }
+        let kv = KeyValue::new(
+            "flagpole.environment_key.fingerprint",
+            shared(crate::keys::fingerprint(key)),
+        );
+        if kept.len() == FINGERPRINTS_KEPT {
+            kept.remove(0);
+        }
+        kept.push((hash, kv.clone()));
+        kv
+    })
 }
 
 /// A request's server span, until its response is ready.
@@ -168,23 +233,27 @@ impl ServerSpan {
         path: impl FnOnce() -> String,
     ) -> ServerSpan {
         let method = method_name(method);
+        let name = route.map_or(method, |route| span_name(method, route));
         let mut span = tracer
-            .span_builder(method)
+            .span_builder(name)
             .with_kind(SpanKind::Server)
             .start_with_context(tracer, &parent(headers));
         if span.is_recording() {
+            let path = match route {
+                // A route without parameters is its own path: nothing to copy.
+                Some(route) if route == uri.path() => Value::from(route),
+                _ => Value::from(path()),
+            };
+            span.set_attributes([
+                KeyValue::new("http.request.method", method),
+                KeyValue::new("url.path", path),
+                KeyValue::new("network.protocol.version", version_name(version)),
+            ]);
             if let Some(route) = route {
-                span.update_name(format!("{method} {route}"));
                 span.set_attribute(KeyValue::new("http.route", route));
             }
-            span.set_attribute(KeyValue::new("http.request.method", method));
-            span.set_attribute(KeyValue::new("url.path", path()));
-            span.set_attribute(KeyValue::new(
-                "network.protocol.version",
-                version_name(version),
-            ));
-            for kv in server_address(headers, uri) {
-                span.set_attribute(kv);
+            if let Some(address) = server_address(headers, uri) {
+                span.set_attributes(address.iter().cloned());
             }
             fingerprint(&mut span, presented_key(headers).or(path_key));
         }
@@ -209,8 +278,8 @@ impl ServerSpan {
             span.set_attribute(KeyValue::new("rpc.system", system));
             span.set_attribute(KeyValue::new("rpc.service", service.to_owned()));
             span.set_attribute(KeyValue::new("rpc.method", method.to_owned()));
-            for kv in server_address(headers, uri) {
-                span.set_attribute(kv);
+            if let Some(address) = server_address(headers, uri) {
+                span.set_attributes(address.iter().cloned());
             }
             fingerprint(&mut span, presented_key(headers));
         }
@@ -254,10 +323,7 @@ impl ServerSpan {
 /// The presented key's fingerprint, as the logs show it.
 fn fingerprint(span: &mut Span, key: Option<&str>) {
     if let Some(key) = key {
-        span.set_attribute(KeyValue::new(
-            "flagpole.environment_key.fingerprint",
-            crate::keys::fingerprint(key),
-        ));
+        span.set_attribute(fingerprint_attribute(key));
     }
 }
 
@@ -265,22 +331,24 @@ fn flag(span: &mut Span, extensions: &http::Extensions) {
     let Some(flag) = extensions.get::<FlagEvaluated>() else {
         return;
     };
-    span.set_attribute(KeyValue::new("feature_flag.key", flag.key.clone()));
-    span.set_attribute(KeyValue::new("feature_flag.provider.name", "flagpole"));
-    span.set_attribute(KeyValue::new("feature_flag.result.reason", flag.reason));
+    span.set_attributes([
+        KeyValue::new("feature_flag.key", shared(flag.key.clone())),
+        KeyValue::new("feature_flag.provider.name", "flagpole"),
+        KeyValue::new("feature_flag.result.reason", flag.reason),
+    ]);
     if !flag.variant.is_empty() {
         span.set_attribute(KeyValue::new(
             "feature_flag.result.variant",
-            flag.variant.clone(),
+            shared(flag.variant.clone()),
         ));
     }
     if let Some(id) = &flag.identifier {
-        span.set_attribute(KeyValue::new("feature_flag.context.id", id.clone()));
+        span.set_attribute(KeyValue::new("feature_flag.context.id", shared(id.clone())));
     }
 }
 
-/// The span of a request Flagpole sends (an upstream fetch, an analytics post), a root span
-/// of its own trace; `None` when spans are not exported.
+/// The span of a request Flagpole sends (an upstream fetch, an analytics or shadow post, a Redis
+/// command), a root span of its own trace; `None` when spans are not exported.
 pub(crate) struct ClientSpan {
     span: Span,
     cx: Context,
@@ -296,10 +364,7 @@ impl ClientSpan {
         environment: Option<&str>,
     ) -> Option<ClientSpan> {
         let tracer = super::tracer()?;
-        let mut span = tracer
-            .span_builder(Cow::Borrowed(name))
-            .with_kind(SpanKind::Client)
-            .start_with_context(tracer, &Context::new());
+        let mut span = client_span(tracer, Cow::Borrowed(name));
         if span.is_recording() {
             span.set_attribute(KeyValue::new("http.request.method", method));
             let mut full = url.clone();
@@ -312,15 +377,51 @@ impl ClientSpan {
             if let Some(port) = url.port_or_known_default() {
                 span.set_attribute(KeyValue::new("server.port", i64::from(port)));
             }
-            if let Some(key) = environment {
-                span.set_attribute(KeyValue::new(
-                    "flagpole.environment_key.fingerprint",
-                    crate::keys::fingerprint(key),
-                ));
-            }
+            fingerprint(&mut span, environment);
         }
         let cx = Context::new().with_remote_span_context(span.span_context().clone());
         Some(ClientSpan { span, cx })
+    }
+
+    /// Sends `request` as `client.execute` does, inside a client span named `name` whose
+    /// `traceparent` goes with it when spans are exported.
+    pub(crate) async fn send(
+        client: &reqwest::Client,
+        mut request: reqwest::Request,
+        name: &'static str,
+        environment: Option<&str>,
+    ) -> reqwest::Result<reqwest::Response> {
+        let method = method_name(request.method());
+        let Some(span) = ClientSpan::start(name, method, request.url(), environment) else {
+            return client.execute(request).await;
+        };
+        span.inject(request.headers_mut());
+        let response = client.execute(request).await;
+        span.finish(match &response {
+            Ok(r) => Ok(r.status().as_u16()),
+            Err(e) => Err(transport_kind(e)),
+        });
+        response
+    }
+
+    /// Starts the span of a database command, named by its operation (`EVALSHA`); `peer` holds
+    /// what every command on the connection shares (`db.system.name`, `server.address`, …),
+    /// made once per connection. `None` when spans are not exported.
+    pub(crate) fn database(
+        operation: impl FnOnce() -> String,
+        peer: &[KeyValue],
+    ) -> Option<ClientSpan> {
+        let tracer = super::tracer()?;
+        let operation = operation();
+        let mut span = client_span(tracer, Cow::Owned(operation.clone()));
+        if span.is_recording() {
+            span.set_attributes(peer.iter().cloned());
+            span.set_attribute(KeyValue::new("db.operation.name", operation));
+        }
+        Some(ClientSpan {
+            span,
+            cx: Context::new(),
+        })
     }
 
     /// Adds `traceparent` (and `tracestate`) naming this span to an outgoing request's headers.
@@ -343,13 +444,83 @@ impl ClientSpan {
                         self.span.set_status(Status::error(""));
                     }
                 }
-                Err(kind) => {
-                    self.span
-                        .set_attribute(KeyValue::new("error.type", kind.to_owned()));
-                    self.span.set_status(Status::error(kind.to_owned()));
-                }
+                Err(kind) => self.failed(kind.to_owned()),
             }
         }
         self.span.end();
+    }
+
+    /// Ends a database command's span: `error` is the failure's kind, if it failed.
+    pub(crate) fn finish_database(mut self, error: Option<String>) {
+        if let Some(kind) = error {
+            if self.span.is_recording() {
+                self.failed(kind);
+            }
+        }
+        self.span.end();
+    }
+
+    fn failed(&mut self, kind: String) {
+        self.span
+            .set_attribute(KeyValue::new("error.type", kind.clone()));
+        self.span.set_status(Status::error(kind));
+    }
+}
+
+fn client_span(tracer: &SdkTracer, name: Cow<'static, str>) -> Span {
+    tracer
+        .span_builder(name)
+        .with_kind(SpanKind::Client)
+        .start_with_context(tracer, &Context::new())
+}
+
+/// How a request that got no response failed.
+pub(crate) fn transport_kind(e: &reqwest::Error) -> &'static str {
+    if e.is_timeout() {
+        "timeout"
+    } else if e.is_connect() {
+        "connect"
+    } else {
+        "network"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_made_once_per_route_and_method() {
+        let first = span_name("GET", "/api/v1/flags/");
+        assert_eq!(first, "GET /api/v1/flags/");
+        assert!(std::ptr::eq(first, span_name("GET", "/api/v1/flags/")));
+        assert_eq!(span_name("POST", "/api/v1/flags/"), "POST /api/v1/flags/");
+    }
+
+    #[test]
+    fn kept_attributes_follow_the_host_and_the_key() {
+        let mut headers = HeaderMap::new();
+        let uri: http::Uri = "/api/v1/flags/".parse().unwrap();
+        for (host, address, port) in [
+            ("flags.internal:8000", "flags.internal", Some("8000")),
+            ("flags.internal:8000", "flags.internal", Some("8000")),
+            ("edge.example", "edge.example", None),
+        ] {
+            headers.insert(http::header::HOST, host.parse().unwrap());
+            let kept = server_address(&headers, &uri).unwrap();
+            let get = |k: &str| {
+                kept.iter()
+                    .find(|kv| kv.key.as_str() == k)
+                    .map(|kv| kv.value.to_string())
+            };
+            assert_eq!(get("server.address").as_deref(), Some(address));
+            assert_eq!(get("server.port").as_deref(), port);
+        }
+        for key in ["ser.first", "ser.second", "ser.first"] {
+            assert_eq!(
+                fingerprint_attribute(key).value.to_string(),
+                crate::keys::fingerprint(key)
+            );
+        }
     }
 }

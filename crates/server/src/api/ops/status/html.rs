@@ -36,7 +36,7 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}\
 .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 .badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:12px;font-weight:600}\
 .ok{background:var(--okbg);color:var(--ok)}.failing{background:var(--badbg);color:var(--bad)}\
-.loading{background:var(--waitbg);color:var(--wait)}\
+.loading,.stale{background:var(--waitbg);color:var(--wait)}\
 .error{color:var(--bad);max-width:360px;overflow-wrap:anywhere}\
 ul.requests{list-style:none;margin:0;padding:0;white-space:nowrap}\
 footer{margin-top:16px;font-size:12px}";
@@ -126,12 +126,15 @@ fn row(out: &mut String, e: &EnvFacts) {
         "",
         &format!("<code>{}</code>", escape(&e.fingerprint)),
     );
-    cell(
-        out,
-        "state",
-        "",
-        &format!("<span class=\"badge {state}\">{label}</span>"),
-    );
+    let mut badges = format!("<span class=\"badge {state}\">{label}</span>");
+    if e.stale {
+        // Older than the grace period allows: OpenFeature answers say STALE meanwhile.
+        badges.push_str(
+            " <span class=\"badge stale\" data-field=\"stale\" title=\"older than the grace \
+             period allows: OpenFeature answers say STALE\">stale</span>",
+        );
+    }
+    cell(out, "state", "", &badges);
     cell(out, "source", "", &escape(e.source));
     let dash = "<span class=\"muted\">—</span>";
     match &e.document {
