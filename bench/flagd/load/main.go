@@ -3,11 +3,12 @@
 // /proc/PID/stat, user + system, over the measured window only).
 //
 //	flagd-load -mode grpc-bool|grpc-all|ofrep-single|ofrep-bulk -addr HOST:PORT -key KEY
-//	           -pid PID [-conc 16] [-duration 10s] [-warmup 2s] [-flag NAME]
+//	           -pid PID [-conc 16] [-conns 0] [-duration 10s] [-warmup 2s] [-flag NAME]
 //	flagd-load -mode capture -addr HOST:PORT -key KEY -out FILE [-metadata]
 //	flagd-load -mode decode -in FILE
 //
-// gRPC calls go over one HTTP/2 connection per caller (as separate provider instances would);
+// gRPC calls go over one HTTP/2 connection per caller (as separate provider instances would), or
+// with -conns N over N connections the callers share (as ghz does: one by default);
 // OFREP calls use keep-alive HTTP/1.1. Every call sends a context with a targetingKey (one of
 // 1,000) and a `plan` trait, so a targeting rule is evaluated each time.
 package main
@@ -109,6 +110,7 @@ func main() {
 	flagKey := flag.String("flag", "flag_000", "the flag read by single-flag modes")
 	pid := flag.Int("pid", 0, "the server's pid (CPU time)")
 	conc := flag.Int("conc", 16, "concurrent callers")
+	conns := flag.Int("conns", 0, "gRPC: connections the callers share (0: one per caller)")
 	duration := flag.Duration("duration", 10*time.Second, "measured time")
 	warmup := flag.Duration("warmup", 2*time.Second, "unmeasured time first")
 	outPath := flag.String("out", "", "capture: where the answer's bytes go")
@@ -133,12 +135,22 @@ func main() {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
+	// Shared connections: caller w uses connection w % conns; closed once all callers are done.
+	var shared []caller
+	for c := 0; strings.HasPrefix(*mode, "grpc") && c < *conns; c++ {
+		call, done := grpcCaller(*addr, *key, *mode, *flagKey)
+		shared = append(shared, call)
+		defer done()
+	}
 	for w := 0; w < *conc; w++ {
 		var call caller
-		var done func()
-		if strings.HasPrefix(*mode, "grpc") {
+		done := func() {}
+		switch {
+		case len(shared) > 0:
+			call = shared[w%len(shared)]
+		case strings.HasPrefix(*mode, "grpc"):
 			call, done = grpcCaller(*addr, *key, *mode, *flagKey)
-		} else {
+		default:
 			call, done = ofrepCaller(*addr, *key, *mode, *flagKey)
 		}
 		wg.Add(1)

@@ -1,35 +1,42 @@
 //! The flagd listener (`flagpole.grpc.port`): HTTP/1.1 and HTTP/2 without TLS on one port, as the
-//! flagd providers speak it in RPC mode. A request whose content type is `application/grpc*` is
-//! a gRPC call: the resolvers and `ResolveAll` are served on hyper (`grpc_unary`), the rest by
-//! its flagd evaluation service in tonic (any other path by tonic's router, which answers
+//! flagd providers speak it in RPC mode. Each connection's first bytes say which: HTTP/2 is
+//! served on `h2` directly (`grpc_h2`: the hot calls answered on the connection's own task),
+//! HTTP/1.1 by hyper. A request whose content type is `application/grpc*` is a gRPC call: the
+//! resolvers and `ResolveAll` are served without tonic's codec (`grpc_unary`), the rest by its
+//! flagd evaluation service in tonic (any other path by tonic's router, which answers
 //! `UNIMPLEMENTED`); anything else is a Connect call (`api/flagd/connect`). Each request carries
 //! its connection's [`Connection`] (what the connection has presented keys for). TCP_NODELAY, the
-//! writes of each turn of a connection sent together (`coalesce`: one send per unary call), and the
-//! main listener's shutdown: stop accepting, let calls in flight finish; event streams end with the
-//! proxy's `stopping` token.
+//! writes of each turn of an HTTP/2 connection sent together (`coalesce`: one send per unary
+//! call), and the main listener's shutdown: stop accepting, let calls in flight finish; event
+//! streams end with the proxy's `stopping` token.
 //! The main listener's protections apply here too, with their own budget: at most
 //! `limits.max_connections` connections (past it, new ones wait in the kernel's backlog), request
-//! heads bounded by `limits.max_header_bytes` (HTTP/1.1 and HTTP/2 alike), and an HTTP/1.1 head
-//! that takes longer than the header read timeout closes its connection.
+//! heads bounded by `limits.max_header_bytes` (HTTP/1.1 and HTTP/2 alike), a connection that
+//! has not said which protocol or sent an HTTP/1.1 head within the header read timeout is
+//! closed, and a write the client does not read for `limits.write_timeout` ends its connection.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tonic::codegen::StdError;
 use tonic::server::NamedService as _;
 use tonic::service::Routes;
 use tonic::transport::server::TcpConnectInfo;
 use tower_service::Service as _;
 
 use super::coalesce::{Coalesced, Turns};
+use super::direct_stream::Prefixed;
+use super::grpc_h2::{self, Caller};
 use super::grpc_unary::{self, Unary};
 use crate::api::flagd::{connect, v1, v2, Connection, Flagd};
 use crate::config::Config;
@@ -45,37 +52,35 @@ pub(crate) async fn serve(
     stopping: CancellationToken,
 ) {
     let drain = config.server.shutdown_timeout;
+    // Every connection task, and every call on a task of its own: the drain waits for them.
+    let connections = Tasks::new();
     let front = Arc::new(Front {
+        tasks: connections.clone(),
         v1: flagd.v1(),
         v2: flagd.v2(),
         routes: Routes::new(flagd.v1()).add_service(flagd.v2()),
         flagd,
     });
-    let max_header_bytes = config.limits.max_header_bytes;
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
+    let limits = Limits {
+        max_header_bytes: config.limits.max_header_bytes,
+        // An idle keep-alive connection is closed by the same timer.
+        header_read_timeout: config
+            .limits
+            .header_read_timeout
+            .min(config.server.keep_alive_timeout.max(Duration::from_secs(1))),
+        write_timeout: config.limits.write_timeout,
+    };
+    let mut http1 = http1::Builder::new();
+    http1
         .timer(TokioTimer::new())
-        .max_buf_size(super::direct_stream::hyper_head_limit(max_header_bytes))
-        .header_read_timeout(
-            config
-                .limits
-                .header_read_timeout
-                .min(config.server.keep_alive_timeout.max(Duration::from_secs(1))),
-        )
+        .max_buf_size(super::direct_stream::hyper_head_limit(
+            limits.max_header_bytes,
+        ))
+        .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(max_header_bytes).unwrap_or(u32::MAX))
-        // gRPC answers carry no `Date` (gRPC servers send none): one header less to make and
-        // encode per call.
-        .auto_date_header(false);
-    let builder = Arc::new(builder);
+    let http1 = Arc::new(http1);
     let capacity = Arc::new(Semaphore::new(config.limits.max_connections));
     let graceful = GracefulShutdown::new();
-    // Every connection task: the drain waits for them.
-    let connections = Tasks::new();
     loop {
         let permit = tokio::select! {
             permit = capacity.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
@@ -93,20 +98,45 @@ pub(crate) async fn serve(
             () = stopping.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
-        let local = stream.local_addr().ok();
-        let (front, builder) = (front.clone(), builder.clone());
-        // What this connection presents keys for: its key-less event streams follow it.
-        let presented = Connection::new();
-        let service = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
-            request.extensions_mut().insert(presented.clone());
-            dispatch(front.clone(), request, local, peer)
-        });
-        // Each turn's writes in one send (`coalesce`).
-        let turns = Turns::default();
-        let io = TokioIo::new(Coalesced::new(stream, turns.clone()));
-        let connection = graceful.watch(builder.serve_connection(io, service).into_owned());
+        let caller = Caller {
+            presented: Connection::new(),
+            local: stream.local_addr().ok(),
+            peer,
+        };
+        let (front, http1, stopping) = (front.clone(), http1.clone(), stopping.clone());
+        let watcher = graceful.watcher();
         connections.spawn(async move {
-            let _ = turns.drive(connection).await;
+            let Ok(Ok((protocol, read))) =
+                tokio::time::timeout(limits.header_read_timeout, sniff(&stream)).await
+            else {
+                return;
+            };
+            let io = Prefixed::new(read, stream, limits.write_timeout);
+            match protocol {
+                Protocol::Http2 => {
+                    // Each turn's writes in one send (`coalesce`).
+                    let turns = Turns::default();
+                    let io = Coalesced::new(io, turns.clone());
+                    let connection = grpc_h2::serve(
+                        io,
+                        front,
+                        caller,
+                        turns.clone(),
+                        limits.max_header_bytes,
+                        stopping,
+                    );
+                    turns.drive(connection).await;
+                }
+                Protocol::Http1 => {
+                    let service =
+                        hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
+                            request.extensions_mut().insert(caller.presented.clone());
+                            dispatch(front.clone(), request, caller.local, caller.peer)
+                        });
+                    let connection = http1.serve_connection(TokioIo::new(io), service);
+                    let _ = watcher.watch(connection).await;
+                }
+            }
             drop(permit);
         });
     }
@@ -122,29 +152,85 @@ pub(crate) async fn serve(
     }
 }
 
+/// The limits each connection is held to.
+#[derive(Clone, Copy)]
+struct Limits {
+    max_header_bytes: usize,
+    header_read_timeout: Duration,
+    write_timeout: Duration,
+}
+
+/// What a client opens a connection with: HTTP/2's preface, or (anything else) HTTP/1.1.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// Reads until the first bytes say which protocol the connection speaks; what was read is
+/// served again (`Prefixed`). A connection closed before that is an error.
+async fn sniff(stream: &TcpStream) -> std::io::Result<(Protocol, Vec<u8>)> {
+    let mut read = Vec::with_capacity(1024);
+    loop {
+        stream.readable().await?;
+        let mut chunk = [0u8; 1024];
+        let n = match stream.try_read(&mut chunk) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        };
+        read.extend_from_slice(&chunk[..n]);
+        let seen = read.len().min(PREFACE.len());
+        if read[..seen] != PREFACE[..seen] {
+            return Ok((Protocol::Http1, read));
+        }
+        if seen == PREFACE.len() {
+            return Ok((Protocol::Http2, read));
+        }
+    }
+}
+
 type V1 = v1::service_server::ServiceServer<Flagd>;
 type V2 = v2::service_server::ServiceServer<Flagd>;
 
 /// What the calls of every connection share (one reference to clone per call).
-struct Front {
-    flagd: Flagd,
+pub(super) struct Front {
+    pub flagd: Flagd,
+    /// Where a call that needs a task of its own runs (the drain waits for it).
+    pub tasks: Tasks,
     v1: V1,
     v2: V2,
     /// What answers any other gRPC path (`UNIMPLEMENTED`).
     routes: Routes,
 }
 
+/// A request body this listener reads: hyper's (HTTP/1.1) or an `h2` stream's.
+pub(super) trait RequestBody:
+    http_body::Body<Data = Bytes, Error: Into<StdError> + Send + Sync + Unpin> + Send + Unpin + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: http_body::Body<Data = Bytes, Error: Into<StdError> + Send + Sync + Unpin>
+        + Send
+        + Unpin
+        + 'static
+{
+}
+
 /// gRPC to tonic, the rest to Connect; with spans exported, each call in its server span.
-async fn dispatch(
+pub(super) async fn dispatch<B: RequestBody>(
     front: Arc<Front>,
-    request: http::Request<Incoming>,
+    request: http::Request<B>,
     local: Option<SocketAddr>,
     peer: SocketAddr,
 ) -> Result<http::Response<connect::Body>, Infallible> {
     let Some(tracer) = crate::telemetry::otel::tracer() else {
         return route(front, request, local, peer).await;
     };
-    let grpc = is_grpc(&request);
+    let grpc = is_grpc(request.headers());
     let system = if grpc { "grpc" } else { "connect_rpc" };
     let span = ServerSpan::rpc(tracer, system, request.uri(), request.headers());
     let response = route(front, request, local, peer).await;
@@ -164,20 +250,19 @@ async fn dispatch(
     response
 }
 
-fn is_grpc<B>(request: &http::Request<B>) -> bool {
-    request
-        .headers()
+pub(super) fn is_grpc(headers: &http::HeaderMap) -> bool {
+    headers
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
 }
 
-async fn route(
+async fn route<B: RequestBody>(
     front: Arc<Front>,
-    request: http::Request<Incoming>,
+    request: http::Request<B>,
     local: Option<SocketAddr>,
     peer: SocketAddr,
 ) -> Result<http::Response<connect::Body>, Infallible> {
-    if is_grpc(&request) {
+    if is_grpc(request.headers()) {
         if let Some(unary) = Unary::of(request.uri().path()) {
             // Boxed: what the hot path does not take is rare, and tonic's future is large.
             let tonic = |request| Box::pin(by_tonic(&front, request, local, peer));

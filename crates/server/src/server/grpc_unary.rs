@@ -72,6 +72,11 @@ impl Unary {
     }
 }
 
+/// Whether this path may take a call with these headers: a compressed body is tonic's to read.
+pub(super) fn takes(headers: &HeaderMap) -> bool {
+    !headers.contains_key("grpc-encoding")
+}
+
 /// Serves `request`, a call of `unary`; what this path does not take, `tonic` serves.
 pub(super) async fn serve<B, T, F>(
     flagd: &Flagd,
@@ -85,7 +90,7 @@ where
     F: Future<Output = http::Response<Body>>,
 {
     let (parts, mut body) = request.into_parts();
-    if parts.headers.contains_key("grpc-encoding") {
+    if !takes(&parts.headers) {
         return tonic(http::Request::from_parts(
             parts,
             Replay::new(None, None, Some(body)),
@@ -114,7 +119,24 @@ where
             }
         }
     }
-    let data = read.take().unwrap_or_default();
+    match call(flagd, unary, parts, read.take().unwrap_or_default()).await {
+        Ok(answered) => answered.into_http(),
+        Err((parts, data)) => {
+            let replay = Replay::new(Some(data).filter(|d| !d.is_empty()), None, None);
+            tonic(http::Request::from_parts(parts, replay)).await
+        }
+    }
+}
+
+/// Calls the method `unary` names with the whole request body `data`, as tonic would; a body
+/// that is not one message prost decodes comes back, for tonic. The methods do no I/O: the
+/// future is ready at its first poll (the connection's own task may await it in place).
+pub(super) async fn call(
+    flagd: &Flagd,
+    unary: Unary,
+    parts: http::request::Parts,
+    data: Bytes,
+) -> Result<Answered, (http::request::Parts, Bytes)> {
     /// The method of `$v` for `$method`, on its request message.
     macro_rules! call {
         ($v:ident, $method:ident, $request:ident) => {
@@ -124,7 +146,7 @@ where
             .await
         };
     }
-    let answered = match (unary.v2, unary.method) {
+    match (unary.v2, unary.method) {
         (false, Resolver::Boolean) => call!(v1, resolve_boolean, ResolveBooleanRequest),
         (false, Resolver::String) => call!(v1, resolve_string, ResolveStringRequest),
         (false, Resolver::Float) => call!(v1, resolve_float, ResolveFloatRequest),
@@ -137,14 +159,38 @@ where
         (true, Resolver::Int) => call!(v2, resolve_int, ResolveIntRequest),
         (true, Resolver::Object) => call!(v2, resolve_object, ResolveObjectRequest),
         (true, Resolver::All) => call!(v2, resolve_all, ResolveAllRequest),
-    };
-    match answered {
-        Ok(response) => response,
-        Err((parts, data)) => {
-            let replay = Replay::new(Some(data).filter(|d| !d.is_empty()), None, None);
-            tonic(http::Request::from_parts(parts, replay)).await
+    }
+}
+
+/// What a hot call answers, before it is HTTP: the head (the method's metadata,
+/// `content-type: application/grpc`, its extensions: the call's span reads them) and the
+/// message behind its prefix, to be followed by `grpc-status: 0`; or the method's error, which
+/// tonic sends as a head alone (trailers-only).
+pub(super) enum Answered {
+    Message(http::Response<Bytes>),
+    Failed(Status),
+}
+
+impl Answered {
+    /// As tonic sends it.
+    pub(super) fn into_http(self) -> http::Response<Body> {
+        match self {
+            Answered::Message(response) => response.map(|message| {
+                Body::new(Answer {
+                    message: Some(message),
+                    trailers: true,
+                })
+            }),
+            Answered::Failed(status) => status.into_http(),
         }
     }
+}
+
+/// The trailers that end an answered call.
+pub(super) fn ok_trailers() -> HeaderMap {
+    let mut trailers = HeaderMap::with_capacity(1);
+    trailers.insert(Status::GRPC_STATUS, HeaderValue::from_static("0"));
+    trailers
 }
 
 /// The body read so far: its first chunk as it came, more chunks (rare) copied after it.
@@ -187,13 +233,13 @@ fn message(data: &[u8]) -> Option<&[u8]> {
     (prefix[0] == 0 && message.len() == usize::try_from(length).ok()?).then_some(message)
 }
 
-/// Decodes the request, calls `method` as tonic would and writes what it answers; a body that
+/// Decodes the request, calls `method` as tonic would and takes what it answers; a body that
 /// is not one message prost decodes comes back for tonic.
 async fn answer<M, R, F>(
     parts: http::request::Parts,
     data: Bytes,
     method: impl FnOnce(Request<M>) -> F,
-) -> Result<http::Response<Body>, (http::request::Parts, Bytes)>
+) -> Result<Answered, (http::request::Parts, Bytes)>
 where
     M: Message + Default,
     R: Message,
@@ -203,22 +249,16 @@ where
         return Err((parts, data));
     };
     drop(data);
-    Ok(
-        match method(Request::from_http(http::Request::from_parts(
-            parts, decoded,
-        )))
-        .await
-        {
-            Ok(response) => written(response),
-            // What tonic answers for a method's error: the status in the head, no body.
-            Err(status) => status.into_http(),
-        },
-    )
+    let request = Request::from_http(http::Request::from_parts(parts, decoded));
+    Ok(match method(request).await {
+        Ok(response) => Answered::Message(written(response)),
+        Err(status) => Answered::Failed(status),
+    })
 }
 
 /// A method's answer as tonic sends it: its metadata and `content-type: application/grpc` in
-/// the head, its extensions (the call's span reads them), the message, `grpc-status: 0`.
-fn written<R: Message>(response: Response<R>) -> http::Response<Body> {
+/// the head, its extensions, and the message behind its prefix.
+fn written<R: Message>(response: Response<R>) -> http::Response<Bytes> {
     let (metadata, message, extensions) = response.into_parts();
     let len = message.encoded_len();
     let mut frame = BytesMut::with_capacity(PREFIX + len);
@@ -226,10 +266,7 @@ fn written<R: Message>(response: Response<R>) -> http::Response<Body> {
     // An answer past 4 GiB cannot be sent; none comes near (tonic would fail it the same way).
     frame.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
     message.encode_raw(&mut frame);
-    let mut out = http::Response::new(Body::new(Answer {
-        message: Some(frame.freeze()),
-        trailers: true,
-    }));
+    let mut out = http::Response::new(frame.freeze());
     *out.version_mut() = http::Version::HTTP_2;
     // The methods set no metadata; were one to, tonic would send it here too.
     *out.headers_mut() = metadata.into_headers();
@@ -258,9 +295,7 @@ impl HttpBody for Answer {
             return Poll::Ready(Some(Ok(Frame::data(message))));
         }
         if std::mem::take(&mut this.trailers) {
-            let mut trailers = HeaderMap::with_capacity(1);
-            trailers.insert(Status::GRPC_STATUS, HeaderValue::from_static("0"));
-            return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+            return Poll::Ready(Some(Ok(Frame::trailers(ok_trailers()))));
         }
         Poll::Ready(None)
     }
@@ -321,4 +356,4 @@ where
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{header, HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Frame;
 use prost::Message;
 use tokio_stream::StreamExt;
 use tonic::transport::server::TcpConnectInfo;
@@ -39,11 +39,15 @@ enum Codec {
 }
 
 /// Serves one Connect request (anything on the flagd listener that is not gRPC).
-pub(crate) async fn handle(
+pub(crate) async fn handle<B>(
     flagd: &Flagd,
-    request: http::Request<Incoming>,
+    request: http::Request<B>,
     peer: Option<SocketAddr>,
-) -> http::Response<Body> {
+) -> http::Response<Body>
+where
+    B: http_body::Body<Data = bytes::Bytes>,
+    B::Error: Into<tonic::codegen::StdError>,
+{
     let (parts, body) = request.into_parts();
     let content_type = parts
         .headers

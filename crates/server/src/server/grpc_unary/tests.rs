@@ -18,11 +18,16 @@ use crate::store::{EnvSlot, Source, Store};
 use crate::tasks::Tasks;
 
 const EXAMPLE: &str = include_str!("../../../../../examples/environment.json");
-const CLIENT_KEY: &str = "example_client_key";
-const SERVER_KEY: &str = "ser.example_server_key";
+pub(in crate::server) const CLIENT_KEY: &str = "example_client_key";
+pub(in crate::server) const SERVER_KEY: &str = "ser.example_server_key";
 
 /// The flagd services on a store holding the example environment.
-async fn flagd() -> Flagd {
+pub(in crate::server) async fn flagd() -> Flagd {
+    flagd_stopping(CancellationToken::new()).await
+}
+
+/// The same, with event streams ending when `stopping` is cancelled.
+pub(in crate::server) async fn flagd_stopping(stopping: CancellationToken) -> Flagd {
     let config = Arc::new(Config::default());
     let store = Arc::new(Store::new(None, None, CancellationToken::new()));
     let env = store.add(
@@ -43,10 +48,10 @@ async fn flagd() -> Flagd {
         shadow: None,
         fleet: None,
     };
-    Flagd::new(state, CancellationToken::new(), Tasks::new())
+    Flagd::new(state, stopping, Tasks::new())
 }
 
-fn context(members: &[(&str, Kind)]) -> Option<Struct> {
+pub(in crate::server) fn context(members: &[(&str, Kind)]) -> Option<Struct> {
     let fields: BTreeMap<String, Value> = members
         .iter()
         .map(|(k, v)| {
@@ -63,13 +68,13 @@ fn context(members: &[(&str, Kind)]) -> Option<Struct> {
     })
 }
 
-fn text(s: &str) -> Kind {
+pub(in crate::server) fn text(s: &str) -> Kind {
     Kind::StringValue(s.to_owned())
 }
 
 /// One request's body as its frames (chunks of data, then trailers if any).
-type Frames = Vec<Result<Frame<Bytes>, Infallible>>;
-type TestBody =
+pub(in crate::server) type Frames = Vec<Result<Frame<Bytes>, Infallible>>;
+pub(in crate::server) type TestBody =
     StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>>;
 
 /// A gRPC body: the message behind its prefix (flag byte `flag`), cut into `chunks` pieces.
@@ -83,7 +88,7 @@ fn framed(message: &[u8], flag: u8, chunks: usize) -> Frames {
         .collect()
 }
 
-fn request(
+pub(in crate::server) fn request(
     path: &str,
     key: Option<&str>,
     extra: &[(&str, &str)],
@@ -106,15 +111,15 @@ fn request(
 
 /// Everything a caller sees of an answer.
 #[derive(Debug, PartialEq)]
-struct Seen {
-    status: http::StatusCode,
-    version: http::Version,
-    headers: HeaderMap,
-    data: Bytes,
-    trailers: Option<HeaderMap>,
+pub(in crate::server) struct Seen {
+    pub status: http::StatusCode,
+    pub version: http::Version,
+    pub headers: HeaderMap,
+    pub data: Bytes,
+    pub trailers: Option<HeaderMap>,
 }
 
-async fn seen(response: http::Response<Body>) -> Seen {
+pub(in crate::server) async fn seen(response: http::Response<Body>) -> Seen {
     let (parts, body) = response.into_parts();
     let collected = body.collect().await.expect("the answer's body");
     Seen {
@@ -126,7 +131,10 @@ async fn seen(response: http::Response<Body>) -> Seen {
     }
 }
 
-async fn by_tonic<B>(flagd: &Flagd, request: http::Request<B>) -> http::Response<Body>
+pub(in crate::server) async fn by_tonic<B>(
+    flagd: &Flagd,
+    request: http::Request<B>,
+) -> http::Response<Body>
 where
     B: HttpBody<Data = Bytes> + Send + 'static,
     B::Error: Into<tonic::codegen::StdError> + Send + 'static,
@@ -160,12 +168,20 @@ async fn both(
 }
 
 fn grpc_status(seen: &Seen) -> String {
+    grpc_status_of(&seen.headers, seen.trailers.as_ref())
+}
+
+/// The `grpc-status` of an answer: in its head (trailers-only) or its trailers.
+pub(in crate::server) fn grpc_status_of(
+    headers: &HeaderMap,
+    trailers: Option<&HeaderMap>,
+) -> String {
     let from = |map: &HeaderMap| {
         map.get("grpc-status")
             .map(|v| v.to_str().unwrap().to_owned())
     };
-    from(&seen.headers)
-        .or_else(|| seen.trailers.as_ref().and_then(from))
+    from(headers)
+        .or_else(|| trailers.and_then(from))
         .expect("a grpc-status")
 }
 
