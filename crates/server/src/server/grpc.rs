@@ -1,10 +1,7 @@
 //! The flagd listener (`flagpole.grpc.port`): HTTP/1.1 and HTTP/2 without TLS on one port, as the
 //! flagd providers speak it in RPC mode. Each connection's first bytes say which: HTTP/2 is
 //! served on `h2` directly (`grpc_h2`: the hot calls answered on the connection's own task),
-//! HTTP/1.1 by hyper. A request whose content type is `application/grpc*` is a gRPC call: the
-//! resolvers and `ResolveAll` are served without tonic's codec (`grpc_unary`), the rest by its
-//! flagd evaluation service in tonic (any other path by tonic's router, which answers
-//! `UNIMPLEMENTED`); anything else is a Connect call (`api/flagd/connect`). Each request carries
+//! HTTP/1.1 by hyper; where each call then goes is `grpc_dispatch`'s. Each request carries
 //! its connection's [`Connection`] (what the connection has presented keys for). TCP_NODELAY, the
 //! writes of each turn of an HTTP/2 connection sent together (`coalesce`: one send per unary
 //! call), and the main listener's shutdown: stop accepting, let calls in flight finish; event
@@ -15,12 +12,9 @@
 //! has not said which protocol or sent an HTTP/1.1 head within the header read timeout is
 //! closed, and a write the client does not read for `limits.write_timeout` ends its connection.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -28,20 +22,14 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use tonic::codegen::StdError;
-use tonic::server::NamedService as _;
-use tonic::service::Routes;
-use tonic::transport::server::TcpConnectInfo;
-use tower_service::Service as _;
 
 use super::coalesce::{Coalesced, Turns};
 use super::direct_stream::Prefixed;
+use super::grpc_dispatch::{dispatch, Front};
 use super::grpc_h2::{self, Caller};
-use super::grpc_unary::{self, Unary};
-use crate::api::flagd::{connect, v1, v2, Connection, Flagd};
+use crate::api::flagd::{Connection, Flagd};
 use crate::config::Config;
 use crate::tasks::Tasks;
-use crate::telemetry::otel::spans::ServerSpan;
 
 /// Serves `flagd` on `listener` until `stopping` is cancelled and the calls in flight end (at
 /// most `config.server.shutdown_timeout`).
@@ -54,13 +42,7 @@ pub(crate) async fn serve(
     let drain = config.server.shutdown_timeout;
     // Every connection task, and every call on a task of its own: the drain waits for them.
     let connections = Tasks::new();
-    let front = Arc::new(Front {
-        tasks: connections.clone(),
-        v1: flagd.v1(),
-        v2: flagd.v2(),
-        routes: Routes::new(flagd.v1()).add_service(flagd.v2()),
-        flagd,
-    });
+    let front = Arc::new(Front::new(flagd, connections.clone()));
     let limits = Limits {
         max_header_bytes: config.limits.max_header_bytes,
         // An idle keep-alive connection is closed by the same timer.
@@ -189,121 +171,5 @@ async fn sniff(stream: &TcpStream) -> std::io::Result<(Protocol, Vec<u8>)> {
         if seen == PREFACE.len() {
             return Ok((Protocol::Http2, read));
         }
-    }
-}
-
-type V1 = v1::service_server::ServiceServer<Flagd>;
-type V2 = v2::service_server::ServiceServer<Flagd>;
-
-/// What the calls of every connection share (one reference to clone per call).
-pub(super) struct Front {
-    pub flagd: Flagd,
-    /// Where a call that needs a task of its own runs (the drain waits for it).
-    pub tasks: Tasks,
-    v1: V1,
-    v2: V2,
-    /// What answers any other gRPC path (`UNIMPLEMENTED`).
-    routes: Routes,
-}
-
-/// A request body this listener reads: hyper's (HTTP/1.1) or an `h2` stream's.
-pub(super) trait RequestBody:
-    http_body::Body<Data = Bytes, Error: Into<StdError> + Send + Sync + Unpin> + Send + Unpin + 'static
-{
-}
-
-impl<B> RequestBody for B where
-    B: http_body::Body<Data = Bytes, Error: Into<StdError> + Send + Sync + Unpin>
-        + Send
-        + Unpin
-        + 'static
-{
-}
-
-/// gRPC to tonic, the rest to Connect; with spans exported, each call in its server span.
-pub(super) async fn dispatch<B: RequestBody>(
-    front: Arc<Front>,
-    request: http::Request<B>,
-    local: Option<SocketAddr>,
-    peer: SocketAddr,
-) -> Result<http::Response<connect::Body>, Infallible> {
-    let Some(tracer) = crate::telemetry::otel::tracer() else {
-        return route(front, request, local, peer).await;
-    };
-    let grpc = is_grpc(request.headers());
-    let system = if grpc { "grpc" } else { "connect_rpc" };
-    let span = ServerSpan::rpc(tracer, system, request.uri(), request.headers());
-    let response = route(front, request, local, peer).await;
-    if let Ok(response) = &response {
-        let code = match grpc {
-            // A call that failed before its answer: the status is in the head (trailers-only).
-            true => response
-                .headers()
-                .get("grpc-status")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-            false => connect::code_of(response.status()) as i64,
-        };
-        span.finish_rpc(code, response.extensions());
-    }
-    response
-}
-
-pub(super) fn is_grpc(headers: &http::HeaderMap) -> bool {
-    headers
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
-}
-
-async fn route<B: RequestBody>(
-    front: Arc<Front>,
-    request: http::Request<B>,
-    local: Option<SocketAddr>,
-    peer: SocketAddr,
-) -> Result<http::Response<connect::Body>, Infallible> {
-    if is_grpc(request.headers()) {
-        if let Some(unary) = Unary::of(request.uri().path()) {
-            // Boxed: what the hot path does not take is rare, and tonic's future is large.
-            let tonic = |request| Box::pin(by_tonic(&front, request, local, peer));
-            return Ok(grpc_unary::serve(&front.flagd, unary, request, tonic).await);
-        }
-        return Ok(by_tonic(&front, request, local, peer).await);
-    }
-    // Boxed: a Connect call's future is large, and every call's future is moved as it starts.
-    Ok(Box::pin(connect::handle(&front.flagd, request, Some(peer))).await)
-}
-
-/// A gRPC call through tonic: `EventStream`, unknown paths, and what `grpc_unary` hands over.
-async fn by_tonic<B>(
-    front: &Front,
-    mut request: http::Request<B>,
-    local: Option<SocketAddr>,
-    peer: SocketAddr,
-) -> http::Response<connect::Body>
-where
-    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<tonic::codegen::StdError> + Send + 'static,
-{
-    // What tonic's own server would attach: the service reads the peer from it.
-    request.extensions_mut().insert(TcpConnectInfo {
-        local_addr: local,
-        remote_addr: Some(peer),
-    });
-    // Each service called straight: tonic's router would match a pattern and box the request
-    // and answer bodies twice more per call.
-    let service = request
-        .uri()
-        .path()
-        .get(1..)
-        .and_then(|p| p.split_once('/'));
-    let answered = match service.map(|(name, _)| name) {
-        Some(V1::NAME) => front.v1.clone().call(request).await,
-        Some(V2::NAME) => front.v2.clone().call(request).await,
-        _ => front.routes.clone().call(request).await,
-    };
-    match answered {
-        Ok(response) => response,
-        Err(never) => match never {},
     }
 }

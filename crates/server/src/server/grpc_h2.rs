@@ -7,7 +7,7 @@
 //! connection's own task as they are accepted: their whole body has nearly always arrived with
 //! the head, and the methods do no I/O. Everything else (`EventStream`, Connect, a body still on
 //! its way, a compressed one, any call while spans are exported) goes to a task of its own and
-//! through the same dispatch as an HTTP/1.1 request (`grpc::dispatch`), its answer piped back
+//! through the same dispatch as an HTTP/1.1 request (`grpc_dispatch`), its answer piped back
 //! (`stream`). The settings are hyper's defaults, so clients see the same server as before.
 
 mod stream;
@@ -27,7 +27,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
 use super::coalesce::Turns;
-use super::grpc::{is_grpc, Front};
+use super::grpc_dispatch::{is_grpc, Front};
 use super::grpc_unary::{self, Answered, Unary};
 use crate::api::flagd::Connection;
 

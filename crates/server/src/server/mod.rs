@@ -12,6 +12,7 @@
 mod coalesce;
 pub(crate) mod direct_stream;
 pub(crate) mod grpc;
+mod grpc_dispatch;
 mod grpc_h2;
 mod grpc_unary;
 pub(crate) mod plain_port;
