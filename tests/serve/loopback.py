@@ -39,3 +39,17 @@ def wait_until(pred: Callable[[], Any], timeout: float, message: str, interval: 
             extra = f" (last error: {last_exc!r})" if last_exc else ""
             raise AssertionError(f"timed out after {timeout}s: {message}{extra}")
         time.sleep(interval)
+
+
+class OnLoopback:
+    """Something serving HTTP on a loopback port (`port`): its URLs."""
+
+    port: int
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base_url}/api/v1"

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from loopback import EVENT_TIMEOUT, HOST, wait_until
+from loopback import EVENT_TIMEOUT, HOST, OnLoopback, wait_until
 
 DOC_PATH = "/api/v1/environment-document/"
 MOVED_PREFIX = "/moved"  # mode "redirect": 307 from DOC_PATH to MOVED_PREFIX + DOC_PATH
@@ -54,7 +54,7 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class ScriptedApi:
+class ScriptedApi(OnLoopback):
     """A Flagsmith API a test scripts: a subclass keeps its state (under `lock`), writes a
     `JsonHandler` subclass and hands it to `serve`; it listens on a free port of 127.0.0.1."""
 
@@ -64,11 +64,8 @@ class ScriptedApi:
     def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
         self.server = ThreadingHTTPServer((HOST, 0), handler)
         self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    @property
-    def api_url(self) -> str:
-        return f"http://{HOST}:{self.server.server_address[1]}/api/v1"
 
     def set(self, **values: Any) -> None:
         """Changes the script (attributes of this object) between requests."""
@@ -81,7 +78,7 @@ class ScriptedApi:
         self.server.server_close()
 
 
-class Upstream:
+class Upstream(OnLoopback):
     """A real HTTP server standing in for the Flagsmith API (`{api_url}/environment-document/`).
 
     Documents are registered per server key (`set_document`, `set_pages`); `mode` switches the
@@ -144,14 +141,6 @@ class Upstream:
         self.thread.daemon = True
 
     # -- control -------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{HOST}:{self.port}"
-
-    @property
-    def api_url(self) -> str:
-        return f"{self.base_url}/api/v1"
 
     def start(self) -> "Upstream":
         self.thread.start()

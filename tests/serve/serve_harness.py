@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from documents import make_document
-from loopback import EVENT_TIMEOUT, HOST, free_port, wait_until
+from loopback import EVENT_TIMEOUT, HOST, OnLoopback, free_port, wait_until
 # The scripted upstream lives in its own module; its names stay importable from here.
 from scripted_upstream import (  # noqa: F401
     DOC_PATH,
@@ -136,7 +136,7 @@ def read_head(sock: socket.socket) -> bytes:
 # --------------------------------------------------------------------------------------------
 
 
-class FlagpoleProcess:
+class FlagpoleProcess(OnLoopback):
     """One `flagpole serve` process on a port of its own, run from `workdir`."""
 
     _counter = 0
@@ -167,14 +167,6 @@ class FlagpoleProcess:
         self.stderr_path = self.workdir / f"flagpole-{self.n}.stderr"
         self.stdout_path = self.workdir / f"flagpole-{self.n}.stdout"
         self.config_path = self.workdir / f"config-{self.n}.json"
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{HOST}:{self.port}"
-
-    @property
-    def api_url(self) -> str:
-        return f"{self.base_url}/api/v1"
 
     def command(self) -> list[str]:
         cmd = [str(binary_path()), "serve", "--host", HOST, "--port", str(self.port)]

@@ -18,10 +18,7 @@ request count) with a generous deadline; nothing asserts how long anything took.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -29,77 +26,12 @@ from pathlib import Path
 import pytest
 
 from documents import make_document
+from fleet_support import LEASE_SECONDS, RedisServer, environment_id, fleet_config, need_redis, stored_text
 from metrics_support import scrape, status_json
 from serve_harness import Env, free_port, upstream_config, wait_until
 
 WAIT = 60  # seconds: the deadline of every wait (a hang, not a slow machine)
-LEASE_SECONDS = 3
 ENVS = [Env(f"fleet_client_{i}", f"ser.fleet_server_{i}") for i in range(6)]
-
-
-class RedisServer:
-    """One redis-server on 127.0.0.1, nothing persisted; `stop` kills it (SIGKILL), `start`
-    brings it back empty on the same port."""
-
-    def __init__(self, workdir: Path, tls: tuple[Path, Path, Path] | None = None,
-                 extra: list[str] | None = None) -> None:
-        self.port = free_port()
-        self.workdir = workdir
-        self.tls = tls  # (CA, certificate, key): TLS only, no plain port
-        self.extra = extra or []  # more redis-server arguments (`--replicaof`)
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> "RedisServer":
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        ports = ["--port", str(self.port)]
-        if self.tls is not None:
-            ca, cert, key = self.tls
-            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
-                     "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
-        self.proc = subprocess.Popen(
-            ["redis-server", *ports, "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir), *self.extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        wait_until(lambda: self.cli("PING") == "PONG", WAIT, "redis-server never answered PING")
-        return self
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-    def cli(self, *args: str, stdin: bytes | None = None) -> str:
-        """redis-cli with `args`; with `stdin`, those bytes are the last argument (`-x`: binary
-        safe)."""
-        tls = ["--tls", "--cacert", str(self.tls[0])] if self.tls is not None else []
-        raw = ["-x"] if stdin is not None else []
-        done = subprocess.run(["redis-cli", "-p", str(self.port), *tls, *raw, *args], capture_output=True,
-                              input=stdin, timeout=10)
-        return done.stdout.decode(errors="replace").strip()
-
-    def get_bytes(self, key: str, field: str) -> bytes:
-        """A hash field's bytes, exactly (redis-cli --raw adds one newline)."""
-        done = subprocess.run(["redis-cli", "-p", str(self.port), "--raw", "HGET", key, field],
-                              capture_output=True, timeout=10)
-        return done.stdout[:-1]
-
-
-def stored_text(server: RedisServer, key: str) -> str:
-    """The document a stored value holds, as text ("" while there is none)."""
-    raw = server.get_bytes(key, "body")
-    return gzip.decompress(raw).decode() if raw else ""
-
-
-def need_redis() -> None:
-    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is not installed (apt-get install redis-server)")
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
 
 
 @pytest.fixture
@@ -110,11 +42,6 @@ def redis(tmp_path):
         yield server
     finally:
         server.stop()
-
-
-def environment_id(client_key: str) -> str:
-    """The digest an environment is known by in Redis (never its key)."""
-    return hashlib.sha256(client_key.encode()).hexdigest()[:32]
 
 
 def doc(env: Env, rev: int) -> dict:
@@ -136,12 +63,6 @@ def wait_all_serve(replicas, rev: int, envs=ENVS) -> None:
         for env in envs:
             wait_until(lambda: serves(fp, env, rev), WAIT,
                        f"replica on {fp.port} never served revision {rev} of {env.client_key}")
-
-
-def fleet_config(upstream_or_url, redis: RedisServer, envs=ENVS) -> dict:
-    config = upstream_config(upstream_or_url, envs)
-    config["flagpole"] = {"fleet": {"redis_url": redis.url, "lease_seconds": LEASE_SECONDS}}
-    return config
 
 
 def start_replicas(flagpole, tmp_path, config: dict, n: int) -> list:
@@ -167,7 +88,7 @@ def counts(upstream) -> dict[str, int]:
 
 def test_each_environment_is_polled_by_one_replica_for_the_fleet(redis, upstream, flagpole, tmp_path):
     set_revision(upstream, 1)
-    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 3)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, ENVS), 3)
     wait_all_serve(replicas, 1)
     # Spread: the replica that started first (and took every lease, alone then) hands some over.
     wait_until(lambda: max(leases(fp) for fp in replicas) < len(ENVS), WAIT,
@@ -197,7 +118,7 @@ def test_each_environment_is_polled_by_one_replica_for_the_fleet(redis, upstream
 
 def test_metrics_and_the_status_page_show_the_fleet(redis, upstream, flagpole, tmp_path):
     set_revision(upstream, 1)
-    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 2)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, ENVS), 2)
     wait_all_serve(replicas, 1)
     wait_leases_settled(replicas)
     set_revision(upstream, 2)
@@ -300,7 +221,7 @@ def test_with_many_environments_each_is_polled_once_per_interval_for_the_fleet(r
 
 def test_a_killed_lease_holder_hands_its_environments_over(redis, upstream, flagpole, tmp_path):
     set_revision(upstream, 1)
-    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 3)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, ENVS), 3)
     wait_all_serve(replicas, 1)
     wait_leases_settled(replicas)
     holder = max(replicas, key=leases)
@@ -317,14 +238,14 @@ def test_a_killed_lease_holder_hands_its_environments_over(redis, upstream, flag
 
 def test_a_new_replica_serves_what_redis_holds_without_upstream(redis, upstream, flagpole, tmp_path):
     set_revision(upstream, 3)
-    first = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 1)[0]
+    first = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, ENVS), 1)[0]
     wait_all_serve([first], 3)
     for env in ENVS:
         key = f"flagpole:env:{environment_id(env.client_key)}:document"
         wait_until(lambda: redis.cli("HEXISTS", key, "body") == "1", WAIT, f"{key} never written")
     upstream.stop()
     # Nothing listens on port 9: the new replica's upstream is unreachable; its directory is empty.
-    config = fleet_config(upstream, redis)
+    config = fleet_config(upstream, redis, ENVS)
     config["api_url"] = "http://127.0.0.1:9/api/v1"
     fresh = flagpole(config, workdir=tmp_path / "fresh", wait=True)
     fresh.wait_ready(WAIT)
@@ -335,7 +256,7 @@ def test_a_new_replica_serves_what_redis_holds_without_upstream(redis, upstream,
 
 def test_without_redis_every_replica_polls_upstream_itself(redis, upstream, flagpole, tmp_path):
     set_revision(upstream, 1)
-    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 2)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, ENVS), 2)
     wait_all_serve(replicas, 1)
     wait_leases_settled(replicas)
     redis.stop()
@@ -376,7 +297,7 @@ def test_documents_are_stored_gzipped(redis, upstream, flagpole, tmp_path):
 def test_a_corrupt_or_truncated_value_in_redis_is_refused_and_the_last_good_kept(redis, upstream, flagpole,
                                                                                    tmp_path):
     set_revision(upstream, 1)
-    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis), 2)
+    replicas = start_replicas(flagpole, tmp_path, fleet_config(upstream, redis, ENVS), 2)
     wait_all_serve(replicas, 1)
     wait_leases_settled(replicas)
     env = ENVS[0]

@@ -30,7 +30,7 @@ import yaml
 
 from documents import make_document
 from serve_harness import CONFIG_ENV_KEYS, REPO, binary_path, free_port, http_request, wait_until
-from test_fleet import RedisServer, environment_id, need_redis
+from fleet_support import RedisServer, environment_id, need_redis
 
 CHART = REPO / "deploy" / "helm" / "flagpole"
 WAIT = 60  # seconds: the deadline of every wait for an event

@@ -25,7 +25,7 @@ from jaeger_support import Caller, Jaeger
 from metrics_support import FINGERPRINT, scrape
 from serve_harness import (HOST, Env, JsonHandler, ScriptedApi, free_port, http_request, local_config,
                            standard_envs, upstream_config, wait_until, write_documents)
-from test_fleet import RedisServer, environment_id, fleet_config, need_redis
+from fleet_support import RedisServer, environment_id, fleet_config, need_redis
 
 from openfeature.schemas.protobuf.flagd.evaluation.v1 import evaluation_pb2 as v1
 from openfeature.schemas.protobuf.flagd.evaluation.v1 import evaluation_pb2_grpc as v1_grpc
@@ -309,17 +309,23 @@ def test_the_fleet_stores_redis_commands_are_client_spans(tmp_path, flagpole, ja
             assert secret not in text, f"{secret} is on a Redis span: {span.tags}"
 
 
+def assert_exported_with_defaults(flagpole, tmp_path, jaeger, key: str, what: str) -> None:
+    """The control of a "nothing was exported" test: the same request, to a process with the
+    default settings, does reach Jaeger, so an absence seen before it is the setting's doing (by
+    the time this span has arrived, any span of the earlier process would have too)."""
+    on, _ = start_local(flagpole, tmp_path / "defaults", otel_env(jaeger, "grpc"))
+    marker = Caller.new()
+    assert on.get("/api/v1/flags/", key, headers=marker.headers()).status == 200
+    assert on.stop() == 0
+    jaeger.wait_span(marker.trace_id, lambda s: s.parent == marker.span_id, what)
+
+
 def test_always_off_exports_nothing_even_under_a_sampled_parent(tmp_path, flagpole, jaeger):
     fp, envs = start_local(flagpole, tmp_path, otel_env(jaeger, "grpc", OTEL_TRACES_SAMPLER="always_off"))
     sampled = Caller.new(sampled=True)
     assert fp.get("/api/v1/flags/", envs[0].client_key, headers=sampled.headers()).status == 200
     assert fp.stop() == 0
-    # The same request under the default sampler is exported: the absence is the sampler's doing.
-    on, _ = start_local(flagpole, tmp_path / "on", otel_env(jaeger, "grpc"))
-    marker = Caller.new()
-    assert on.get("/api/v1/flags/", envs[0].client_key, headers=marker.headers()).status == 200
-    assert on.stop() == 0
-    jaeger.wait_span(marker.trace_id, lambda s: s.parent == marker.span_id, "the default sampler's span")
+    assert_exported_with_defaults(flagpole, tmp_path, jaeger, envs[0].client_key, "the default sampler's span")
     assert jaeger.trace(sampled.trace_id) is None, "always_off exported a span"
 
 
@@ -378,10 +384,5 @@ def test_sdk_disabled_sends_nothing(tmp_path, flagpole, jaeger):
     assert "OpenTelemetry: exporting" not in fp.stderr_text()
     assert scrape(fp).get("flagpole_otel_spans_dropped_total") is None
     assert fp.stop() == 0
-    # The same request with export on reaches Jaeger: its absence above is the switch's doing.
-    on, _ = start_local(flagpole, tmp_path / "on", otel_env(jaeger, "grpc"))
-    marker = Caller.new()
-    assert on.get("/api/v1/flags/", envs[0].client_key, headers=marker.headers()).status == 200
-    assert on.stop() == 0
-    jaeger.wait_span(marker.trace_id, lambda s: s.parent == marker.span_id, "the enabled process's span")
+    assert_exported_with_defaults(flagpole, tmp_path, jaeger, envs[0].client_key, "the enabled process's span")
     assert jaeger.trace(caller.trace_id) is None, "OTEL_SDK_DISABLED=true and a span was sent"

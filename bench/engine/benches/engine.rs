@@ -27,13 +27,12 @@
 //! Timings are the median of batches after warm-up; a batch is sized to ~1/8 of the budget.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use flagpole_bench::counting::{self, Counting, Event};
+use flagpole_bench::counting::Counting;
 use flagpole_bench::docgen::{self, DocSize};
 use flagpole_engine::python::number::PyInt;
 use flagpole_engine::{Environment, Identity, Trait, TraitValue};
@@ -44,103 +43,18 @@ use flagsmith_flag_engine::identities::Trait as OfficialTrait;
 use flagsmith_flag_engine::types::{FlagsmithValue, FlagsmithValueType};
 use serde_json::{json, Value};
 
+#[path = "engine/measure.rs"]
+mod measure;
+#[path = "engine/python.rs"]
+mod python;
 #[path = "engine/served.rs"]
 mod served;
 
-// ---------------------------------------------------------------------------------------------
-// Counting allocator
+use measure::{allocation_split, allocations_per_call, ms_per_run, ns_per_call};
+use python::{find_python, python_outcome, run_python};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-/// Allocator calls per call of `f`, averaged over `n` calls.
-fn allocations_per_call<R>(n: u64, mut f: impl FnMut() -> R) -> f64 {
-    black_box(f()); // warm caches (lazy statics, regex caches…) out of the count
-    counting::count(true);
-    let before = counting::calls();
-    for _ in 0..n {
-        black_box(f());
-    }
-    let calls = counting::calls() - before;
-    counting::count(false);
-    calls as f64 / n as f64
-}
-
-/// Allocation split of one call of `f`: `(total, output)` where output counts the allocator
-/// calls whose blocks are still alive when `f` returns (its result). `None` if the log overflowed.
-fn allocation_split<R>(mut f: impl FnMut() -> R) -> Option<(u64, u64)> {
-    black_box(f());
-    let (result, events) = counting::logged(&mut f);
-    let split = events.map(|events| {
-        let mut total = 0;
-        let mut live: HashMap<usize, u64> = HashMap::new();
-        for event in events {
-            match event {
-                Event::Alloc { new } => {
-                    total += 1;
-                    live.insert(new, 1);
-                }
-                Event::Realloc { old, new } => {
-                    total += 1;
-                    let chain = live.remove(&old).unwrap_or(0);
-                    live.insert(new, chain + 1);
-                }
-                Event::Free { old } => {
-                    live.remove(&old);
-                }
-            }
-        }
-        (total, live.values().sum())
-    });
-    drop(black_box(result));
-    split
-}
-
-// ---------------------------------------------------------------------------------------------
-// Timing
-
-/// Median ns per call of `f` over batches filling `budget`, after warm-up.
-fn ns_per_call<R>(budget: Duration, mut f: impl FnMut() -> R) -> f64 {
-    let mut iterations: u64 = 1;
-    loop {
-        let start = Instant::now();
-        for _ in 0..iterations {
-            black_box(f());
-        }
-        if start.elapsed() >= budget / 8 || iterations >= 1 << 30 {
-            break;
-        }
-        iterations *= 2;
-    }
-    let mut samples = Vec::new();
-    let started = Instant::now();
-    while started.elapsed() < budget || samples.len() < 5 {
-        let start = Instant::now();
-        for _ in 0..iterations {
-            black_box(f());
-        }
-        samples.push(start.elapsed().as_nanos() as f64 / iterations as f64);
-    }
-    median(samples)
-}
-
-/// Median ms of `f` over at least 3 runs and about `budget` (at most 15 runs).
-fn ms_per_run<R>(budget: Duration, mut f: impl FnMut() -> R) -> f64 {
-    black_box(f());
-    let mut samples = Vec::new();
-    let started = Instant::now();
-    while samples.len() < 3 || (started.elapsed() < budget && samples.len() < 15) {
-        let start = Instant::now();
-        black_box(f());
-        samples.push(start.elapsed().as_secs_f64() * 1e3);
-    }
-    median(samples)
-}
-
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
 
 // ---------------------------------------------------------------------------------------------
 // The engines
@@ -283,77 +197,6 @@ fn show(v: Option<&(bool, Value)>) -> String {
         None => "(missing)".to_string(),
     }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Python
-
-fn find_python(repo: &Path) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("FLAGPOLE_BENCH_PYTHON").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    let venv = repo.join(".venv/bin/python");
-    venv.exists().then_some(venv)
-}
-
-/// Runs python_reference.py; returns its `{"doc": ns}` map and the flags it computed.
-fn run_python(
-    python: &Path,
-    script: &Path,
-    docs_dir: &Path,
-    names: &[&str],
-    traits: &Value,
-    flags_out: &Path,
-) -> Result<(BTreeMap<String, f64>, Value), String> {
-    let output = Command::new(python)
-        .arg(script)
-        .arg(docs_dir)
-        .arg("--names")
-        .arg(names.join(","))
-        .arg("--identifier")
-        .arg(docgen::BENCH_IDENTIFIER)
-        .arg("--traits")
-        .arg(traits.to_string())
-        .arg("--min-seconds")
-        .arg("1.0")
-        .arg("--flags-out")
-        .arg(flags_out)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr.lines().last().unwrap_or("").to_string();
-        return Err(format!("{} failed: {last}", python.display()));
-    }
-    let timings: BTreeMap<String, f64> = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("unexpected output from python_reference.py: {e}"))?;
-    let flags = std::fs::read(flags_out)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    Ok((timings, flags))
-}
-
-fn python_outcome(flags: &Value, name: &str) -> Option<Outcome> {
-    let doc = flags.get(name)?;
-    let map = doc
-        .get("flags")?
-        .as_object()?
-        .iter()
-        .map(|(k, v)| {
-            let enabled = v[0].as_bool().unwrap_or(false);
-            (k.clone(), (enabled, v[1].clone()))
-        })
-        .collect();
-    let segments = doc
-        .get("segments")?
-        .as_array()?
-        .iter()
-        .map(|s| s.as_str().unwrap_or_default().to_string())
-        .collect();
-    Some((map, segments))
-}
-
-// ---------------------------------------------------------------------------------------------
 
 struct Row {
     size: DocSize,

@@ -48,6 +48,6 @@ impl Served {
             samples.push(start.elapsed().as_secs_f64() * 1e3);
             drop(snapshot);
         }
-        super::median(samples)
+        super::measure::median(samples)
     }
 }

@@ -1,0 +1,96 @@
+"""Redis for the suites that need it (the fleet's, and the tracing and Helm suites' fleet cases):
+Debian's `redis-server` on a free loopback port with nothing saved to disk, the key an environment
+is stored under, and a fleet configuration. Without `redis-server` a test that needs it is
+skipped, except under CI=true, where that is a failure."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from serve_harness import free_port, upstream_config, wait_until
+
+WAIT = 60  # seconds: how long redis-server may take to answer its first PING
+LEASE_SECONDS = 3
+
+
+class RedisServer:
+    """One redis-server on 127.0.0.1, nothing persisted; `stop` kills it (SIGKILL), `start`
+    brings it back empty on the same port."""
+
+    def __init__(self, workdir: Path, tls: tuple[Path, Path, Path] | None = None,
+                 extra: list[str] | None = None) -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.tls = tls  # (CA, certificate, key): TLS only, no plain port
+        self.extra = extra or []  # more redis-server arguments (`--replicaof`)
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> "RedisServer":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        ports = ["--port", str(self.port)]
+        if self.tls is not None:
+            ca, cert, key = self.tls
+            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
+                     "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
+        self.proc = subprocess.Popen(
+            ["redis-server", *ports, "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.workdir), *self.extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_until(lambda: self.cli("PING") == "PONG", WAIT, "redis-server never answered PING")
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def cli(self, *args: str, stdin: bytes | None = None) -> str:
+        """redis-cli with `args`; with `stdin`, those bytes are the last argument (`-x`: binary
+        safe)."""
+        tls = ["--tls", "--cacert", str(self.tls[0])] if self.tls is not None else []
+        raw = ["-x"] if stdin is not None else []
+        done = subprocess.run(["redis-cli", "-p", str(self.port), *tls, *raw, *args], capture_output=True,
+                              input=stdin, timeout=10)
+        return done.stdout.decode(errors="replace").strip()
+
+    def get_bytes(self, key: str, field: str) -> bytes:
+        """A hash field's bytes, exactly (redis-cli --raw adds one newline)."""
+        done = subprocess.run(["redis-cli", "-p", str(self.port), "--raw", "HGET", key, field],
+                              capture_output=True, timeout=10)
+        return done.stdout[:-1]
+
+
+def stored_text(server: RedisServer, key: str) -> str:
+    """The document a stored value holds, as text ("" while there is none)."""
+    raw = server.get_bytes(key, "body")
+    return gzip.decompress(raw).decode() if raw else ""
+
+
+def need_redis() -> None:
+    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("redis-server is not installed (apt-get install redis-server)")
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+
+
+def environment_id(client_key: str) -> str:
+    """The digest an environment is known by in Redis (never its key)."""
+    return hashlib.sha256(client_key.encode()).hexdigest()[:32]
+
+
+def fleet_config(upstream_or_url, redis: RedisServer, envs) -> dict:
+    config = upstream_config(upstream_or_url, envs)
+    config["flagpole"] = {"fleet": {"redis_url": redis.url, "lease_seconds": LEASE_SECONDS}}
+    return config
