@@ -7,5 +7,11 @@
 # root; otherwise the column reads "python: skipped".
 # Builds with the `profiling` profile (release + debug info, target/profiling/) for perf.
 set -euo pipefail
+# The bench runs in its own directory: a relative path to the Python is made absolute here, from
+# where this script was started (a bare name is looked up on PATH as it is).
+if [[ "${FLAGPOLE_BENCH_PYTHON:-}" == */* && "$FLAGPOLE_BENCH_PYTHON" != /* ]]; then
+  FLAGPOLE_BENCH_PYTHON="$PWD/$FLAGPOLE_BENCH_PYTHON"
+  export FLAGPOLE_BENCH_PYTHON
+fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo bench --profile profiling -p flagpole-bench --bench engine "$@"

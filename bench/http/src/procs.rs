@@ -20,8 +20,16 @@ impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        eprintln!("[http-bench] stopped {}", self.name);
+        eprintln!("[{}] stopped {}", bench_name(), self.name);
     }
+}
+
+/// The running bench's name (http-bench, ofrep-bench, peers-bench…), for its log lines.
+fn bench_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|path| Some(path.file_stem()?.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "bench".to_owned())
 }
 
 pub fn free_port() -> u16 {
