@@ -1,8 +1,8 @@
 //! One environment in a fleet: the task that replaces the plain poll loop. Every third of a
 //! lease it keeps up its lease: renews one held; takes a free one at once while under its share
 //! (`share.rs`), or one found free at two checks in a row whatever its share (nobody under
-//! theirs wanted it: it is then kept, not handed back); hands one over when well over its
-//! share. At each poll time the holder polls the upstream and writes a new document to Redis
+//! theirs wanted it: it is then kept, not handed back, until a replica joins that could take
+//! it); hands one over when well over its share. At each poll time the holder polls the upstream and writes a new document to Redis
 //! (fenced); the others check Redis instead, and load on every notice. While Redis does not
 //! answer, the environment is polled upstream here, as without a fleet.
 
@@ -35,8 +35,9 @@ struct Place {
     /// lease after that, whatever Redis answers meanwhile.
     renewed: Instant,
     /// The lease was taken beyond this replica's share (it stayed free for a whole check
-    /// period): handing it back over would only leave it free again.
-    kept: bool,
+    /// period) while the fleet counted this many replicas: handing it back over would only
+    /// leave it free again, until more replicas are alive (one of them then has room for it).
+    kept: Option<usize>,
     /// The lease was free at the last check (and not taken here).
     seen_free: bool,
 }
@@ -48,7 +49,7 @@ async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
         written: None,
         refused: None,
         renewed: Instant::now(),
-        kept: false,
+        kept: None,
         seen_free: false,
     };
     let notice = fleet.register(&place.names.id);
@@ -118,7 +119,8 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
         return;
     };
     if let Some(held) = place.lease.clone() {
-        if !place.kept && fleet.shares.over(fleet.environments()) {
+        let kept = still_kept(place.kept, fleet.shares.replicas());
+        if !kept && fleet.shares.over(fleet.environments()) {
             let released = lease::release(&mut conn, &place.names, &held).await;
             fleet.answered(released.as_ref());
             place.lease = None;
@@ -160,7 +162,7 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
     let Ok(Some(held)) = taken else {
         return;
     };
-    place.kept = reservation.beyond_share;
+    place.kept = reservation.beyond_share.then(|| fleet.shares.replicas());
     reservation.taken();
     place.lease = Some(held);
     place.renewed = asked;
@@ -168,7 +170,7 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
     place.written = None;
     // What the fleet has is the starting point: never write over it with older.
     load(fleet, &mut conn, slot, place).await;
-    tracing::debug!(environment = %environment(), kept = place.kept, "holding the lease on the environment");
+    tracing::debug!(environment = %environment(), kept = place.kept.is_some(), "holding the lease on the environment");
 }
 
 /// Redis did not answer about a held lease: it is dropped once its time is up (Redis has let
@@ -184,7 +186,7 @@ fn drop_lease(fleet: &Fleet, place: &mut Place) {
     if place.lease.take().is_some() {
         fleet.shares.gone();
         place.written = None;
-        place.kept = false;
+        place.kept = None;
     }
 }
 
@@ -256,5 +258,33 @@ async fn write(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place, heard: boo
             drop_lease(fleet, place);
         }
         Err(_) => {}
+    }
+}
+
+/// Whether a lease taken beyond the share (`kept`: with how many replicas alive then) is still
+/// exempt from handing over, with `replicas` alive now: only while no replica has joined since.
+fn still_kept(kept: Option<usize>, replicas: usize) -> bool {
+    kept.is_some_and(|then| replicas <= then)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::still_kept;
+
+    #[test]
+    fn a_lease_taken_beyond_the_share_is_kept_until_a_replica_joins() {
+        assert!(
+            !still_kept(None, 3),
+            "a lease within the share is never exempt"
+        );
+        assert!(still_kept(Some(3), 3));
+        assert!(
+            still_kept(Some(3), 2),
+            "fewer replicas: nobody else has room for it"
+        );
+        assert!(
+            !still_kept(Some(3), 4),
+            "a replica joined: it may be handed over"
+        );
     }
 }
