@@ -4,8 +4,9 @@
 # itself (v0.11.2) on an equivalent flag set: N boolean flags, one targeted by a rule, in both
 # formats (bench/flagd/gen_docs.py). Each server is pinned to one core (the last), the load
 # generator (bench/flagd/load, Go) to the others. gRPC calls are measured in two topologies: one
-# HTTP/2 connection carrying 50 concurrent calls (ghz's defaults, how the issue measured: one
-# provider in a busy service), and 16 callers with a connection each (16 providers). Also counts the server's write syscalls per unary response (strace), and what a caller
+# HTTP/2 connection carrying 50 concurrent calls (the defaults of ghz, the load tool the issue
+# measured with; one provider in a busy service), and 16 callers with a connection each (16
+# providers). Also counts the server's write syscalls per unary response (strace), and what a caller
 # pays to decode one ResolveAll answer of each server (saved bytes, decoded in Go, Node and
 # Python, bench/flagd/decode). Prints Markdown tables; writes bench/out/flagd/results.json. See
 # bench/RESULTS.md ("flagd").
@@ -186,7 +187,7 @@ def goal(label, value, op, target):
     print(f"- {label}: {value:.2f}× (goal {op} {target}×: {'met' if met else 'NOT met'})")
 cpu = lambda server, mode, topology="separate": med(server, mode, "cpu_us_per_call", topology)
 goal("ResolveAll CPU / OFREP bulk CPU, same Flagpole, a connection per caller", cpu("flagpole", "grpc-all") / cpu("flagpole", "ofrep-bulk"), "≤", 1.5)
-for topology, label in (("shared", "1 connection, 50 calls in flight (as the issue measured)"), ("separate", "a connection per caller")):
+for topology, label in (("shared", "1 connection, 50 calls in flight (ghz's defaults, the issue's load tool)"), ("separate", "a connection per caller")):
     goal(f"ResolveAll CPU, flagd / Flagpole, {label}", cpu("flagd", "grpc-all", topology) / cpu("flagpole", "grpc-all", topology), "≥", 10)
     goal(f"ResolveBoolean CPU, flagd / Flagpole, {label}", cpu("flagd", "grpc-bool", topology) / cpu("flagpole", "grpc-bool", topology), "≥", 9)
 if sys_fp is not None:
