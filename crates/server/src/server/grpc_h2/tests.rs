@@ -49,6 +49,14 @@ async fn listening(
     (addr, served)
 }
 
+/// Waits for the listener to end (after its token was cancelled and its clients have gone).
+async fn stops(served: tokio::task::JoinHandle<()>) {
+    tokio::time::timeout(Duration::from_secs(30), served)
+        .await
+        .expect("the listener stops once its connections close")
+        .unwrap();
+}
+
 async fn client(addr: SocketAddr) -> h2::client::SendRequest<Bytes> {
     let tcp = TcpStream::connect(addr).await.unwrap();
     let (client, connection) = h2::client::handshake(tcp).await.unwrap();
@@ -115,10 +123,7 @@ async fn on_hyper(flagd: &Flagd, path: &str, key: Option<&str>, body: Bytes) -> 
 
 /// A gRPC body: `message` behind its 5-byte prefix.
 fn framed(message: &[u8]) -> Bytes {
-    let mut out = vec![0];
-    out.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
-    out.extend_from_slice(message);
-    out.into()
+    unary::prefixed(message, 0).into()
 }
 
 #[tokio::test]
@@ -145,18 +150,7 @@ async fn every_hot_call_answers_as_on_hyper_whenever_its_body_arrives() {
         ] {
             let path = format!("/flagd.evaluation.{version}.Service/{method}");
             for context in [None, targeted.clone()] {
-                let mut message = Vec::new();
-                if method == "ResolveAll" {
-                    if let Some(context) = &context {
-                        prost::encoding::message::encode(1, context, &mut message);
-                    }
-                } else {
-                    prost::encoding::string::encode(1, &flag.to_owned(), &mut message);
-                    if let Some(context) = &context {
-                        prost::encoding::message::encode(2, context, &mut message);
-                    }
-                }
-                let body = framed(&message);
+                let body = framed(&unary::request_message(method, flag, context.as_ref()));
                 for key in [
                     Some(SERVER_KEY),
                     Some(CLIENT_KEY),
@@ -182,10 +176,7 @@ async fn every_hot_call_answers_as_on_hyper_whenever_its_body_arrives() {
     }
     stopping.cancel();
     drop(client);
-    tokio::time::timeout(Duration::from_secs(30), served)
-        .await
-        .expect("the listener stops once its connection closes")
-        .unwrap();
+    stops(served).await;
 }
 
 #[tokio::test]
@@ -199,8 +190,7 @@ async fn what_the_connection_does_not_answer_itself_is_served_on_its_own_task() 
     let path = "/flagd.evaluation.v1.Service/ResolveBoolean";
     let mut message = Vec::new();
     prost::encoding::string::encode(1, &"new_checkout".to_owned(), &mut message);
-    let mut compressed = framed(&message).to_vec();
-    compressed[0] = 1;
+    let compressed = unary::prefixed(&message, 1);
     let seen = call(
         &client,
         head(path, Some(SERVER_KEY)),
@@ -267,10 +257,7 @@ async fn what_the_connection_does_not_answer_itself_is_served_on_its_own_task() 
         "the event stream ends when the listener stops"
     );
     drop(client);
-    tokio::time::timeout(Duration::from_secs(30), served)
-        .await
-        .expect("the listener stops")
-        .unwrap();
+    stops(served).await;
 }
 
 #[tokio::test]

@@ -77,11 +77,38 @@ pub(in crate::server) type Frames = Vec<Result<Frame<Bytes>, Infallible>>;
 pub(in crate::server) type TestBody =
     StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>>;
 
-/// A gRPC body: the message behind its prefix (flag byte `flag`), cut into `chunks` pieces.
-fn framed(message: &[u8], flag: u8, chunks: usize) -> Frames {
+/// A gRPC message behind its prefix (flag byte `flag`, then the length).
+pub(in crate::server) fn prefixed(message: &[u8], flag: u8) -> Vec<u8> {
     let mut data = vec![flag];
     data.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
     data.extend_from_slice(message);
+    data
+}
+
+/// The request message of `method`: every resolver's is a flag key (1) and a context (2);
+/// `ResolveAll`'s is a context (1).
+pub(in crate::server) fn request_message(
+    method: &str,
+    flag: &str,
+    context: Option<&Struct>,
+) -> Vec<u8> {
+    let mut message = Vec::new();
+    if method == "ResolveAll" {
+        if let Some(context) = context {
+            prost::encoding::message::encode(1, context, &mut message);
+        }
+    } else {
+        prost::encoding::string::encode(1, &flag.to_owned(), &mut message);
+        if let Some(context) = context {
+            prost::encoding::message::encode(2, context, &mut message);
+        }
+    }
+    message
+}
+
+/// A gRPC body: the message behind its prefix (flag byte `flag`), cut into `chunks` pieces.
+fn framed(message: &[u8], flag: u8, chunks: usize) -> Frames {
+    let data = prefixed(message, flag);
     let size = data.len().div_ceil(chunks.max(1)).max(1);
     data.chunks(size)
         .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
@@ -213,19 +240,7 @@ async fn every_call_answers_as_tonic_does() {
         ] {
             let path = format!("/flagd.evaluation.{version}.Service/{method}");
             for ctx in [None, targeted.clone(), too_long.clone()] {
-                // Every request message of these calls is a flag key (1) and a context (2); `ResolveAll`'s
-                // context is field 1.
-                let mut message = Vec::new();
-                if method == "ResolveAll" {
-                    if let Some(ctx) = &ctx {
-                        prost::encoding::message::encode(1, ctx, &mut message);
-                    }
-                } else {
-                    prost::encoding::string::encode(1, &flag.to_owned(), &mut message);
-                    if let Some(ctx) = &ctx {
-                        prost::encoding::message::encode(2, ctx, &mut message);
-                    }
-                }
+                let message = request_message(method, flag, ctx.as_ref());
                 for (key, extra) in [
                     (Some(SERVER_KEY), &[][..]),
                     (Some(CLIENT_KEY), &[][..]),
