@@ -21,7 +21,7 @@ from fleet_support import (  # noqa: F401 (`redis`: a fixture)
     LEASE_SECONDS, RedisServer, environment_id, fleet_config, lease_key, leases, need_redis, redis,
     wait_leases_settled,
 )
-from metrics_support import scrape
+from metrics_support import scrape, status_json
 from serve_harness import Env, free_port, wait_until
 
 WAIT = 60  # seconds: the deadline of every wait (a hang, not a slow machine)
@@ -54,9 +54,10 @@ def readable_lease(redis: RedisServer, env: Env) -> bool:
 
 def test_a_lease_key_holding_what_no_replica_wrote_is_taken_over_within_a_lease(redis, upstream, flagpole,
                                                                                  tmp_path):
-    """Garbage without a time to live, another replica's name without one, another type, and a
-    lease of a day: each environment is polled again within a lease and a poll interval (counted
-    against an untouched environment's polls); the member list of another type is replaced."""
+    """Garbage without a time to live, another replica's name without one (and a fencing counter
+    that is not one), another type, and a lease of a day: each environment is polled again within
+    a lease and a poll interval (counted against an untouched environment's polls); the member
+    list of another type is replaced."""
     serve_revision(upstream, ENVS)
     config = fleet_config(upstream, redis, ENVS)
     replicas = [start(flagpole, tmp_path, config, f"replica-{i}") for i in range(2)]
@@ -64,6 +65,8 @@ def test_a_lease_key_holding_what_no_replica_wrote_is_taken_over_within_a_lease(
     garbage, ghost, hashed, day, control = ENVS
     redis.cli("SET", lease_key(garbage.client_key), "garbage-no-colon")
     redis.cli("SET", lease_key(ghost.client_key), "ghost:7")
+    # Its fencing counter too: the next token starts above any it gave.
+    redis.cli("SET", f"flagpole:env:{environment_id(ghost.client_key)}:fence", "not-a-counter")
     redis.cli("DEL", lease_key(hashed.client_key))
     redis.cli("HSET", lease_key(hashed.client_key), "not", "a lease")
     redis.cli("SET", lease_key(day.client_key), "ghost:8", "EX", "86400")
@@ -123,9 +126,20 @@ def test_redis_unreachable_or_refusing_the_password_at_start_is_logged_once_and_
             config = fleet_config(upstream, server, [env])
             config["flagpole"]["fleet"]["redis_url"] = url
             replicas[what] = flagpole(config, workdir=tmp_path / what.split()[0], wait=True)
-        for what, fp in replicas.items():
+        for fp in replicas.values():
             # Served all the same: the replica polls upstream itself.
             fp.wait_ready(WAIT)
+
+        # After the first few attempts, they come seconds apart: over ten seconds, a handful of
+        # AUTH commands (a wait of a second each would send some twenty).
+        time.sleep(6)
+        first = auth_calls(server)
+        time.sleep(10)
+        sent = auth_calls(server) - first - 1
+        assert sent <= 6, f"{sent} AUTH commands in 10 s"
+
+        # Logged once each, at WARN, with where Redis is (no password) and why.
+        for what, fp in replicas.items():
             wait_until(lambda: start_warning(fp), WAIT, f"{what}: nothing logged about Redis")
         shown = {"refused": f"redis://flagpole:redacted@127.0.0.1:{nobody}/0",
                  "wrong password": f"redis://:redacted@127.0.0.1:{server.port}/0"}
@@ -135,14 +149,6 @@ def test_redis_unreachable_or_refusing_the_password_at_start_is_logged_once_and_
             assert "WARN" in line, line
             assert shown[what] in line, line
             assert reasons[what].search(line.split("reason=", 1)[-1]), line
-
-        # After the first few attempts, they come seconds apart: over ten seconds, a handful of
-        # AUTH commands (today's wait of a second each would send some twenty).
-        time.sleep(6)
-        first = auth_calls(server)
-        time.sleep(10)
-        sent = auth_calls(server) - first - 1
-        assert sent <= 6, f"{sent} AUTH commands in 10 s"
         for what, fp in replicas.items():
             assert len(start_warning(fp)) == 1, (what, fp.stderr_tail())
             assert "still does not answer" not in fp.stderr_text(), (what, fp.stderr_tail())
@@ -184,7 +190,7 @@ def test_fewer_environments_than_replicas_spread_one_lease_each(redis, upstream,
     wait_until(lambda: leases(first) == 2, WAIT, "the first replica never took both leases")
     replicas = [first] + [start(flagpole, tmp_path, config, f"joined-{i}") for i in range(2)]
     for fp in replicas:
-        wait_until(lambda: scrape(fp).value("flagpole_fleet_replicas_alive") == 3, WAIT,
+        wait_until(lambda: status_json(fp)["fleet"]["replicas"] == 3, WAIT,
                    f"replica on {fp.port} never counted three replicas")
     assert_spread_and_still(redis, upstream, replicas, envs, most=1)
 
