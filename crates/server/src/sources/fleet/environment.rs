@@ -2,9 +2,10 @@
 //! lease it keeps up its lease: renews one held; takes a free one at once while under its share
 //! (`share.rs`), or one found free at two checks in a row whatever its share (nobody under
 //! theirs wanted it: it is then kept, not handed back, until a replica joins that could take
-//! it); hands one over when over its share. At each poll time the holder polls the upstream and writes a new document to Redis
-//! (fenced); the others check Redis instead, and load on every notice. While Redis does not
-//! answer, the environment is polled upstream here, as without a fleet.
+//! it); hands one over when over its share. A lease key no replica wrote is mended by the
+//! look or the renewal (`lease.rs`). At each poll time the holder polls the upstream and writes
+//! a new document to Redis (fenced); the others check Redis instead, and load on every notice.
+//! While Redis does not answer, the environment is polled upstream here, as without a fleet.
 
 use std::sync::Arc;
 use std::time::Instant;
