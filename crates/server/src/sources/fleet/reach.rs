@@ -51,32 +51,88 @@ impl Reach {
 
     /// Redis did not answer (or refused the connection): `why`.
     pub(crate) fn failed(&self, why: &str) {
-        let mut state = self.state.lock();
-        let was = state.up.replace(false);
-        if was == Some(true) {
+        let (was_up, said) = {
+            let mut state = self.state.lock();
+            let was_up = state.up == Some(true);
+            (was_up, state.failed(Instant::now()))
+        };
+        if was_up {
             crate::telemetry::fleet::store_reachable(false);
         }
-        let now = Instant::now();
-        if state
-            .warned
-            .is_some_and(|t| now.duration_since(t) < REMIND_EVERY)
-        {
-            return;
-        }
-        let first = state.warned.is_none();
-        state.warned = Some(now);
-        drop(state);
         let redis = &self.shown;
-        match (was, first) {
-            (Some(true), _) => {
+        match said {
+            None => {}
+            Some(Said::Lost) => {
                 tracing::warn!(%redis, reason = %why, "the fleet's Redis does not answer: this replica polls upstream itself until it does")
             }
-            (_, true) => {
+            Some(Said::Unreachable) => {
                 tracing::warn!(%redis, reason = %why, "cannot reach the fleet's Redis: this replica polls upstream itself until it can")
             }
-            (_, false) => {
+            Some(Said::Still) => {
                 tracing::warn!(%redis, reason = %why, "the fleet's Redis still does not answer: this replica polls upstream itself until it does")
             }
         }
+    }
+}
+
+/// What a failure is logged as, if at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Said {
+    /// It answered before.
+    Lost,
+    /// It never answered since the start.
+    Unreachable,
+    /// A reminder, a minute or more after the last warning.
+    Still,
+}
+
+impl State {
+    /// A failure at `now`: what to log.
+    fn failed(&mut self, now: Instant) -> Option<Said> {
+        let was = self.up.replace(false);
+        if self
+            .warned
+            .is_some_and(|t| now.duration_since(t) < REMIND_EVERY)
+        {
+            return None;
+        }
+        let first = self.warned.replace(now).is_none();
+        Some(match (was, first) {
+            (Some(true), _) => Said::Lost,
+            (_, true) => Said::Unreachable,
+            (_, false) => Said::Still,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Said, State, REMIND_EVERY};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn one_warning_then_a_reminder_a_minute_while_it_lasts() {
+        let start = Instant::now();
+        let mut state = State::default();
+        assert_eq!(state.failed(start), Some(Said::Unreachable));
+        for s in 1..60 {
+            assert_eq!(state.failed(start + Duration::from_secs(s)), None);
+        }
+        assert_eq!(state.failed(start + REMIND_EVERY), Some(Said::Still));
+        assert_eq!(
+            state.failed(start + REMIND_EVERY + Duration::from_secs(1)),
+            None
+        );
+    }
+
+    #[test]
+    fn losing_it_later_is_told_at_once() {
+        let start = Instant::now();
+        let mut state = State {
+            up: Some(true),
+            warned: None,
+        };
+        assert_eq!(state.failed(start), Some(Said::Lost));
+        assert_eq!(state.failed(start + Duration::from_secs(5)), None);
     }
 }
