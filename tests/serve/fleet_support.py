@@ -1,7 +1,8 @@
 """Redis for the suites that need it (the fleet's, and the tracing and Helm suites' fleet cases):
-Debian's `redis-server` on a free loopback port with nothing saved to disk, the key an environment
-is stored under, and a fleet configuration. Without `redis-server` a test that needs it is
-skipped, except under CI=true, where that is a failure."""
+Debian's `redis-server` on a free loopback port with nothing saved to disk (also as the `redis`
+fixture), the key an environment is stored under, a fleet configuration, and the leases a replica
+holds. Without `redis-server` a test that needs it is skipped, except under CI=true, where that
+is a failure."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from metrics_support import scrape
 from serve_harness import free_port, upstream_config, wait_until
 
-WAIT = 60  # seconds: how long redis-server may take to answer its first PING
+WAIT = 60  # seconds: how long redis-server may take to answer its first PING (and other waits)
 LEASE_SECONDS = 3
 
 
@@ -25,11 +27,12 @@ class RedisServer:
     brings it back empty on the same port."""
 
     def __init__(self, workdir: Path, tls: tuple[Path, Path, Path] | None = None,
-                 extra: list[str] | None = None) -> None:
+                 extra: list[str] | None = None, password: str | None = None) -> None:
         self.port = free_port()
         self.workdir = workdir
         self.tls = tls  # (CA, certificate, key): TLS only, no plain port
         self.extra = extra or []  # more redis-server arguments (`--replicaof`)
+        self.password = password  # the default user's (`requirepass`); `cli` gives it
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -45,7 +48,8 @@ class RedisServer:
                      "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
         self.proc = subprocess.Popen(
             ["redis-server", *ports, "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir), *self.extra],
+             "--appendonly", "no", "--dir", str(self.workdir), *self.extra,
+             *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         wait_until(lambda: self.cli("PING") == "PONG", WAIT, "redis-server never answered PING")
@@ -61,7 +65,8 @@ class RedisServer:
         safe)."""
         tls = ["--tls", "--cacert", str(self.tls[0])] if self.tls is not None else []
         raw = ["-x"] if stdin is not None else []
-        done = subprocess.run(["redis-cli", "-p", str(self.port), *tls, *raw, *args], capture_output=True,
+        auth = ["--no-auth-warning", "-a", self.password] if self.password else []
+        done = subprocess.run(["redis-cli", "-p", str(self.port), *tls, *auth, *raw, *args], capture_output=True,
                               input=stdin, timeout=10)
         return done.stdout.decode(errors="replace").strip()
 
@@ -94,3 +99,29 @@ def fleet_config(upstream_or_url, redis: RedisServer, envs) -> dict:
     config = upstream_config(upstream_or_url, envs)
     config["flagpole"] = {"fleet": {"redis_url": redis.url, "lease_seconds": LEASE_SECONDS}}
     return config
+
+
+@pytest.fixture
+def redis(tmp_path):
+    """A fresh redis-server for one test."""
+    need_redis()
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def leases(fp) -> float:
+    """The leases a replica holds (its gauge)."""
+    return scrape(fp).value("flagpole_fleet_leases_held")
+
+
+def wait_leases_settled(replicas, envs) -> None:
+    """Every environment held by some replica (each lease is held once: Redis says so)."""
+    wait_until(lambda: sum(leases(fp) for fp in replicas) == len(envs), WAIT,
+               "the replicas never held one lease per environment between them")
+
+
+def lease_key(client_key: str) -> str:
+    return f"flagpole:env:{environment_id(client_key)}:lease"

@@ -23,25 +23,16 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from documents import make_document
-from fleet_support import LEASE_SECONDS, RedisServer, environment_id, fleet_config, need_redis, stored_text
+from fleet_support import (  # noqa: F401 (`redis`: a fixture)
+    LEASE_SECONDS, RedisServer, environment_id, fleet_config, leases, need_redis, redis, stored_text,
+)
+from fleet_support import wait_leases_settled as settled
 from metrics_support import scrape, status_json
 from serve_harness import Env, free_port, upstream_config, wait_until
 
 WAIT = 60  # seconds: the deadline of every wait (a hang, not a slow machine)
 ENVS = [Env(f"fleet_client_{i}", f"ser.fleet_server_{i}") for i in range(6)]
-
-
-@pytest.fixture
-def redis(tmp_path):
-    need_redis()
-    server = RedisServer(tmp_path / "redis").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def doc(env: Env, rev: int) -> dict:
@@ -72,14 +63,8 @@ def start_replicas(flagpole, tmp_path, config: dict, n: int) -> list:
     return replicas
 
 
-def leases(fp) -> float:
-    return scrape(fp).value("flagpole_fleet_leases_held")
-
-
 def wait_leases_settled(replicas, envs=ENVS) -> None:
-    """Every environment held by some replica (each lease is held once: Redis says so)."""
-    wait_until(lambda: sum(leases(fp) for fp in replicas) == len(envs), WAIT,
-               "the replicas never held one lease per environment between them")
+    settled(replicas, envs)
 
 
 def counts(upstream) -> dict[str, int]:

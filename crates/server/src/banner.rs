@@ -1,6 +1,8 @@
 //! What `flagpole serve` prints once it listens: the address; for the bundled example and for
 //! documents given with `--document`, their keys and two requests to try; for every other
-//! environment one line naming it by fingerprint.
+//! environment one line naming it by fingerprint and saying where its document came from. It is
+//! printed once the start-up loads are done: an upstream environment's document may then come
+//! from the fleet's Redis or a warm-start snapshot, or be still to come from upstream.
 //!
 //! Keys: plain lines are for a person at a terminal, and show the keys that person needs to try
 //! the proxy at once: the environment's client-side key (public by design: SDKs ship it in web
@@ -10,6 +12,7 @@
 //! (target [`STARTUP_TARGET`], let through whatever the log level), and a log never carries a
 //! key: environments are named by fingerprint and the requests to try show where the key goes.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -17,8 +20,16 @@ use crate::config::{Example, Plan};
 use crate::logging::STARTUP_TARGET;
 use crate::store::{EnvSlot, Source, Store};
 
-/// Prints the start-up lines (`https`: the port serves TLS).
-pub(crate) fn print(store: &Store, address: SocketAddr, https: bool, plan: &Plan, json: bool) {
+/// Prints the start-up lines (`https`: the port serves TLS; `from_fleet`: the client keys of the
+/// environments loaded from the fleet's Redis).
+pub(crate) fn print(
+    store: &Store,
+    address: SocketAddr,
+    https: bool,
+    plan: &Plan,
+    json: bool,
+    from_fleet: &HashSet<String>,
+) {
     let scheme = if https { "https" } else { "http" };
     let listening = format!(
         "flagpole {} listening on {scheme}://{address}",
@@ -53,10 +64,7 @@ pub(crate) fn print(store: &Store, address: SocketAddr, https: bool, plan: &Plan
         match title {
             Some(title) => print_keys(&title, store, &env, &base, json),
             None => {
-                let source = match &env.source {
-                    Source::File(p) => format!("file {}", p.display()),
-                    _ => "upstream".to_owned(),
-                };
+                let source = origin(&env, from_fleet);
                 let environment = crate::keys::fingerprint(&env.client_key);
                 let line = format!("environment {environment} from {source}");
                 if json {
@@ -66,6 +74,19 @@ pub(crate) fn print(store: &Store, address: SocketAddr, https: bool, plan: &Plan
                 }
             }
         }
+    }
+}
+
+/// Where the document of an environment not shown with its keys came from.
+fn origin(env: &EnvSlot, from_fleet: &HashSet<String>) -> String {
+    match &env.source {
+        Source::File(p) => format!("file {}", p.display()),
+        Source::Upstream { .. } if from_fleet.contains(&env.client_key) => {
+            "the fleet's Redis".to_owned()
+        }
+        // Before the first poll, only the warm start can have loaded it.
+        Source::Upstream { .. } if env.snapshot().is_some() => "the warm-start snapshot".to_owned(),
+        _ => "upstream".to_owned(),
     }
 }
 

@@ -52,7 +52,7 @@ pub use snapshot::{identity_cache, identity_response, KeyKind, Snapshot};
 pub use sources::local_file::read as read_document_file;
 pub use store::{build_snapshot, EnvSlot, Source, Store};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -102,16 +102,18 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Some(tls) = &ports.tls {
         shutdown.spawn(tls.clone().watch(shutdown.requested.clone()));
     }
+    let warm = warm_start(&config)?;
+    load_documents(plan, warm.clone(), &shutdown).await?;
+    let (fleet, from_fleet) = start_fleet(&config, &store, &shutdown).await?;
+    // Once the start-up loads are done, so that it says where each document came from.
     banner::print(
         &store,
         ports.address,
         ports.tls.is_some(),
         &startup.plan,
         config.logging.json,
+        &from_fleet,
     );
-    let warm = warm_start(&config)?;
-    load_documents(plan, warm.clone(), &shutdown).await?;
-    let fleet = start_fleet(&config, &store, &shutdown).await?;
     let pollers = start_polling(&config, &store, warm, fleet.clone(), &shutdown);
     // Which documents are stale (OpenFeature answers say so), judged as readiness judges.
     shutdown.spawn(
@@ -227,14 +229,15 @@ async fn load_documents(
 
 /// In a fleet (`flagpole.fleet`), what Redis holds is served at once (newer than a warm-start
 /// copy, or where there is none), whether or not the upstream answers; then the fleet's
-/// membership and change notices run until shutdown.
+/// membership and change notices run until shutdown. With the fleet, the client keys of the
+/// environments served from Redis.
 async fn start_fleet(
     config: &Config,
     store: &Store,
     shutdown: &Shutdown,
-) -> Result<Option<Arc<sources::fleet::Fleet>>, String> {
+) -> Result<(Option<Arc<sources::fleet::Fleet>>, HashSet<String>), String> {
     let Some(settings) = &config.fleet else {
-        return Ok(None);
+        return Ok((None, HashSet::new()));
     };
     let fleet = sources::fleet::Fleet::new(settings)?;
     let polled = store
@@ -243,7 +246,7 @@ async fn start_fleet(
         .filter(|slot| matches!(slot.source, Source::Upstream { .. }))
         .cloned()
         .collect();
-    sources::fleet::start_from_store(&fleet, polled).await;
+    let from_fleet = sources::fleet::start_from_store(&fleet, polled).await;
     shutdown.spawn(sources::fleet::membership::run(
         fleet.clone(),
         shutdown.requested.clone(),
@@ -252,7 +255,7 @@ async fn start_fleet(
         fleet.clone(),
         shutdown.requested.clone(),
     ));
-    Ok(Some(fleet))
+    Ok((Some(fleet), from_fleet))
 }
 
 /// A poller per upstream environment (in a fleet, one that polls only while it holds the

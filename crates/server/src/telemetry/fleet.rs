@@ -1,10 +1,12 @@
-//! The fleet's figures on `/metrics`: whether the shared store answers, how many environments
-//! this replica polls for the fleet, and where its documents came from (the store, or its own
-//! upstream fetch), the upstream fetches a load from the store replaced, and refused store
-//! values.
+//! The fleet's figures on `/metrics`: whether the shared store answers, how many replicas are
+//! alive on it, how many environments this replica polls for the fleet, and where its
+//! documents came from (the store, or its own upstream fetch), the upstream fetches a load from
+//! the store replaced, and refused store values. Every series exists from the start (counters at
+//! 0, with each label value), so that a query or an alert on one sees it before the first event.
 
 pub(crate) const STORE_REACHABLE: &str = "flagpole_fleet_store_reachable";
 pub(crate) const LEASES_HELD: &str = "flagpole_fleet_leases_held";
+pub(crate) const REPLICAS: &str = "flagpole_fleet_replicas_alive";
 pub(crate) const DOCUMENTS: &str = "flagpole_fleet_documents_total";
 pub(crate) const REFUSED: &str = "flagpole_fleet_store_documents_refused_total";
 pub(crate) const SAVED: &str = "flagpole_fleet_upstream_fetches_saved_total";
@@ -19,6 +21,10 @@ pub(crate) fn describe() {
     metrics::describe_gauge!(
         LEASES_HELD,
         "Environments this replica polls upstream for the whole fleet (leases held)."
+    );
+    metrics::describe_gauge!(
+        REPLICAS,
+        "Replicas alive on the fleet's Redis (this one included), as last counted: 1 until it answers."
     );
     metrics::describe_counter!(
         DOCUMENTS,
@@ -37,6 +43,20 @@ pub(crate) fn describe() {
     );
 }
 
+/// Every fleet series at its starting value (a replica in a fleet, before anything happened).
+pub(crate) fn start() {
+    store_reachable(false);
+    leases_held(0);
+    replicas_alive(1);
+    for source in [SOURCE_STORE, SOURCE_UPSTREAM] {
+        metrics::counter!(DOCUMENTS, "source" => source).absolute(0);
+    }
+    metrics::counter!(SAVED).absolute(0);
+    for why in Refusal::ALL {
+        metrics::counter!(REFUSED, "reason" => why.label()).absolute(0);
+    }
+}
+
 pub(crate) fn store_reachable(up: bool) {
     metrics::gauge!(STORE_REACHABLE).set(if up { 1.0 } else { 0.0 });
 }
@@ -45,9 +65,20 @@ pub(crate) fn leases_held(n: usize) {
     metrics::gauge!(LEASES_HELD).set(n as f64);
 }
 
+pub(crate) fn replicas_alive(n: usize) {
+    metrics::gauge!(REPLICAS).set(n as f64);
+}
+
+const SOURCE_STORE: &str = "store";
+const SOURCE_UPSTREAM: &str = "upstream";
+
 /// A new revision served; `from_store`: read from Redis, else fetched upstream by this replica.
 pub(crate) fn document(from_store: bool) {
-    let source = if from_store { "store" } else { "upstream" };
+    let source = if from_store {
+        SOURCE_STORE
+    } else {
+        SOURCE_UPSTREAM
+    };
     metrics::counter!(DOCUMENTS, "source" => source).increment(1);
 }
 
@@ -64,10 +95,18 @@ pub(crate) enum Refusal {
     Rejected,
 }
 
+impl Refusal {
+    /// Every reason (each exported at 0 from the start).
+    pub(crate) const ALL: [Refusal; 2] = [Refusal::Undecodable, Refusal::Rejected];
+
+    fn label(self) -> &'static str {
+        match self {
+            Refusal::Undecodable => "undecodable",
+            Refusal::Rejected => "rejected",
+        }
+    }
+}
+
 pub(crate) fn refused(why: Refusal) {
-    let reason = match why {
-        Refusal::Undecodable => "undecodable",
-        Refusal::Rejected => "rejected",
-    };
-    metrics::counter!(REFUSED, "reason" => reason).increment(1);
+    metrics::counter!(REFUSED, "reason" => why.label()).increment(1);
 }

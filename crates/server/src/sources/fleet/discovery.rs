@@ -58,7 +58,7 @@ impl SharedListing {
             Some(held) => {
                 let renewed = lease::renew(&mut conn, &self.names, &held, fleet.lease).await;
                 fleet.answered(renewed.as_ref());
-                if !matches!(renewed, Ok(true)) {
+                if matches!(renewed, Ok(lease::Renewal::Lost) | Err(_)) {
                     self.lease = None;
                 }
             }
@@ -66,7 +66,10 @@ impl SharedListing {
                 let taken =
                     lease::acquire(&mut conn, &self.names, &fleet.replica, fleet.lease).await;
                 fleet.answered(taken.as_ref());
-                if let Ok(Some(held)) = taken {
+                if let Ok(lease::Taken {
+                    lease: Some(held), ..
+                }) = taken
+                {
                     tracing::debug!("holding the lease on the proxy key listing");
                     self.lease = Some(held);
                 }

@@ -2,14 +2,15 @@
 //! lease it keeps up its lease: renews one held; takes a free one at once while under its share
 //! (`share.rs`), or one found free at two checks in a row whatever its share (nobody under
 //! theirs wanted it: it is then kept, not handed back, until a replica joins that could take
-//! it); hands one over when well over its share. At each poll time the holder polls the upstream and writes a new document to Redis
-//! (fenced); the others check Redis instead, and load on every notice. While Redis does not
-//! answer, the environment is polled upstream here, as without a fleet.
+//! it); hands one over when over its share. A lease key no replica wrote is mended by the
+//! look or the renewal (`lease.rs`). At each poll time the holder polls the upstream and writes
+//! a new document to Redis (fenced); the others check Redis instead, and load on every notice.
+//! While Redis does not answer, the environment is polled upstream here, as without a fleet.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::lease::{self, Lease};
+use super::lease::{self, Lease, Renewal};
 use super::stored::{self, Loaded, Written};
 use super::traced::Connection;
 use super::{Fleet, Names};
@@ -134,9 +135,13 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
         let renewed = lease::renew(&mut conn, &place.names, &held, fleet.lease).await;
         fleet.answered(renewed.as_ref());
         match renewed {
-            Ok(true) => place.renewed = asked,
-            Ok(false) => {
-                tracing::info!(environment = %environment(), "lease on the environment lost to another replica");
+            Ok(Renewal::Renewed) => place.renewed = asked,
+            Ok(Renewal::Reclaimed) => {
+                tracing::warn!(environment = %environment(), "the environment's lease key held a value no replica wrote: taken back by its holder");
+                place.renewed = asked;
+            }
+            Ok(Renewal::Lost) => {
+                tracing::info!(environment = %environment(), "lease on the environment lost (expired, or taken by another replica)");
                 drop_lease(fleet, place);
             }
             // No answer: the lease is still this replica's until its time runs out in Redis.
@@ -145,11 +150,19 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
         return;
     }
     // Free leases are found first, so that places under the share go to them (every
-    // environment's task checks at once), not to environments another replica holds.
-    let exists: redis::RedisResult<bool> =
-        redis::AsyncCommands::exists(&mut conn, &place.names.lease).await;
-    fleet.answered(exists.as_ref());
-    let was_free = std::mem::replace(&mut place.seen_free, matches!(exists, Ok(false)));
+    // environment's task checks at once), not to environments another replica holds. The look
+    // mends a lease key no replica could read (`lease.rs`), so that garbage never keeps the
+    // environment without a holder.
+    let probe = lease::probe(&mut conn, &place.names, fleet.lease).await;
+    fleet.answered(probe.as_ref());
+    if let Ok(lease::Probe {
+        repaired: Some(repair),
+        ..
+    }) = probe
+    {
+        tracing::warn!(environment = %environment(), "{}", repair.describe());
+    }
+    let was_free = std::mem::replace(&mut place.seen_free, matches!(probe, Ok(p) if p.free));
     if !place.seen_free {
         return;
     }
@@ -159,7 +172,13 @@ async fn upkeep(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place) {
     let asked = Instant::now();
     let taken = lease::acquire(&mut conn, &place.names, &fleet.replica, fleet.lease).await;
     fleet.answered(taken.as_ref());
-    let Ok(Some(held)) = taken else {
+    let Ok(lease::Taken { lease, repaired }) = taken else {
+        return;
+    };
+    if let Some(repair) = repaired {
+        tracing::warn!(environment = %environment(), "{}", repair.describe());
+    }
+    let Some(held) = lease else {
         return;
     };
     place.kept = reservation.beyond_share.then(|| fleet.shares.replicas());

@@ -1,10 +1,18 @@
 //! A lease: the right to poll one environment (or the `proxy_key` listing) upstream for the
-//! whole fleet, held in Redis with a
-//! time to live (`lease_seconds`), renewed by its holder every third of it. Its value is the
-//! holder's name and a fencing token, a number from a per-environment counter that only grows:
-//! a holder whose lease ran out (it hung, or Redis expired it) and was taken by another no
-//! longer matches it, and every write it attempts is checked against it inside Redis (one script,
-//! so nothing comes between the check and the write).
+//! whole fleet, held in Redis with a time to live (`lease_seconds`), renewed by its holder every
+//! third of it. Its value is the holder's name and a fencing token, a number from a
+//! per-environment counter that only grows: a holder whose lease ran out (it hung, or Redis
+//! expired it) and was taken by another no longer matches it, and every write it attempts is
+//! checked against it inside Redis (one script, so nothing comes between the check and the
+//! write).
+//!
+//! Redis is shared, so a lease key may hold what no replica wrote: another type, a value that is
+//! not `<replica>:<token>`, a value without a time to live (a replica always sets one). Left
+//! alone, such a key would keep every replica off the environment for good. The scripts repair
+//! it where they find it, atomically: an unreadable or timeless value counts as expired (deleted,
+//! or taken back at once by the holder that finds it in place of its own), and a lease with a
+//! longer time to live than a lease is cut to one. No environment then stays without a holder
+//! for longer than a lease.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -20,42 +28,163 @@ pub(crate) struct Lease {
     pub value: String,
 }
 
-/// Takes the lease if nobody holds it: a new token from the fencing counter, and the lease set
-/// with its time to live. Returns the token, or 0 when another replica holds it.
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-        if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-        local token = redis.call('INCR', KEYS[2])
-        redis.call('SET', KEYS[1], ARGV[1] .. ':' .. token, 'PX', ARGV[2])
-        return token
-        ",
-    )
+/// What a script found wrong with a lease key and mended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Repair {
+    /// Not a `<replica>:<token>` string with a time to live: treated as expired.
+    Unreadable,
+    /// A longer time to live than a lease: cut to one.
+    Overlong,
+}
+
+impl Repair {
+    fn of(code: i64) -> Option<Repair> {
+        match code {
+            1 => Some(Repair::Unreadable),
+            2 => Some(Repair::Overlong),
+            _ => None,
+        }
+    }
+
+    /// For the log line.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Repair::Unreadable => {
+                "the lease key held a value no replica wrote (another type, not <replica>:<token>, or no time to live): treated as expired"
+            }
+            Repair::Overlong => {
+                "the lease key had a longer time to live than a lease: cut to one"
+            }
+        }
+    }
+}
+
+/// Lua shared by the scripts: `value(key)` is what a lease key holds if it is a string (else
+/// ''), `readable(key, value)` whether that is a lease a replica wrote, `holder(key, ttl)` the
+/// lease's value, or `nil` when it is free: an unreadable key is deleted first (`repaired` = 1),
+/// one with a longer time to live than `ttl` cut to it (2).
+const HOLDER: &str = r"
+local repaired = 0
+local function value(key)
+    if redis.call('TYPE', key).ok ~= 'string' then return '' end
+    return redis.call('GET', key)
+end
+local function readable(key, v)
+    return string.match(v, '^[^:]+:%d+$') and redis.call('PTTL', key) >= 0
+end
+local function holder(key, ttl)
+    if redis.call('EXISTS', key) == 0 then return nil end
+    local v = value(key)
+    if not readable(key, v) then
+        redis.call('DEL', key)
+        repaired = 1
+        return nil
+    end
+    if redis.call('PTTL', key) > tonumber(ttl) then
+        redis.call('PEXPIRE', key, ttl)
+        repaired = 2
+    end
+    return v
+end
+";
+
+/// Whether the lease is free (0) or held (1), with what was repaired.
+static PROBE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{HOLDER}
+        local held = holder(KEYS[1], ARGV[1]) and 1 or 0
+        return {{held, repaired}}
+        "
+    ))
 });
 
-/// Extends the lease if it is still this holder's (1), else nothing (0).
+/// Takes the lease if nobody holds it: a new token from the fencing counter, and the lease set
+/// with its time to live. Returns the token, or 0 when another replica holds it. A counter that
+/// is not one (overwritten) starts again from Redis's clock in microseconds, above any token it
+/// can have given.
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{HOLDER}
+        if holder(KEYS[1], ARGV[2]) then return {{0, repaired}} end
+        local token = redis.pcall('INCR', KEYS[2])
+        if type(token) == 'table' then
+            local t = redis.call('TIME')
+            redis.call('DEL', KEYS[2])
+            token = redis.call('INCRBY', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
+        end
+        redis.call('SET', KEYS[1], ARGV[1] .. ':' .. token, 'PX', ARGV[2])
+        return {{token, repaired}}
+        "
+    ))
+});
+
+/// Extends the lease if it is still this holder's (1). Lost (0): it expired, or another
+/// replica's lease is there (cut to a lease's time if longer). Unreadable in its place (2):
+/// treated as expired, and taken back.
 static RENEW: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-        redis.call('PEXPIRE', KEYS[1], ARGV[2])
-        return 1
-        ",
-    )
+    Script::new(&format!(
+        "{HOLDER}
+        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+        local v = value(KEYS[1])
+        if v == ARGV[1] then
+            redis.call('PEXPIRE', KEYS[1], ARGV[2])
+            return 1
+        end
+        if readable(KEYS[1], v) then
+            holder(KEYS[1], ARGV[2])
+            return 0
+        end
+        redis.call('DEL', KEYS[1])
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        return 2
+        "
+    ))
 });
 
 /// Deletes the lease if it is still this holder's.
 static RELEASE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+    Script::new(&format!(
+        "{HOLDER}
+        if value(KEYS[1]) ~= ARGV[1] then return 0 end
         return redis.call('DEL', KEYS[1])
-        ",
-    )
+        "
+    ))
 });
 
 fn millis(d: Duration) -> u64 {
     d.as_millis().max(1) as u64
+}
+
+/// What a look at a lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Probe {
+    pub free: bool,
+    pub repaired: Option<Repair>,
+}
+
+/// Whether the lease of `names` is free, mending what is wrong with its key (`ttl`: a lease's).
+pub(crate) async fn probe(
+    conn: &mut Connection,
+    names: &Names,
+    ttl: Duration,
+) -> RedisResult<Probe> {
+    let (held, repaired): (i64, i64) = PROBE
+        .key(&names.lease)
+        .arg(millis(ttl))
+        .invoke_async(conn)
+        .await?;
+    Ok(Probe {
+        free: held == 0,
+        repaired: Repair::of(repaired),
+    })
+}
+
+/// What an attempt to take a lease gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Taken {
+    /// The lease, unless another replica holds it.
+    pub lease: Option<Lease>,
+    pub repaired: Option<Repair>,
 }
 
 /// Takes the lease of `names` for `replica` if it is free.
@@ -64,33 +193,50 @@ pub(crate) async fn acquire(
     names: &Names,
     replica: &str,
     ttl: Duration,
-) -> RedisResult<Option<Lease>> {
-    let token: u64 = ACQUIRE
+) -> RedisResult<Taken> {
+    let (token, repaired): (u64, i64) = ACQUIRE
         .key(&names.lease)
         .key(&names.fence)
         .arg(replica)
         .arg(millis(ttl))
         .invoke_async(conn)
         .await?;
-    Ok((token > 0).then(|| Lease {
-        value: format!("{replica}:{token}"),
-    }))
+    Ok(Taken {
+        lease: (token > 0).then(|| Lease {
+            value: format!("{replica}:{token}"),
+        }),
+        repaired: Repair::of(repaired),
+    })
 }
 
-/// Extends a held lease; `false`: it was lost (expired, and maybe taken by another replica).
+/// How a renewal went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Renewal {
+    Renewed,
+    /// An unreadable value stood in its place: it counted as expired and was taken back.
+    Reclaimed,
+    /// Expired, and maybe taken by another replica.
+    Lost,
+}
+
+/// Extends a held lease.
 pub(crate) async fn renew(
     conn: &mut Connection,
     names: &Names,
     lease: &Lease,
     ttl: Duration,
-) -> RedisResult<bool> {
+) -> RedisResult<Renewal> {
     let renewed: u32 = RENEW
         .key(&names.lease)
         .arg(&lease.value)
         .arg(millis(ttl))
         .invoke_async(conn)
         .await?;
-    Ok(renewed == 1)
+    Ok(match renewed {
+        1 => Renewal::Renewed,
+        2 => Renewal::Reclaimed,
+        _ => Renewal::Lost,
+    })
 }
 
 /// Gives a held lease up (another replica may take it at once).

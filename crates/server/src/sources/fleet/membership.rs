@@ -2,6 +2,10 @@
 //! clock (no skew between replicas), every third of a lease, and members silent for a whole
 //! lease are dropped. The count sets each replica's share of the leases, so that they spread
 //! over the fleet instead of going to whoever started first.
+//!
+//! The set is shared, so it may hold what no replica wrote: a key of another type is replaced
+//! (once, with a warning) rather than failing every heartbeat, and members scored more than a
+//! lease ahead of Redis's clock (never a replica's) are dropped with the silent ones.
 
 use std::sync::{Arc, LazyLock};
 
@@ -10,15 +14,23 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Fleet, MEMBERS};
 
-/// Adds or refreshes a member, drops the silent ones, returns how many are alive.
+/// Adds or refreshes a member, drops the silent and the impossible ones; returns how many are
+/// alive, and 1 if the key had another type and was replaced.
 static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
+        local replaced = 0
+        local kind = redis.call('TYPE', KEYS[1]).ok
+        if kind ~= 'zset' and kind ~= 'none' then
+            redis.call('DEL', KEYS[1])
+            replaced = 1
+        end
         local t = redis.call('TIME')
         local now = t[1] * 1000 + math.floor(t[2] / 1000)
         redis.call('ZADD', KEYS[1], now, ARGV[1])
         redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-        return redis.call('ZCARD', KEYS[1])
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], string.format('(%d', now + tonumber(ARGV[2])), '+inf')
+        return {redis.call('ZCARD', KEYS[1]), replaced}
         ",
     )
 });
@@ -28,14 +40,20 @@ pub(crate) async fn run(fleet: Arc<Fleet>, stop: CancellationToken) {
     let every = fleet.lease / 3;
     loop {
         if let Some(mut conn) = fleet.connection().await {
-            let alive: redis::RedisResult<usize> = HEARTBEAT
+            let alive: redis::RedisResult<(usize, u8)> = HEARTBEAT
                 .key(MEMBERS)
                 .arg(&fleet.replica)
                 .arg(fleet.lease.as_millis() as u64)
                 .invoke_async(&mut conn)
                 .await;
             fleet.answered(alive.as_ref());
-            if let Ok(n) = alive {
+            if let Ok((n, replaced)) = alive {
+                if replaced == 1 {
+                    tracing::warn!(
+                        key = MEMBERS,
+                        "the fleet's member list in Redis had another type: replaced"
+                    );
+                }
                 fleet.shares.set_replicas(n);
             }
         }

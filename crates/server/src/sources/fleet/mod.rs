@@ -6,22 +6,24 @@
 //!
 //! Redis is a source like the upstream: what it holds is validated and compiled as an upstream
 //! answer is, and its trouble never fails a request. While it does not answer, every replica
-//! polls the upstream itself, as without a fleet; when it answers again, leases resume.
+//! polls the upstream itself, as without a fleet (`reach.rs` logs it, `backoff.rs` spaces the
+//! attempts to connect again); when it answers again, leases resume.
 //!
 //! Redis key names carry a digest of the client key, never a key itself.
 
+pub(crate) mod backoff;
 pub(crate) mod discovery;
 pub(crate) mod environment;
 pub(crate) mod figures;
 pub(crate) mod lease;
 pub(crate) mod membership;
 pub(crate) mod notices;
+pub(crate) mod reach;
 pub(crate) mod share;
 pub(crate) mod stored;
 pub(crate) mod traced;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,9 +41,6 @@ const PREFIX: &str = "flagpole";
 /// How long one Redis command or connection attempt may take before Redis counts as down.
 const TIMEOUT: Duration = Duration::from_secs(1);
 
-/// A failed connection is tried again at most this often (every environment asks for it).
-const RECONNECT_EVERY: Duration = Duration::from_secs(1);
-
 /// How Redis is reached: one address, or the master Redis Sentinel names (asked again each time
 /// a connection is made, so that after a failover the promoted replica is used).
 enum Target {
@@ -53,12 +52,12 @@ enum Target {
 pub(crate) struct Fleet {
     target: Target,
     connection: Mutex<Option<traced::Connection>>,
-    /// When the last connection attempt started (one at a time).
-    connecting: tokio::sync::Mutex<Option<Instant>>,
+    /// When a connection may be tried again (one attempt at a time; every environment asks).
+    connecting: tokio::sync::Mutex<backoff::Backoff>,
     /// This replica's name in leases and the member list (random: a restart is a new member).
     pub replica: String,
     pub lease: Duration,
-    reachable: AtomicBool,
+    reach: reach::Reach,
     /// Leases held and being taken here, and replicas alive in the fleet.
     shares: share::Shares,
     /// Per environment served here (by digest): woken when the store announces its document.
@@ -80,15 +79,25 @@ impl Fleet {
                 })?)
             }
         };
-        crate::telemetry::fleet::store_reachable(false);
-        crate::telemetry::fleet::leases_held(0);
+        crate::telemetry::fleet::start();
+        let shown = match &config.sentinel_master {
+            Some(master) => {
+                let all: Vec<String> = config
+                    .sentinels
+                    .iter()
+                    .map(|s| crate::config::redact_redis_url(s))
+                    .collect();
+                format!("master {master} of sentinels {}", all.join(", "))
+            }
+            None => crate::config::redact_redis_url(&config.redis_url),
+        };
         Ok(Arc::new(Fleet {
             target,
             connection: Mutex::new(None),
-            connecting: tokio::sync::Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(backoff::Backoff::default()),
             replica: format!("{:016x}", rand::random::<u64>()),
             lease: config.lease,
-            reachable: AtomicBool::new(false),
+            reach: reach::Reach::new(shown),
             shares: share::Shares::new(),
             notices: Mutex::new(HashMap::new()),
             figures: figures::Figures::default(),
@@ -110,19 +119,19 @@ impl Fleet {
             return Some(c);
         }
         // Another task connecting, or a recent attempt failed: Redis counts as down for now.
-        let mut last = self.connecting.try_lock().ok()?;
+        let mut backoff = self.connecting.try_lock().ok()?;
         if let Some(c) = self.connection.lock().clone() {
             return Some(c);
         }
-        if last.is_some_and(|t| t.elapsed() < RECONNECT_EVERY) {
+        if !backoff.due(Instant::now()) {
             return None;
         }
-        *last = Some(Instant::now());
+        // One attempt each time: the waits between attempts are the backoff's. (A connection
+        // lost later is dropped, so that connecting again goes through the backoff too.)
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT))
-            .set_number_of_retries(1)
-            .set_max_delay(RECONNECT_EVERY);
+            .set_number_of_retries(0);
         let made = tokio::time::timeout(4 * TIMEOUT, async {
             let client = self.client().await?;
             let manager = client.get_connection_manager_with_config(config).await?;
@@ -132,20 +141,18 @@ impl Fleet {
             ))
         })
         .await;
-        match made {
+        let why = match made {
             Ok(Ok(c)) => {
+                backoff.succeeded();
                 *self.connection.lock() = Some(c.clone());
-                Some(c)
+                return Some(c);
             }
-            Ok(Err(e)) => {
-                self.set_reachable(false, &e.to_string());
-                None
-            }
-            Err(_) => {
-                self.set_reachable(false, "connecting timed out");
-                None
-            }
-        }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "connecting timed out".to_owned(),
+        };
+        backoff.failed(Instant::now());
+        self.reach.failed(&why);
+        None
     }
 
     /// Records how a command went: Redis is reachable while commands succeed. A reply Redis
@@ -153,7 +160,7 @@ impl Fleet {
     /// refusing writes is no longer the master (after a failover).
     pub(crate) fn answered<T>(&self, result: Result<T, &redis::RedisError>) {
         match result {
-            Ok(_) => self.set_reachable(true, ""),
+            Ok(_) => self.reach.answered(),
             Err(e)
                 if e.is_io_error()
                     || e.is_timeout()
@@ -161,33 +168,20 @@ impl Fleet {
                     || e.is_connection_refusal()
                     || e.to_string().contains("READONLY") =>
             {
-                // With Sentinel the next connection asks where the master is now (a connection
-                // to one address reconnects there by itself).
-                if matches!(self.target, Target::Sentinel(_)) {
-                    *self.connection.lock() = None;
-                }
-                self.set_reachable(false, &e.to_string())
+                // The next connection is made afresh, after the backoff's wait (with Sentinel,
+                // asking where the master is now), not retried by every command meanwhile.
+                *self.connection.lock() = None;
+                self.reach.failed(&e.to_string())
             }
             Err(e) => {
                 tracing::warn!(error = %e, "the fleet's Redis refused a command");
-                self.set_reachable(true, "")
-            }
-        }
-    }
-
-    fn set_reachable(&self, up: bool, why: &str) {
-        if self.reachable.swap(up, Ordering::AcqRel) != up {
-            crate::telemetry::fleet::store_reachable(up);
-            if up {
-                tracing::info!("the fleet's Redis answers: environments polled once for the fleet");
-            } else {
-                tracing::warn!(reason = %why, "the fleet's Redis does not answer: this replica polls upstream itself until it does");
+                self.reach.answered()
             }
         }
     }
 
     pub(crate) fn reachable(&self) -> bool {
-        self.reachable.load(Ordering::Acquire)
+        self.reach.up()
     }
 
     /// What the status page shows of the fleet.
@@ -256,19 +250,29 @@ fn sentinel(config: &FleetConfig, master: &str) -> Result<SentinelClient, String
 
 /// Cold start: every environment Redis holds a document for is served from it at once (before
 /// any upstream answer; readiness counts them as they load). Redis not answering: nothing.
-pub(crate) async fn start_from_store(fleet: &Arc<Fleet>, slots: Vec<Arc<crate::store::EnvSlot>>) {
+/// Returns the client keys of the environments now served from Redis (for the banner).
+pub(crate) async fn start_from_store(
+    fleet: &Arc<Fleet>,
+    slots: Vec<Arc<crate::store::EnvSlot>>,
+) -> std::collections::HashSet<String> {
+    let loaded_here = Mutex::new(std::collections::HashSet::new());
     let Some(conn) = fleet.connection().await else {
-        return;
+        return loaded_here.into_inner();
     };
     crate::sources::startup::bounded(slots.into_iter().map(|slot| {
         let mut conn = conn.clone();
+        let loaded_here = &loaded_here;
         async move {
             let names = Names::environment(&slot.client_key);
             let loaded = stored::load(&mut conn, &names, &slot, None, &fleet.figures).await;
             fleet.answered(loaded.as_ref());
+            if matches!(loaded, Ok(stored::Loaded::New)) {
+                loaded_here.lock().insert(slot.client_key.clone());
+            }
         }
     }))
     .await;
+    loaded_here.into_inner()
 }
 
 /// The digest a key is known by in Redis: SHA-256 of it, 128 bits in hex.

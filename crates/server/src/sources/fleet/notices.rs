@@ -2,9 +2,10 @@
 //! channel when it writes its document, and every replica's listener wakes that environment's
 //! task, which loads the document from Redis. A notice lost while the subscription was down is
 //! made up for on reconnecting (every environment checks) and by each one's periodic check.
+//! A subscription that cannot be made is tried again after the backoff's wait (`backoff.rs`).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -13,29 +14,32 @@ use super::{Fleet, CHANNEL};
 
 /// Listens until shutdown, subscribing again after any failure.
 pub(crate) async fn run(fleet: Arc<Fleet>, stop: CancellationToken) {
+    let mut backoff = super::backoff::Backoff::default();
     loop {
         tokio::select! {
-            _ = listen(&fleet) => {}
+            subscribed = listen(&fleet) => if subscribed {
+                backoff.succeeded();
+            },
             _ = stop.cancelled() => return,
         }
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = tokio::time::sleep(backoff.failed(Instant::now())) => {}
             _ = stop.cancelled() => return,
         }
     }
 }
 
-/// One subscription, until it fails.
-async fn listen(fleet: &Fleet) {
+/// One subscription, until it fails; whether it was made.
+async fn listen(fleet: &Fleet) -> bool {
     let pubsub = tokio::time::timeout(4 * super::TIMEOUT, async {
         fleet.client().await?.get_async_pubsub().await
     })
     .await;
     let Ok(Ok(mut pubsub)) = pubsub else {
-        return;
+        return false;
     };
     if pubsub.subscribe(CHANNEL).await.is_err() {
-        return;
+        return false;
     }
     // Whatever was announced while nobody listened is read now.
     wake_all(fleet);
@@ -49,6 +53,7 @@ async fn listen(fleet: &Fleet) {
             notice.notify_one();
         }
     }
+    true
 }
 
 fn wake_all(fleet: &Fleet) {

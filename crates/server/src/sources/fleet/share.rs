@@ -1,6 +1,10 @@
 //! How many leases one replica takes and keeps: its even share of the environments it serves
 //! (environments ÷ replicas alive, rounded up), so that leases spread over the fleet instead of
-//! going to whoever started first.
+//! going to whoever started first. A replica holding more than its share hands leases over
+//! until it holds its share: with every replica counting the same fleet, the shares add up to
+//! at least the environments, so some replica is then under its share and takes the lease at
+//! its next look; none is over, so nothing is passed back. (A lease taken beyond the share,
+//! because nobody under theirs took it, is kept until a replica joins: `environment.rs`.)
 //!
 //! Two counts are kept apart: leases this replica holds in Redis, and places reserved for
 //! leases it is trying to take right now. Only held leases decide a hand-over; a take in flight
@@ -38,6 +42,7 @@ impl Shares {
 
     pub(crate) fn set_replicas(&self, n: usize) {
         self.replicas.store(n.max(1), Ordering::Release);
+        crate::telemetry::fleet::replicas_alive(n.max(1));
     }
 
     /// Replicas alive in the fleet (this one included), as last counted.
@@ -90,15 +95,15 @@ impl Shares {
         self.report();
     }
 
-    /// Whether this replica holds more than its share plus one and so should hand one lease
-    /// over; when it says yes the lease no longer counts as held. The spare one keeps a fleet
-    /// whose environments do not divide evenly from passing a lease back and forth.
+    /// Whether this replica holds more than its share and so should hand one lease over; when
+    /// it says yes the lease no longer counts as held. (No spare lease: 2 environments on 3
+    /// replicas are a share of 1 each, and a holder of both must give one up.)
     pub(crate) fn over(&self, environments: usize) -> bool {
         let share = self.share(environments);
         let over = self
             .held
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
-                (h > share + 1).then(|| h - 1)
+                (h > share).then(|| h - 1)
             })
             .is_ok();
         if over {
@@ -168,14 +173,26 @@ mod tests {
     }
 
     #[test]
-    fn a_replica_over_its_share_plus_one_hands_leases_over_down_to_it() {
+    fn a_replica_over_its_share_hands_leases_over_down_to_it() {
         // A replica that held all 100 alone, then two more joined.
         let shares = holding(3, 100);
         let handed = (0..100).filter(|_| shares.over(100)).count();
-        assert_eq!(handed, 65);
-        assert_eq!(shares.held(), 35);
-        shares.gone();
+        assert_eq!(handed, 66);
         assert_eq!(shares.held(), 34);
         assert!(!shares.over(100));
+    }
+
+    #[test]
+    fn fewer_environments_than_replicas_end_one_lease_each() {
+        // 2 environments, both taken alone; two more replicas joined: one is handed over.
+        let shares = holding(3, 2);
+        assert!(shares.over(2));
+        assert!(!shares.over(2));
+        assert_eq!(shares.held(), 1);
+        // 4 environments on 2 replicas: 2 each, the first hands 2 of its 4 over.
+        let shares = holding(2, 4);
+        assert_eq!((0..4).filter(|_| shares.over(4)).count(), 2);
+        // At its share it neither hands over nor takes more (unless the lease stayed free).
+        assert!(shares.reserve(4, false).is_none());
     }
 }
