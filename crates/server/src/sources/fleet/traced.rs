@@ -100,7 +100,7 @@ fn error_type(e: &redis::RedisError) -> String {
 
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        if crate::telemetry::otel::tracer().is_none() {
+        if !crate::telemetry::otel::background_spans() {
             return self.inner.req_packed_command(cmd);
         }
         Box::pin(async move {
@@ -119,7 +119,7 @@ impl ConnectionLike for Connection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        if crate::telemetry::otel::tracer().is_none() {
+        if !crate::telemetry::otel::background_spans() {
             return self.inner.req_packed_commands(pipeline, offset, count);
         }
         Box::pin(async move {
