@@ -178,6 +178,7 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
     assert (rpc.tags["rpc.system"], rpc.tags["rpc.service"], rpc.tags["rpc.method"]) == \
         ("grpc", "flagd.evaluation.v1.Service", "ResolveBoolean")
     assert rpc.tags["rpc.grpc.status_code"] == 0
+    assert rpc.tags["client.address"] == HOST, rpc.tags
     assert rpc.tags["feature_flag.key"] == "bool_value"
     connect = spans["connect flagd.evaluation.v1.Service/ResolveString"]
     assert connect.name == "flagd.evaluation.v1.Service/ResolveString"
