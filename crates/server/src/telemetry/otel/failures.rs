@@ -3,7 +3,7 @@
 //! at 0 from the start, so an alert on its rate works before the first failure) and logged at
 //! WARN with the endpoint and the reason, at most once a minute per signal, so a collector down
 //! for hours costs a line a minute, not one per export. The export that works again after a
-//! logged failure says so once.
+//! logged failure says so once (so a flapping collector costs no more INFO lines than WARN).
 //!
 //! Without this a metrics endpoint answering 404 (a trace-only backend such as Jaeger) looked
 //! exactly like a working one.
@@ -35,8 +35,9 @@ pub(super) struct Failures {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Whether the last export failed.
-    failing: bool,
+    /// Whether a failure was logged since the last "takes … again" line (a collector that
+    /// flaps gets as few recovery lines as WARN lines).
+    warned: bool,
     /// When the last WARN line was written.
     logged: Option<Instant>,
     /// Failures since that line.
@@ -77,7 +78,6 @@ impl Failures {
     pub(super) fn failed(&self, reason: &str) {
         metrics::counter!(EXPORT_FAILURES, "signal" => self.signal).increment(1);
         let mut state = self.state.lock();
-        state.failing = true;
         state.unlogged += 1;
         let now = Instant::now();
         if state
@@ -97,12 +97,14 @@ impl Failures {
         );
         state.logged = Some(now);
         state.unlogged = 0;
+        state.warned = true;
     }
 
-    /// One export worked; returns whether it ended a run of failures.
+    /// One export worked; returns whether it said so (the first success after a logged
+    /// failure).
     pub(super) fn succeeded(&self) -> bool {
         let mut state = self.state.lock();
-        if !std::mem::take(&mut state.failing) {
+        if !std::mem::take(&mut state.warned) {
             return false;
         }
         tracing::info!(
@@ -127,11 +129,19 @@ mod tests {
         }
         {
             let state = failures.state.lock();
-            assert!(state.failing);
+            assert!(state.warned);
             assert!(state.logged.is_some());
             assert_eq!(state.unlogged, 4, "only the first failure was logged");
         }
         assert!(failures.succeeded());
         assert!(!failures.succeeded(), "a second success ends nothing");
+        // Failing again within the minute: counted, not logged, and so no recovery line either.
+        failures.failed("HTTP export failed with status code: 404");
+        assert_eq!(
+            failures.state.lock().unlogged,
+            5,
+            "failures since the last line"
+        );
+        assert!(!failures.succeeded());
     }
 }
