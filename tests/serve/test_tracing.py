@@ -128,10 +128,23 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
             timeout=10,
         )
     assert answer.value is True
+    caller = traced("flagd NOT_FOUND")
+    with grpc.insecure_channel(f"{HOST}:{grpc_port}") as channel:
+        with pytest.raises(grpc.RpcError) as refused:
+            v1_grpc.ServiceStub(channel).ResolveBoolean(
+                v1.ResolveBooleanRequest(flag_key="no_such_flag"),
+                metadata=[("x-environment-key", env.client_key), ("traceparent", caller.traceparent)],
+                timeout=10,
+            )
+    assert refused.value.code() == grpc.StatusCode.NOT_FOUND
     caller = traced("connect flagd.evaluation.v1.Service/ResolveString")
     r = http_request(grpc_port, "POST", "/flagd.evaluation.v1.Service/ResolveString",
                      caller.headers(**{"X-Environment-Key": env.client_key}), {"flagKey": "plain_string"})
     assert r.status == 200, r
+    caller = traced("connect NOT_FOUND")
+    r = http_request(grpc_port, "POST", "/flagd.evaluation.v1.Service/ResolveString",
+                     caller.headers(**{"X-Environment-Key": env.client_key}), {"flagKey": "no_such_flag"})
+    assert r.status == 404, r
     assert fp.stop() == 0
 
     spans = {}
@@ -184,6 +197,13 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
     assert connect.name == "flagd.evaluation.v1.Service/ResolveString"
     assert connect.tags["rpc.system"] == "connect_rpc"
     assert connect.tags["feature_flag.key"] == "plain_string"
+    # A flag that is not there, over gRPC and Connect: the flag and the conventions' error.type.
+    for name, code in (("flagd NOT_FOUND", 5), ("connect NOT_FOUND", None)):
+        missing = spans[name]
+        assert missing.tags["feature_flag.key"] == "no_such_flag", (name, missing.tags)
+        assert missing.tags["error.type"] == "flag_not_found", (name, missing.tags)
+        if code is not None:
+            assert missing.tags["rpc.grpc.status_code"] == code, missing.tags
 
 
 def test_the_identifier_is_recorded_only_when_the_option_says_so(tmp_path, flagpole, jaeger):

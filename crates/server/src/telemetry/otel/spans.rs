@@ -79,6 +79,35 @@ impl FlagEvaluated {
     }
 }
 
+impl FlagEvaluated {
+    /// `status` carrying this record (as its source): a flagd call that fails answers a
+    /// `tonic::Status`, whose response has no extensions of the method's own; the status
+    /// itself is in them (`Status::into_http`), and the span finds the record there.
+    pub(crate) fn ride(self, mut status: tonic::Status) -> tonic::Status {
+        status.set_source(Arc::new(OnStatus(self)));
+        status
+    }
+
+    /// The record a failed call's status carries, if any.
+    fn of_status(status: &tonic::Status) -> Option<&FlagEvaluated> {
+        std::error::Error::source(status)?
+            .downcast_ref::<OnStatus>()
+            .map(|on| &on.0)
+    }
+}
+
+/// A failed evaluation's record as the source of its `tonic::Status`.
+#[derive(Debug)]
+struct OnStatus(FlagEvaluated);
+
+impl std::fmt::Display for OnStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the evaluation of flag '{}' failed", self.0.key)
+    }
+}
+
+impl std::error::Error for OnStatus {}
+
 /// The feature-flag conventions' `error.type` of an OpenFeature error code.
 fn error_type(code: &str) -> &'static str {
     match code {
@@ -280,7 +309,12 @@ fn fingerprint(span: &mut Span, key: Option<&str>) {
 
 /// The evaluated flag's attributes; returns whether they include a failure's `error.type`.
 fn flag(span: &mut Span, extensions: &http::Extensions) -> bool {
-    let Some(flag) = extensions.get::<FlagEvaluated>() else {
+    let flag = extensions.get::<FlagEvaluated>().or_else(|| {
+        extensions
+            .get::<tonic::Status>()
+            .and_then(FlagEvaluated::of_status)
+    });
+    let Some(flag) = flag else {
         return false;
     };
     span.set_attributes([
