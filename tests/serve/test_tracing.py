@@ -6,16 +6,22 @@ Flagpole's server span in the same trace with the client's span as its parent, o
 door (Flagsmith API, OFREP, flagd over gRPC and Connect, a change stream's opening), over
 each OTLP protocol (gRPC, HTTP/protobuf, HTTP/JSON, chosen per signal); the upstream fetch and a
 shadow verification's post are client spans whose `traceparent` the scripted API received; the
-fleet store's Redis commands are client spans with the database conventions and no key; the
-sampler decides what is kept; a collector that is gone costs requests nothing and the drops are
-counted; `OTEL_SDK_DISABLED=true` sends nothing. Flagpole flushes its spans while it drains, so once it
+fleet store's Redis commands are client spans with the database conventions and no key (that
+background work only with `background_spans`: an idle replica makes no trace by default); the
+server spans carry the connection's attributes (`url.scheme`, `client.address`,
+`user_agent.original`) and a failed flag evaluation its `error.type`; each process has its own
+`service.instance.id`; the sampler decides what is kept; a collector that is gone costs requests
+nothing and the drops are counted; an export refused (404) is counted per signal and logged once
+a minute; `OTEL_SDK_DISABLED=true` sends nothing. Flagpole flushes its spans while it drains, so once it
 has exited what Jaeger lacks was never sent (see jaeger_support).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
+import ssl
 
 import grpc
 import pytest
@@ -26,12 +32,15 @@ from metrics_support import FINGERPRINT, scrape
 from serve_harness import (HOST, Env, JsonHandler, ScriptedApi, free_port, http_request, local_config,
                            standard_envs, upstream_config, wait_until, write_documents)
 from fleet_support import RedisServer, environment_id, fleet_config, need_redis
+from tls_certs import Authority
 
 from openfeature.schemas.protobuf.flagd.evaluation.v1 import evaluation_pb2 as v1
 from openfeature.schemas.protobuf.flagd.evaluation.v1 import evaluation_pb2_grpc as v1_grpc
 
 PROTOCOLS = ["grpc", "http/protobuf", "http/json"]
 SERVICE = "flagpole-under-test"
+AGENT = "tracing-test/1.0 (+flagpole)"
+BACKGROUND = {"telemetry": {"background_spans": True}}
 
 
 @pytest.fixture
@@ -96,7 +105,8 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
         calls[name] = Caller.new()
         return calls[name]
 
-    r = fp.get("/api/v1/flags/", env.client_key, headers=traced("GET /api/v1/flags/").headers())
+    r = fp.get("/api/v1/flags/", env.client_key,
+               headers=traced("GET /api/v1/flags/").headers(**{"User-Agent": AGENT}))
     assert r.status == 200, r
     r = fp.get("/api/v1/identities/?identifier=user-1", env.client_key,
                headers=traced("GET /api/v1/identities/").headers())
@@ -104,6 +114,9 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
     r = fp.post("/ofrep/v1/evaluate/flags/bool_value", {"context": {"targetingKey": "user-1"}}, env.client_key,
                 headers=traced("POST /ofrep/v1/evaluate/flags/{key}").headers())
     assert r.status == 200, r
+    r = fp.post("/ofrep/v1/evaluate/flags/no_such_flag", {"context": {}}, env.client_key,
+                headers=traced("OFREP 404").headers())
+    assert r.status == 404, r
     head = open_stream_head(fp.port, f"/sse/environments/{env.client_key}/stream",
                             traced("GET /sse/environments/{key}/stream").headers())
     assert head.startswith(b"HTTP/1.1 200"), head
@@ -115,10 +128,23 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
             timeout=10,
         )
     assert answer.value is True
+    caller = traced("flagd NOT_FOUND")
+    with grpc.insecure_channel(f"{HOST}:{grpc_port}") as channel:
+        with pytest.raises(grpc.RpcError) as refused:
+            v1_grpc.ServiceStub(channel).ResolveBoolean(
+                v1.ResolveBooleanRequest(flag_key="no_such_flag"),
+                metadata=[("x-environment-key", env.client_key), ("traceparent", caller.traceparent)],
+                timeout=10,
+            )
+    assert refused.value.code() == grpc.StatusCode.NOT_FOUND
     caller = traced("connect flagd.evaluation.v1.Service/ResolveString")
     r = http_request(grpc_port, "POST", "/flagd.evaluation.v1.Service/ResolveString",
                      caller.headers(**{"X-Environment-Key": env.client_key}), {"flagKey": "plain_string"})
     assert r.status == 200, r
+    caller = traced("connect NOT_FOUND")
+    r = http_request(grpc_port, "POST", "/flagd.evaluation.v1.Service/ResolveString",
+                     caller.headers(**{"X-Environment-Key": env.client_key}), {"flagKey": "no_such_flag"})
+    assert r.status == 404, r
     assert fp.stop() == 0
 
     spans = {}
@@ -138,6 +164,17 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
     assert flags.tags["http.route"] == "/api/v1/flags/"
     assert flags.tags["http.request.method"] == "GET"
     assert flags.tags["http.response.status_code"] == 200
+    # The HTTP server conventions' connection attributes.
+    assert flags.tags["url.scheme"] == "http", flags.tags
+    assert flags.tags["client.address"] == HOST, flags.tags
+    assert isinstance(flags.tags["client.port"], int), flags.tags
+    assert flags.tags["user_agent.original"] == AGENT, flags.tags
+    assert "error.type" not in flags.tags, flags.tags
+    missing = spans["OFREP 404"]
+    assert missing.tags["http.response.status_code"] == 404, missing.tags
+    assert missing.tags["feature_flag.key"] == "no_such_flag", missing.tags
+    assert missing.tags["error.type"] == "flag_not_found", missing.tags
+    assert "user_agent.original" not in missing.tags, missing.tags
     assert spans["GET /api/v1/identities/"].name == "GET /api/v1/identities/"
     ofrep = spans["POST /ofrep/v1/evaluate/flags/{key}"]
     assert ofrep.name == "POST /ofrep/v1/evaluate/flags/{key}"
@@ -145,6 +182,7 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
     assert ofrep.tags["feature_flag.provider.name"] == "flagpole"
     assert ofrep.tags["feature_flag.result.reason"] in ("STATIC", "DEFAULT", "TARGETING_MATCH", "SPLIT")
     assert ofrep.tags["feature_flag.result.variant"]
+    assert "error.type" not in ofrep.tags, ofrep.tags
     stream = spans["GET /sse/environments/{key}/stream"]
     assert stream.tags["http.route"] == "/sse/environments/{key}/stream"
     assert env.client_key not in stream.tags["url.path"]
@@ -153,11 +191,19 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
     assert (rpc.tags["rpc.system"], rpc.tags["rpc.service"], rpc.tags["rpc.method"]) == \
         ("grpc", "flagd.evaluation.v1.Service", "ResolveBoolean")
     assert rpc.tags["rpc.grpc.status_code"] == 0
+    assert rpc.tags["client.address"] == HOST, rpc.tags
     assert rpc.tags["feature_flag.key"] == "bool_value"
     connect = spans["connect flagd.evaluation.v1.Service/ResolveString"]
     assert connect.name == "flagd.evaluation.v1.Service/ResolveString"
     assert connect.tags["rpc.system"] == "connect_rpc"
     assert connect.tags["feature_flag.key"] == "plain_string"
+    # A flag that is not there, over gRPC and Connect: the flag and the conventions' error.type.
+    for name, code in (("flagd NOT_FOUND", 5), ("connect NOT_FOUND", None)):
+        missing = spans[name]
+        assert missing.tags["feature_flag.key"] == "no_such_flag", (name, missing.tags)
+        assert missing.tags["error.type"] == "flag_not_found", (name, missing.tags)
+        if code is not None:
+            assert missing.tags["rpc.grpc.status_code"] == code, missing.tags
 
 
 def test_the_identifier_is_recorded_only_when_the_option_says_so(tmp_path, flagpole, jaeger):
@@ -187,7 +233,11 @@ def test_otlp_metrics_arrive(tmp_path, flagpole, jaeger, metrics_protocol):
                f"no OTLP metrics reached the collector:\n{jaeger.log()[-2000:]}")
     assert "/api/v1/flags/" in jaeger.log()
     # /metrics is Prometheus as before.
-    assert scrape(fp).value("flagpole_http_requests_total", route="flags", status="200") >= 1
+    metrics = scrape(fp)
+    assert metrics.value("flagpole_http_requests_total", route="flags", status="200") >= 1
+    # Exports that work leave the failure counter at 0, present from the start.
+    for signal in ("traces", "metrics"):
+        assert metrics.get("flagpole_otel_export_failures_total", signal=signal) == 0, signal
     assert fp.stop() == 0
     jaeger.wait_span(caller.trace_id, lambda s: s.parent == caller.span_id, "the span sent over HTTP/protobuf")
 
@@ -207,7 +257,8 @@ def test_an_unknown_protocol_stops_the_start_naming_the_variable(tmp_path, flagp
 def test_the_upstream_fetch_is_a_client_span_sending_traceparent(tmp_path, flagpole, jaeger, upstream):
     env = Env("traced_client", "ser.traced_server", make_document("traced_client"))
     upstream.set_document(env.server_key, env.document)
-    fp = flagpole(config=upstream_config(upstream, [env]), env=otel_env(jaeger, "http/protobuf"))
+    # Polls are background work: traced with the switch on only.
+    fp = flagpole(config=upstream_config(upstream, [env], flagpole=BACKGROUND), env=otel_env(jaeger, "http/protobuf"))
     fp.wait_ready()
     first = upstream.requests_for(env.server_key)[0]
     traceparent = first.headers.get("traceparent")
@@ -286,7 +337,9 @@ def test_the_fleet_stores_redis_commands_are_client_spans(tmp_path, flagpole, ja
     env = Env("traced_fleet_client", "ser.traced_fleet_server", make_document("traced_fleet_client"))
     upstream.set_document(env.server_key, env.document)
     try:
-        fp = flagpole(config=fleet_config(upstream, redis, [env]), env=otel_env(jaeger, "grpc"))
+        config = fleet_config(upstream, redis, [env])
+        config["flagpole"].update(BACKGROUND)
+        fp = flagpole(config=config, env=otel_env(jaeger, "grpc"))
         fp.wait_ready()
         key = f"flagpole:env:{environment_id(env.client_key)}:document"
         wait_until(lambda: redis.cli("HEXISTS", key, "body") == "1", 60, f"{key} never written")
@@ -382,7 +435,151 @@ def test_sdk_disabled_sends_nothing(tmp_path, flagpole, jaeger):
     caller = Caller.new()
     assert fp.get("/api/v1/flags/", envs[0].client_key, headers=caller.headers()).status == 200
     assert "OpenTelemetry: exporting" not in fp.stderr_text()
-    assert scrape(fp).get("flagpole_otel_spans_dropped_total") is None
+    metrics = scrape(fp)
+    assert metrics.get("flagpole_otel_spans_dropped_total") is None
+    assert not metrics.series("flagpole_otel_export_failures_total")
     assert fp.stop() == 0
     assert_exported_with_defaults(flagpole, tmp_path, jaeger, envs[0].client_key, "the enabled process's span")
     assert jaeger.trace(caller.trace_id) is None, "OTEL_SDK_DISABLED=true and a span was sent"
+
+
+def test_a_span_over_tls_says_https(tmp_path, flagpole, jaeger):
+    ca = Authority(tmp_path)
+    pair = ca.issue()
+    cert, key = tmp_path / "server.crt", tmp_path / "server.key"
+    cert.write_bytes(pair.cert_pem)
+    key.write_bytes(pair.key_pem)
+    envs = standard_envs()
+    paths = write_documents(tmp_path / "docs", envs)
+    config = local_config(paths, envs, server={"tls": {"cert_path": str(cert), "key_path": str(key)}})
+    fp = flagpole(config=config, env=otel_env(jaeger, "http/protobuf"), start=False)
+    fp.start(wait=False)
+    context = ssl.create_default_context(cafile=str(ca.ca_path))
+    caller = Caller.new()
+
+    def get() -> int:
+        if not fp.running():
+            raise AssertionError(f"flagpole exited:\n{fp.stderr_tail()}")
+        conn = http.client.HTTPSConnection(HOST, fp.port, context=context, timeout=10)
+        try:
+            conn.request("GET", "/api/v1/flags/",
+                         headers=caller.headers(**{"X-Environment-Key": envs[0].client_key, "User-Agent": AGENT}))
+            return conn.getresponse().status
+        except OSError:
+            return 0
+        finally:
+            conn.close()
+
+    wait_until(lambda: get() == 200, 60, f"no answer over HTTPS:\n{fp.stderr_tail()}", interval=0.2)
+    assert fp.stop() == 0
+    span = jaeger.wait_span(caller.trace_id, lambda s: s.parent == caller.span_id and s.tags.get(
+        "http.response.status_code") == 200, "the HTTPS request's span")
+    assert span.tags["url.scheme"] == "https", span.tags
+    assert span.tags["client.address"] == HOST, span.tags
+    assert span.tags["user_agent.original"] == AGENT, span.tags
+
+
+def process_tags(jaeger: Jaeger, caller: Caller) -> dict:
+    """The resource attributes of the process whose span is under `caller`'s."""
+    jaeger.wait_span(caller.trace_id, lambda s: s.parent == caller.span_id, "the request's span")
+    trace = jaeger.trace(caller.trace_id)
+    span = next(s for s in trace["spans"] if any(r.get("spanID") == caller.span_id for r in s.get("references", [])))
+    process = trace["processes"][span["processID"]]
+    return {t["key"]: t["value"] for t in process.get("tags", [])}
+
+
+def test_each_process_has_its_own_service_instance_id(tmp_path, flagpole, jaeger):
+    ids = []
+    for n, extra in enumerate([{}, {}, {"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=replica-c"}]):
+        fp, envs = start_local(flagpole, tmp_path / f"p{n}", otel_env(jaeger, "http/protobuf", **extra))
+        caller = Caller.new()
+        assert fp.get("/api/v1/flags/", envs[0].client_key, headers=caller.headers()).status == 200
+        assert fp.stop() == 0
+        ids.append(process_tags(jaeger, caller).get("service.instance.id"))
+    first, second, named = ids
+    assert first and second and first != second, ids
+    assert len(first) == 36 and first.count("-") == 4, f"not a UUID: {first}"
+    assert named == "replica-c", "OTEL_RESOURCE_ATTRIBUTES' service.instance.id is not the one used"
+
+
+class RefusingCollector(ScriptedApi):
+    """An HTTP server that answers every OTLP export 404 (a trace-only backend's metrics path, a
+    wrong path), keeping the paths posted to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+        collector = self
+
+        class Handler(JsonHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with collector.lock:
+                    collector.paths.append(self.path)
+                self._send(404, b'{"detail":"Not found"}')
+
+        self.serve(Handler)
+
+
+def test_failed_exports_are_logged_and_counted(tmp_path, flagpole):
+    collector = RefusingCollector()
+    try:
+        endpoint = f"http://{HOST}:{collector.port}"
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+               "OTEL_SERVICE_NAME": SERVICE, "OTEL_METRIC_EXPORT_INTERVAL": "300"}
+        fp, envs = start_local(flagpole, tmp_path, env)
+        first = scrape(fp)
+        for signal in ("traces", "metrics"):
+            assert first.get("flagpole_otel_export_failures_total", signal=signal) is not None, signal
+
+        def failures(signal: str) -> float:
+            return scrape(fp).value("flagpole_otel_export_failures_total", signal=signal)
+
+        for _ in range(3):
+            assert fp.get("/api/v1/flags/", envs[0].client_key, headers=Caller.new().headers()).status == 200
+        wait_until(lambda: failures("traces") >= 1 and failures("metrics") >= 4, 60,
+                   f"the refused exports were not counted:\n{fp.stderr_tail()}")
+        assert fp.get("/api/v1/flags/", envs[0].client_key, headers=Caller.new().headers()).status == 200
+        wait_until(lambda: failures("traces") >= 2, 60, "the second refused span export was not counted")
+        log = fp.stderr_text()
+        with collector.lock:
+            assert {"/v1/traces", "/v1/metrics"} <= set(collector.paths), collector.paths
+        for what, path in (("spans", "/v1/traces"), ("metrics", "/v1/metrics")):
+            lines = [line for line in log.splitlines() if f"OpenTelemetry: {what} cannot be exported" in line]
+            # Logged once however many exports failed (at most a line a minute), at WARN, saying
+            # where and why.
+            assert len(lines) == 1, "\n".join(lines) or fp.stderr_tail()
+            assert "WARN" in lines[0] and f"{endpoint}{path}" in lines[0] and "404" in lines[0], lines[0]
+        assert fp.stop() == 0
+    finally:
+        collector.stop()
+
+
+def test_background_work_makes_no_spans_by_default(tmp_path, flagpole, jaeger, upstream):
+    # An idle fleet replica polls upstream and renews its lease in Redis every second or so; none
+    # of that is traced unless flagpole.telemetry.background_spans is on (the Redis test above
+    # turns it on and sees those spans).
+    need_redis()
+    redis = RedisServer(tmp_path / "redis").start()
+    env = Env("idle_fleet_client", "ser.idle_fleet_server", make_document("idle_fleet_client"))
+    upstream.set_document(env.server_key, env.document)
+    service = f"{SERVICE}-idle"
+    try:
+        fp = flagpole(config=fleet_config(upstream, redis, [env]),
+                      env=otel_env(jaeger, "grpc", OTEL_SERVICE_NAME=service))
+        fp.wait_ready()
+        # A fixed window of idle work: several polls and lease renewals.
+        wait_until(lambda: len(upstream.requests_for(env.server_key)) >= 4, 60, "the replica did not poll")
+        caller = Caller.new()
+        assert fp.get("/api/v1/flags/", env.client_key, headers=caller.headers()).status == 200
+        assert fp.stop() == 0
+    finally:
+        redis.stop()
+    # Flushed at the drain: once the request's span is there, every span sent is.
+    jaeger.wait_span(caller.trace_id, lambda s: s.parent == caller.span_id, "the request's span")
+    spans = jaeger.spans_of(service)
+    # (The harness's readiness probes are requests: server spans, traced as any.)
+    stray = [(s.name, s.tags.get("span.kind")) for s in spans if s.tags.get("span.kind") != "server"]
+    assert not stray, f"background work made spans by default: {stray[:10]}"
+    sent = [r.headers.get("traceparent") for r in upstream.requests_for(env.server_key)]
+    assert not any(sent), "an untraced poll sent a traceparent"

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::counts::{Batch, DropReason, EnvCounts, FlushOutcome};
 use super::registry::Analytics;
-use crate::telemetry::otel::spans::ClientSpan;
+use crate::telemetry::otel::spans::{Cause, ClientSpan};
 
 /// The longest wait between retries to a failing upstream.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -179,7 +179,7 @@ async fn send(upstream: &Upstream, env: &EnvCounts, batch: &Batch) -> Sent {
             ClientSpan::send(
                 &upstream.client,
                 request,
-                "POST /analytics/flags/",
+                ("POST /analytics/flags/", Cause::Background),
                 Some(&env.client_key),
             )
             .await

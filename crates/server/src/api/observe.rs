@@ -15,7 +15,7 @@ use http::{HeaderMap, Method, StatusCode, Uri, Version};
 use super::Response;
 use crate::telemetry::http::{HttpMetrics, RouteLabel};
 use crate::telemetry::otel::meters::{self, Meters};
-use crate::telemetry::otel::spans::ServerSpan;
+use crate::telemetry::otel::spans::{Peer, ServerSpan};
 
 /// The `tracing` target of access-log lines.
 use crate::logging::ACCESS_LOG_TARGET;
@@ -37,6 +37,8 @@ pub(super) struct Head<'a> {
     pub uri: &'a Uri,
     pub version: Version,
     pub headers: &'a HeaderMap,
+    /// The connection it came on.
+    pub peer: Peer,
 }
 
 impl Observer {
@@ -82,6 +84,7 @@ impl Observer {
                 tracer,
                 (head.method, head.uri, head.version, head.headers),
                 (route.label().template(), path_key),
+                head.peer,
                 || loggable_path(head.uri.path()),
             )
         });

@@ -19,18 +19,33 @@ use super::ops::{health, metrics, status};
 use super::route::Route;
 use super::{cors, ofrep, AppState, Response};
 use crate::telemetry::http::RouteLabel;
+use crate::telemetry::otel::spans::Peer;
 
 /// The Flagpole HTTP service (cheap to clone: one per connection).
 #[derive(Clone)]
 pub(crate) struct Api {
     state: AppState,
     observer: Observer,
+    /// The connection served (its spans record it).
+    peer: Peer,
 }
 
 impl Api {
     pub(crate) fn new(state: AppState) -> Api {
         let observer = Observer::new(&state.config);
-        Api { state, observer }
+        Api {
+            state,
+            observer,
+            peer: Peer::default(),
+        }
+    }
+
+    /// The service of one connection.
+    pub(crate) fn on(&self, peer: Peer) -> Api {
+        Api {
+            peer,
+            ..self.clone()
+        }
     }
 }
 
@@ -93,6 +108,7 @@ impl hyper::service::Service<Request<Incoming>> for Api {
             uri: request.uri(),
             version: request.version(),
             headers: request.headers(),
+            peer: self.peer,
         };
         match self.observer.start(head) {
             None => self.answer(request).1,
@@ -242,6 +258,7 @@ impl Api {
             uri: &request.uri,
             version: request.version,
             headers: &request.headers,
+            peer: self.peer,
         });
         let origin = request.headers.get(header::ORIGIN).cloned();
         let mut response = match route {

@@ -114,6 +114,10 @@ pub struct OtelConfig {
     /// Put the evaluation's identifier (`feature_flag.context.id`) on spans; off by default, as
     /// identifiers are often personal data.
     pub record_identifier: bool,
+    /// Make spans of background work too (upstream polls, the fleet's Redis commands, analytics
+    /// flushes); off by default, as an idle replica would otherwise start a root trace every
+    /// few seconds. Spans a request causes are made either way.
+    pub background_spans: bool,
 }
 
 impl Default for OtelConfig {
@@ -139,6 +143,7 @@ impl Default for OtelConfig {
             max_queue_size: 2048,
             metrics_interval: Duration::from_secs(60),
             record_identifier: false,
+            background_spans: false,
         }
     }
 }
@@ -279,6 +284,8 @@ pub(super) struct TelemetryFile {
     metrics_interval_seconds: Option<Seconds>,
     /// Put the evaluation's identifier (`feature_flag.context.id`) on spans; identifiers are often personal data.
     record_identifier: Option<bool>,
+    /// Make spans of background work too (upstream polls, the fleet's Redis commands, analytics flushes), each a root trace; off by default. Spans caused by a request are made either way.
+    background_spans: Option<bool>,
 }
 
 impl TelemetryFile {
@@ -311,6 +318,7 @@ impl TelemetryFile {
                 .metrics_interval_seconds
                 .map_or(d.metrics_interval, |s| s.0),
             record_identifier: self.record_identifier.unwrap_or(d.record_identifier),
+            background_spans: self.background_spans.unwrap_or(d.background_spans),
         }
     }
 
@@ -336,6 +344,7 @@ impl TelemetryFile {
             max_queue_size: Some(Positive(c.max_queue_size as u64)),
             metrics_interval_seconds: Some(Seconds(c.metrics_interval)),
             record_identifier: Some(c.record_identifier),
+            background_spans: Some(c.background_spans),
         }
     }
 }

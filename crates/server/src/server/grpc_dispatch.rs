@@ -17,7 +17,7 @@ use tower_service::Service as _;
 use super::grpc_unary::{self, Unary};
 use crate::api::flagd::{connect, v1, v2, Flagd};
 use crate::tasks::Tasks;
-use crate::telemetry::otel::spans::ServerSpan;
+use crate::telemetry::otel::spans::{Peer, ServerSpan};
 
 type V1 = v1::service_server::ServiceServer<Flagd>;
 type V2 = v2::service_server::ServiceServer<Flagd>;
@@ -71,7 +71,11 @@ pub(super) async fn dispatch<B: RequestBody>(
     };
     let grpc = is_grpc(request.headers());
     let system = if grpc { "grpc" } else { "connect_rpc" };
-    let span = ServerSpan::rpc(tracer, system, request.uri(), request.headers());
+    let peer_of = Peer {
+        address: Some(peer),
+        https: false,
+    };
+    let span = ServerSpan::rpc(tracer, system, (request.uri(), request.headers()), peer_of);
     let response = route(front, request, local, peer).await;
     if let Ok(response) = &response {
         let code = match grpc {

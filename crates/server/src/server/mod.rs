@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::api::Api;
 use crate::config::Config;
 use crate::tasks::Tasks;
+use crate::telemetry::otel::spans::Peer;
 use direct_stream::{Prefixed, Sniffed};
 use plain_port::OpsOnly;
 use tls::Tls;
@@ -137,7 +138,7 @@ impl Connections {
             };
             let stream = tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
+                    Ok(accepted) => accepted,
                     Err(e) => {
                         // Out of file descriptors and the like: back off instead of spinning.
                         tracing::warn!(error = %e, "accept failed");
@@ -147,12 +148,17 @@ impl Connections {
                 },
                 () = self.stopping.cancelled() => break,
             };
+            let (stream, address) = stream;
             let _ = stream.set_nodelay(true);
             let (this, watcher, door) = (self.clone(), graceful.watcher(), door.clone());
+            let peer = Peer {
+                address: Some(address),
+                https: matches!(door, Door::Tls(_)),
+            };
             self.tasks.spawn(async move {
                 let _permit = permit;
                 match door {
-                    Door::Plain => this.first_request(stream, watcher).await,
+                    Door::Plain => this.first_request(stream, watcher, peer).await,
                     Door::Tls(acceptor) => {
                         // The handshake has the time a first request head has; a connection
                         // still in it when shutdown begins closes at once.
@@ -161,14 +167,14 @@ impl Connections {
                             () = this.stopping.cancelled() => return,
                         };
                         match handshake {
-                            Ok(Ok(stream)) => this.first_request(stream, watcher).await,
+                            Ok(Ok(stream)) => this.first_request(stream, watcher, peer).await,
                             Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                             Err(_) => tracing::debug!("TLS handshake timed out"),
                         }
                     }
                     Door::OpsOnly => {
                         let io = TokioIo::new(Prefixed::new(Vec::new(), stream, this.write_timeout));
-                        let service = OpsOnly(this.api.clone());
+                        let service = OpsOnly(this.api.on(peer));
                         let connection = this.builder.serve_connection(io, service).into_owned();
                         let _ = watcher.watch(connection).await;
                     }
@@ -179,11 +185,12 @@ impl Connections {
 
     /// Reads the first request head of a connection (plain, or decrypted) and serves it: a
     /// change stream on the socket, everything else by hyper.
-    async fn first_request<S>(self, mut stream: S, watcher: Watcher)
+    async fn first_request<S>(self, mut stream: S, watcher: Watcher, peer: Peer)
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let Connections { api, builder, .. } = &self;
+        let builder = &self.builder;
+        let api = &self.api.on(peer);
         // A connection still waiting for its first request head when shutdown begins closes
         // at once, as idle keep-alive connections do.
         let sniffed = tokio::select! {

@@ -17,7 +17,7 @@ use super::explain;
 use super::job::Job;
 use super::outcome::{Outcome, Tally};
 use crate::keys::{fingerprint, KeyKind};
-use crate::telemetry::otel::spans::ClientSpan;
+use crate::telemetry::otel::spans::{Cause, ClientSpan};
 
 /// (feature, content revision) pairs logged at most; past it the memory starts over.
 const MAX_LOGGED: usize = 10_000;
@@ -104,9 +104,14 @@ impl Verifier {
             .timeout(self.timeout)
             .build()
             .map_err(|e| e.to_string())?;
-        let response = ClientSpan::send(&self.client, request, "POST /identities/", Some(key))
-            .await
-            .map_err(|e| e.to_string())?;
+        let response = ClientSpan::send(
+            &self.client,
+            request,
+            ("POST /identities/", Cause::Request),
+            Some(key),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         if !response.status().is_success() {
             return Err(format!("status {}", response.status()));
         }
@@ -140,7 +145,7 @@ impl Verifier {
                 ClientSpan::send(
                     &self.client,
                     request,
-                    "GET /environment-document/",
+                    ("GET /environment-document/", Cause::Request),
                     Some(&server_key),
                 )
                 .await

@@ -16,7 +16,7 @@ use flagpole_engine::document::pages::{merge_page, next_page, MergeError};
 use reqwest::header::{HeaderMap, HeaderValue, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LINK};
 use reqwest::StatusCode;
 
-use crate::telemetry::otel::spans::ClientSpan;
+use crate::telemetry::otel::spans::{Cause, ClientSpan};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
@@ -380,7 +380,7 @@ async fn get(
     ClientSpan::send(
         client,
         request,
-        "GET /environment-document/",
+        ("GET /environment-document/", Cause::Background),
         Some(server_key),
     )
     .await

@@ -215,7 +215,14 @@ impl Call {
                 }
                 out
             }
-            Err(status) => unary_error(http_status(status.code()), &status),
+            Err(status) => {
+                let mut out = unary_error(http_status(status.code()), &status);
+                // The call's span reads a failed evaluation from it (as on gRPC).
+                if crate::telemetry::otel::tracer().is_some() {
+                    out.extensions_mut().insert(status);
+                }
+                out
+            }
         }
     }
 

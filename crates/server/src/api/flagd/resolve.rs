@@ -69,7 +69,13 @@ pub(super) fn one(
     let traits = input.engine_traits();
     let identity = input.identifier.map(|id| Identity::new(id, &traits));
     let stale = authorised.env.is_stale();
-    let not_found = || Status::not_found(format!("no flag named '{key}' in this environment"));
+    let not_found = || {
+        let status = Status::not_found(format!("no flag named '{key}' in this environment"));
+        match FlagEvaluated::failed(key, "FLAG_NOT_FOUND") {
+            Some(failed) => failed.ride(status),
+            None => status,
+        }
+    };
     let resolve = |flag: &FlagResult<'_>| -> Result<Resolved, Status> {
         if !snapshot.is_visible(kinds, flag.key, flag.enabled) {
             return Err(not_found());

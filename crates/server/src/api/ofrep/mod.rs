@@ -28,6 +28,7 @@ use super::authorise::{self, Family, Gate, Refusal};
 use super::{full, AppState, Response};
 use crate::snapshot::{KeyKind, Snapshot};
 use crate::store::EnvSlot;
+use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// What an error answers for: its body names the flag on the single-flag endpoint, and a
 /// 405's `Allow` depends on the endpoint.
@@ -95,6 +96,12 @@ impl Failure {
                 h.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
             _ => {}
+        }
+        // A failed evaluation of one flag: its span records the flag and why.
+        if let Asked::Flag(key) = asked {
+            if let Some(failed) = FlagEvaluated::failed(key, self.code) {
+                response.extensions_mut().insert(failed);
+            }
         }
         response
     }

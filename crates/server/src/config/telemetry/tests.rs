@@ -142,3 +142,41 @@ fn a_signals_own_settings_win_over_the_shared_ones() {
     printed.redact();
     assert_ne!(printed.traces_headers.unwrap()["x-traces"], "t");
 }
+
+#[test]
+fn background_spans_are_off_unless_the_key_says_so() {
+    let load = |telemetry: serde_json::Value| {
+        let config = json!({"flagpole": {"telemetry": telemetry}});
+        from_json(config.as_object().unwrap())
+            .map(|loaded| loaded.config.otel.background_spans)
+            .map_err(|e| e.0)
+    };
+    assert_eq!(load(json!({})), Ok(false));
+    assert_eq!(load(json!({"background_spans": true})), Ok(true));
+    assert!(load(json!({"background_spans": "yes"})).is_err());
+    // What `flagpole check` prints loads back the same.
+    let c = OtelConfig {
+        background_spans: true,
+        ..OtelConfig::default()
+    };
+    assert!(TelemetryFile::from_settings(&c).settings().background_spans);
+}
+
+#[test]
+fn metric_export_alone_can_be_turned_off() {
+    // The README's Jaeger recipe: Jaeger takes traces only.
+    let mut c = OtelConfig::default();
+    apply_env(
+        &mut c,
+        &env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318"),
+            ("OTEL_METRICS_EXPORTER", "none"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(
+        c.endpoint_of(Signal::Traces).as_deref(),
+        Some("http://localhost:4318/v1/traces")
+    );
+    assert_eq!(c.endpoint_of(Signal::Metrics), None);
+}

@@ -1,10 +1,11 @@
-//! The fleet's Redis connection, each command a client span when spans are exported, with the
+//! The fleet's Redis connection, each command a client span when spans are exported and
+//! `flagpole.telemetry.background_spans` is on (the fleet's work is all background), with the
 //! OpenTelemetry database conventions: named by the command (`EVALSHA`), `db.system.name`
 //! `redis`, `db.operation.name`, `db.namespace` (the database number), `server.address` and
 //! `server.port`. No argument is recorded: they are key names (digests of client keys),
 //! documents and replica names, none of which belongs in a trace.
 //!
-//! What every command shares is made once per connection; with spans not exported a command
+//! What every command shares is made once per connection; without those spans a command
 //! costs one branch more than on the bare connection.
 
 use std::sync::Arc;
@@ -100,7 +101,7 @@ fn error_type(e: &redis::RedisError) -> String {
 
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        if crate::telemetry::otel::tracer().is_none() {
+        if !crate::telemetry::otel::background_spans() {
             return self.inner.req_packed_command(cmd);
         }
         Box::pin(async move {
@@ -119,7 +120,7 @@ impl ConnectionLike for Connection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        if crate::telemetry::otel::tracer().is_none() {
+        if !crate::telemetry::otel::background_spans() {
             return self.inner.req_packed_commands(pipeline, offset, count);
         }
         Box::pin(async move {

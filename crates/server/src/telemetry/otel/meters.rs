@@ -14,6 +14,8 @@ use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{SdkMeterProvider, Temporality};
 
+use super::failures::Failures;
+
 /// Request durations, seconds: the Prometheus histogram's buckets.
 const DURATION_BOUNDS: &[f64] = &[
     0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
@@ -107,22 +109,35 @@ impl Meters {
     }
 }
 
-/// A metric exporter run inside the Tokio runtime: the periodic reader calls it from its own
-/// thread, and the OTLP clients need the runtime's reactor.
+/// A metric exporter run inside the Tokio runtime (the periodic reader calls it from its own
+/// thread, and the OTLP clients need the runtime's reactor), whose failed exports are counted
+/// and logged (the reader would only tell the SDK's internal log).
 pub(super) struct InRuntime<E> {
     inner: E,
     runtime: tokio::runtime::Handle,
+    failures: Failures,
 }
 
 impl<E> InRuntime<E> {
-    pub(super) fn new(inner: E, runtime: tokio::runtime::Handle) -> Self {
-        InRuntime { inner, runtime }
+    pub(super) fn new(inner: E, runtime: tokio::runtime::Handle, failures: Failures) -> Self {
+        InRuntime {
+            inner,
+            runtime,
+            failures,
+        }
     }
 }
 
 impl<E: PushMetricExporter> PushMetricExporter for InRuntime<E> {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
-        self.runtime.block_on(self.inner.export(metrics))
+        let outcome = self.runtime.block_on(self.inner.export(metrics));
+        match &outcome {
+            Ok(()) => {
+                self.failures.succeeded();
+            }
+            Err(e) => self.failures.failed(&e.to_string()),
+        }
+        outcome
     }
 
     fn force_flush(&self) -> OTelSdkResult {

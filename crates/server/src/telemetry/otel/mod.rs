@@ -11,6 +11,8 @@
 //! `tracestate` and `baggage`, the server span of a request with the semantic-convention
 //! attributes, the client span of an outgoing request and the `traceparent` it sends on.
 
+mod attributes;
+mod failures;
 pub(crate) mod meters;
 mod queue;
 pub(crate) mod spans;
@@ -35,6 +37,7 @@ struct Otel {
     traces: Option<SdkTracerProvider>,
     metrics: Option<SdkMeterProvider>,
     record_identifier: bool,
+    background_spans: bool,
 }
 
 static OTEL: OnceLock<Otel> = OnceLock::new();
@@ -43,6 +46,14 @@ static OTEL: OnceLock<Otel> = OnceLock::new();
 #[inline]
 pub(crate) fn tracer() -> Option<&'static SdkTracer> {
     OTEL.get()?.tracer.as_ref()
+}
+
+/// Whether background work (polls, the fleet's Redis commands, analytics flushes) makes spans:
+/// spans are exported and `flagpole.telemetry.background_spans` says so.
+#[inline]
+pub(crate) fn background_spans() -> bool {
+    OTEL.get()
+        .is_some_and(|o| o.background_spans && o.tracer.is_some())
 }
 
 /// Whether spans may carry the evaluation's identifier (`flagpole.telemetry.record_identifier`).
@@ -92,6 +103,7 @@ pub(crate) fn init(config: &Config, shutdown: &Shutdown) {
             traces,
             metrics,
             record_identifier: c.record_identifier,
+            background_spans: c.background_spans,
         }
     });
     if otel.traces.is_none() && otel.metrics.is_none() {
@@ -122,13 +134,19 @@ fn flush() {
     }
 }
 
+/// The resource: the configured attributes, `service.name`, and `service.instance.id` (a random
+/// UUID per process unless the attributes name one), so that the replicas of one service can
+/// be told apart.
 fn resource(c: &OtelConfig) -> Resource {
+    let instance = (!c.resource_attributes.contains_key("service.instance.id"))
+        .then(|| KeyValue::new("service.instance.id", instance_id()));
     Resource::builder_empty()
         .with_attributes(
             c.resource_attributes
                 .iter()
                 .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
         )
+        .with_attributes(instance)
         .with_service_name(c.service_name.clone())
         .with_attributes([
             KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
@@ -136,6 +154,22 @@ fn resource(c: &OtelConfig) -> Resource {
             KeyValue::new("telemetry.sdk.language", "rust"),
         ])
         .build()
+}
+
+/// A random (version 4) UUID, as the resource conventions suggest for `service.instance.id`.
+fn instance_id() -> String {
+    let mut bytes: [u8; 16] = rand::random();
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 fn sampler(c: &OtelConfig) -> Sampler {
@@ -194,7 +228,10 @@ fn tracer_provider(
     let queue = queue::Queue::start(
         exporter,
         c.max_queue_size,
-        export.timeout,
+        (
+            export.timeout,
+            failures::Failures::new(Signal::Traces, &export.endpoint),
+        ),
         tokio::runtime::Handle::current(),
     )?;
     Ok(SdkTracerProvider::builder()
@@ -210,7 +247,11 @@ fn meter_provider(
     resource: &Resource,
 ) -> Result<SdkMeterProvider, BuildError> {
     let exporter = exporter!(opentelemetry_otlp::MetricExporter::builder(), export);
-    let exporter = meters::InRuntime::new(exporter, tokio::runtime::Handle::current());
+    let exporter = meters::InRuntime::new(
+        exporter,
+        tokio::runtime::Handle::current(),
+        failures::Failures::new(Signal::Metrics, &export.endpoint),
+    );
     let reader = opentelemetry_sdk::metrics::PeriodicReader::builder(exporter)
         .with_interval(c.metrics_interval)
         .build();
@@ -247,4 +288,16 @@ fn http_client(timeout: std::time::Duration) -> reqwest::Client {
         .timeout(timeout)
         .build()
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn instance_ids_are_version_4_uuids_and_differ() {
+        let (a, b) = (super::instance_id(), super::instance_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4", "{a}");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+    }
 }

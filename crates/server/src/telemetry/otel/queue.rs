@@ -1,8 +1,8 @@
 //! The span queue: finished spans wait in a bounded channel and one exporter thread sends them
 //! in batches, so a request only ever pays a non-blocking channel push. A full queue drops the
 //! span (counted: `flagpole_otel_spans_dropped_total`), and so does a batch the collector did
-//! not take (down, slow past the export timeout, refusing); one log line says an outage began
-//! and one that it ended, never one per span.
+//! not take (down, slow past the export timeout, refusing): that export is counted and logged
+//! as `failures` says (a line a minute at most, never one per span).
 //!
 //! The SDK's batch processor does the same but keeps its drop count to itself, and its thread
 //! runs exports outside the Tokio runtime the OTLP clients (tonic, reqwest) need; this thread
@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use opentelemetry::Context;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
+
+use super::failures::Failures;
 
 /// Spans per export at most (the OTel SDKs' default batch).
 const BATCH: usize = 512;
@@ -42,11 +44,12 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
-    /// Starts the exporter thread; `runtime` is where exports run.
+    /// Starts the exporter thread; `runtime` is where exports run, `failures` what records the
+    /// exports that fail.
     pub(crate) fn start<E: SpanExporter + 'static>(
         exporter: E,
         capacity: usize,
-        timeout: Duration,
+        (timeout, failures): (Duration, Failures),
         runtime: tokio::runtime::Handle,
     ) -> std::io::Result<Queue> {
         let (sender, receiver) = mpsc::sync_channel(capacity);
@@ -55,7 +58,7 @@ impl Queue {
             exporter,
             timeout,
             runtime,
-            failing: false,
+            failures,
             full_logged: full_logged.clone(),
         };
         std::thread::Builder::new()
@@ -114,8 +117,7 @@ struct Worker<E> {
     exporter: E,
     timeout: Duration,
     runtime: tokio::runtime::Handle,
-    /// Whether the last export failed (an outage is logged when it begins and ends).
-    failing: bool,
+    failures: Failures,
     full_logged: std::sync::Arc<AtomicBool>,
 }
 
@@ -186,24 +188,15 @@ impl<E: SpanExporter> Worker<E> {
             Ok(Err(e)) => Some(e.to_string()),
             Err(_) => Some(format!("no answer within {:?}", self.timeout)),
         };
-        match (failure, self.failing) {
-            (None, false) => {}
-            (None, true) => {
-                self.failing = false;
-                tracing::info!("OpenTelemetry: the collector takes spans again");
+        match failure {
+            None => {
+                self.failures.succeeded();
+                self.full_logged.store(false, Ordering::Relaxed);
             }
-            (Some(error), failing) => {
+            Some(error) => {
                 metrics::counter!(SPANS_DROPPED).increment(count);
-                if !failing {
-                    self.failing = true;
-                    tracing::warn!(
-                        %error,
-                        "OpenTelemetry: spans cannot be exported; they are dropped (and counted in {SPANS_DROPPED}) until the collector takes them again"
-                    );
-                }
-                return;
+                self.failures.failed(&error);
             }
         }
-        self.full_logged.store(false, Ordering::Relaxed);
     }
 }

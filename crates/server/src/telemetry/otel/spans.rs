@@ -7,22 +7,28 @@
 //! A span is started only when spans are exported ([`super::tracer`]); its attributes are
 //! written only when the sampler kept it, so a request in the 99 % a 1 % sampler drops pays for
 //! the sampling decision and little else. What does not depend on the request is made once and
-//! shared (`Arc` strings, whose clones only count references): a span's name per route and
-//! method, `server.address`/`server.port` per `Host` a thread sees, a key's fingerprint per key
-//! a thread sees; a Redis connection's attributes per connection.
+//! shared (`attributes`); a Redis connection's attributes per connection.
+//!
+//! Client spans are of two kinds ([`Cause`]): those a request caused (a shadow verification's
+//! post) and background work (upstream polls, the fleet's Redis commands, analytics flushes),
+//! which would otherwise make a steady stream of root traces from an idle replica: those are
+//! made only with `flagpole.telemetry.background_spans`.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use http::{HeaderMap, Method, StatusCode, Version};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
-use opentelemetry::{Context, KeyValue, StringValue, Value};
+use opentelemetry::{Context, KeyValue, Value};
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use opentelemetry_sdk::trace::{SdkTracer, Span};
-use parking_lot::RwLock;
+
+pub(crate) use super::attributes::Peer;
+use super::attributes::{
+    client_address, fingerprint_attribute, method_name, server_address, shared, span_name,
+    user_agent, version_name,
+};
 
 /// What the feature-flag conventions say about one evaluated flag; a front door that evaluated
 /// one flag puts it in its response's extensions (only when spans are exported).
@@ -33,6 +39,9 @@ pub(crate) struct FlagEvaluated {
     pub reason: &'static str,
     /// The evaluation's identifier, kept only with `record_identifier`.
     pub identifier: Option<Arc<str>>,
+    /// Why the evaluation failed (`error.type` of the feature-flag conventions:
+    /// `flag_not_found`, `parse_error`, …), if it did.
+    pub error: Option<&'static str>,
 }
 
 impl FlagEvaluated {
@@ -52,7 +61,63 @@ impl FlagEvaluated {
             identifier: identifier
                 .filter(|_| super::record_identifier())
                 .map(Arc::from),
+            error: None,
         })
+    }
+
+    /// The record of an evaluation of `key` that failed with the OpenFeature error code `code`
+    /// (`FLAG_NOT_FOUND`), when spans are exported.
+    pub(crate) fn failed(key: &str, code: &str) -> Option<FlagEvaluated> {
+        super::tracer()?;
+        Some(FlagEvaluated {
+            key: key.into(),
+            variant: Arc::from(""),
+            reason: "error",
+            identifier: None,
+            error: Some(error_type(code)),
+        })
+    }
+}
+
+impl FlagEvaluated {
+    /// `status` carrying this record (as its source): a flagd call that fails answers a
+    /// `tonic::Status`, whose response has no extensions of the method's own; the status
+    /// itself is in them (`Status::into_http`), and the span finds the record there.
+    pub(crate) fn ride(self, mut status: tonic::Status) -> tonic::Status {
+        status.set_source(Arc::new(OnStatus(self)));
+        status
+    }
+
+    /// The record a failed call's status carries, if any.
+    fn of_status(status: &tonic::Status) -> Option<&FlagEvaluated> {
+        std::error::Error::source(status)?
+            .downcast_ref::<OnStatus>()
+            .map(|on| &on.0)
+    }
+}
+
+/// A failed evaluation's record as the source of its `tonic::Status`.
+#[derive(Debug)]
+struct OnStatus(FlagEvaluated);
+
+impl std::fmt::Display for OnStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the evaluation of flag '{}' failed", self.0.key)
+    }
+}
+
+impl std::error::Error for OnStatus {}
+
+/// The feature-flag conventions' `error.type` of an OpenFeature error code.
+fn error_type(code: &str) -> &'static str {
+    match code {
+        "FLAG_NOT_FOUND" => "flag_not_found",
+        "PARSE_ERROR" => "parse_error",
+        "TYPE_MISMATCH" => "type_mismatch",
+        "TARGETING_KEY_MISSING" => "targeting_key_missing",
+        "INVALID_CONTEXT" => "invalid_context",
+        "PROVIDER_NOT_READY" => "provider_not_ready",
+        _ => "general",
     }
 }
 
@@ -95,20 +160,6 @@ impl Injector for HeadersMut<'_> {
     }
 }
 
-/// A standard method's name as a static string (span names start as it).
-fn method_name(method: &Method) -> &'static str {
-    match *method {
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::HEAD => "HEAD",
-        Method::OPTIONS => "OPTIONS",
-        Method::PUT => "PUT",
-        Method::DELETE => "DELETE",
-        Method::PATCH => "PATCH",
-        _ => "HTTP",
-    }
-}
-
 /// The key a request presents, for its fingerprint (the headers every front door reads).
 fn presented_key(headers: &HeaderMap) -> Option<&str> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
@@ -125,97 +176,6 @@ fn presented_key(headers: &HeaderMap) -> Option<&str> {
         .filter(|k| !k.is_empty())
 }
 
-fn version_name(version: Version) -> &'static str {
-    match version {
-        Version::HTTP_09 => "0.9",
-        Version::HTTP_10 => "1.0",
-        Version::HTTP_2 => "2",
-        Version::HTTP_3 => "3",
-        _ => "1.1",
-    }
-}
-
-/// A shared string as an attribute value (cloned by counting a reference).
-fn shared(text: impl Into<Arc<str>>) -> Value {
-    Value::String(StringValue::from(text.into()))
-}
-
-/// `"{method} {route}"`, made once per pair and kept: methods and routes are a short fixed list
-/// (`route` is a route's template, `method` one of [`method_name`]'s), so naming a span
-/// allocates nothing after the first request of its kind.
-fn span_name(method: &'static str, route: &'static str) -> &'static str {
-    static NAMES: LazyLock<RwLock<HashMap<(&'static str, &'static str), &'static str>>> =
-        LazyLock::new(Default::default);
-    if let Some(name) = NAMES.read().get(&(method, route)) {
-        return name;
-    }
-    NAMES
-        .write()
-        .entry((method, route))
-        .or_insert_with(|| Box::leak(format!("{method} {route}").into_boxed_str()))
-}
-
-/// A `Host` (or authority) and its attributes.
-type Authority = (Box<str>, Arc<[KeyValue]>);
-
-thread_local! {
-    /// The last `Host` (or authority) this thread saw and its attributes: a listener is mostly
-    /// asked under one name.
-    static AUTHORITY: RefCell<Option<Authority>> = const { RefCell::new(None) };
-    /// The fingerprints' attributes of the last keys this thread saw, by the keys' 64-bit
-    /// hashes (a few environments take most requests; no key is kept).
-    static FINGERPRINTS: RefCell<Vec<(u64, KeyValue)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Keys whose fingerprints a thread keeps.
-const FINGERPRINTS_KEPT: usize = 8;
-
-/// `server.address` and `server.port` from the `Host` header (HTTP/1.1) or the authority.
-fn server_address(headers: &HeaderMap, uri: &http::Uri) -> Option<Arc<[KeyValue]>> {
-    let authority = uri
-        .authority()
-        .map(http::uri::Authority::as_str)
-        .or_else(|| {
-            headers
-                .get(http::header::HOST)
-                .and_then(|v| v.to_str().ok())
-        })?;
-    AUTHORITY.with_borrow_mut(|last| {
-        if let Some((text, attributes)) = last.as_ref() {
-            if **text == *authority {
-                return Some(attributes.clone());
-            }
-        }
-        let parsed = authority.parse::<http::uri::Authority>().ok()?;
-        let mut attributes = vec![KeyValue::new("server.address", shared(parsed.host()))];
-        if let Some(port) = parsed.port_u16() {
-            attributes.push(KeyValue::new("server.port", i64::from(port)));
-        }
-        let attributes: Arc<[KeyValue]> = attributes.into();
-        *last = Some((authority.into(), attributes.clone()));
-        Some(attributes)
-    })
-}
-
-/// `flagpole.environment_key.fingerprint` of a key, as the logs show it.
-fn fingerprint_attribute(key: &str) -> KeyValue {
-    let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
-    FINGERPRINTS.with_borrow_mut(|kept| {
-        if let Some((_, kv)) = kept.iter().find(|(h, _)| *h == hash) {
-            return kv.clone();
-        }
-        let kv = KeyValue::new(
-            "flagpole.environment_key.fingerprint",
-            shared(crate::keys::fingerprint(key)),
-        );
-        if kept.len() == FINGERPRINTS_KEPT {
-            kept.remove(0);
-        }
-        kept.push((hash, kv.clone()));
-        kv
-    })
-}
-
 /// A request's server span, until its response is ready.
 pub(crate) struct ServerSpan {
     span: Span,
@@ -225,11 +185,12 @@ impl ServerSpan {
     /// Starts the server span of an HTTP request (the Flagsmith API, OFREP, the streams).
     /// `route` is the route's template (`/api/v1/identities/`), `None` for a path that is no
     /// endpoint; `path_key` a key the path carries (the real-time stream's); `path` is the path
-    /// as it may be recorded (keys fingerprinted).
+    /// as it may be recorded (keys fingerprinted); `peer` the connection it came on.
     pub(crate) fn http(
         tracer: &SdkTracer,
         (method, uri, version, headers): (&Method, &http::Uri, Version, &HeaderMap),
         (route, path_key): (Option<&'static str>, Option<&str>),
+        peer: Peer,
         path: impl FnOnce() -> String,
     ) -> ServerSpan {
         let method = method_name(method);
@@ -246,6 +207,7 @@ impl ServerSpan {
             };
             span.set_attributes([
                 KeyValue::new("http.request.method", method),
+                KeyValue::new("url.scheme", peer.scheme()),
                 KeyValue::new("url.path", path),
                 KeyValue::new("network.protocol.version", version_name(version)),
             ]);
@@ -255,6 +217,7 @@ impl ServerSpan {
             if let Some(address) = server_address(headers, uri) {
                 span.set_attributes(address.iter().cloned());
             }
+            peer_attributes(&mut span, peer, headers);
             fingerprint(&mut span, presented_key(headers).or(path_key));
         }
         ServerSpan { span }
@@ -265,8 +228,8 @@ impl ServerSpan {
     pub(crate) fn rpc(
         tracer: &SdkTracer,
         system: &'static str,
-        uri: &http::Uri,
-        headers: &HeaderMap,
+        (uri, headers): (&http::Uri, &HeaderMap),
+        peer: Peer,
     ) -> ServerSpan {
         let path = uri.path().trim_start_matches('/');
         let mut span = tracer
@@ -281,6 +244,7 @@ impl ServerSpan {
             if let Some(address) = server_address(headers, uri) {
                 span.set_attributes(address.iter().cloned());
             }
+            peer_attributes(&mut span, peer, headers);
             fingerprint(&mut span, presented_key(headers));
         }
         ServerSpan { span }
@@ -293,12 +257,15 @@ impl ServerSpan {
                 "http.response.status_code",
                 i64::from(status.as_u16()),
             ));
+            let flagged = flag(&mut self.span, extensions);
             if status.is_server_error() {
-                self.span
-                    .set_attribute(KeyValue::new("error.type", status.as_str().to_owned()));
+                // A failed evaluation's own `error.type` says more than the status.
+                if !flagged {
+                    self.span
+                        .set_attribute(KeyValue::new("error.type", status.as_str().to_owned()));
+                }
                 self.span.set_status(Status::error(""));
             }
-            flag(&mut self.span, extensions);
         }
         self.span.end();
     }
@@ -308,15 +275,28 @@ impl ServerSpan {
         if self.span.is_recording() {
             self.span
                 .set_attribute(KeyValue::new("rpc.grpc.status_code", code));
+            let flagged = flag(&mut self.span, extensions);
             // The server-side errors of the RPC conventions.
             if matches!(code, 2 | 4 | 12 | 13 | 14 | 15) {
-                self.span
-                    .set_attribute(KeyValue::new("error.type", code.to_string()));
+                if !flagged {
+                    self.span
+                        .set_attribute(KeyValue::new("error.type", code.to_string()));
+                }
                 self.span.set_status(Status::error(""));
             }
-            flag(&mut self.span, extensions);
         }
         self.span.end();
+    }
+}
+
+/// `client.address`/`client.port` (the peer: Flagpole reads no forwarding header) and
+/// `user_agent.original`.
+fn peer_attributes(span: &mut Span, peer: Peer, headers: &HeaderMap) {
+    if let Some(address) = peer.address {
+        span.set_attributes(client_address(address));
+    }
+    if let Some(agent) = user_agent(headers) {
+        span.set_attribute(agent);
     }
 }
 
@@ -327,9 +307,15 @@ fn fingerprint(span: &mut Span, key: Option<&str>) {
     }
 }
 
-fn flag(span: &mut Span, extensions: &http::Extensions) {
-    let Some(flag) = extensions.get::<FlagEvaluated>() else {
-        return;
+/// The evaluated flag's attributes; returns whether they include a failure's `error.type`.
+fn flag(span: &mut Span, extensions: &http::Extensions) -> bool {
+    let flag = extensions.get::<FlagEvaluated>().or_else(|| {
+        extensions
+            .get::<tonic::Status>()
+            .and_then(FlagEvaluated::of_status)
+    });
+    let Some(flag) = flag else {
+        return false;
     };
     span.set_attributes([
         KeyValue::new("feature_flag.key", shared(flag.key.clone())),
@@ -345,10 +331,33 @@ fn flag(span: &mut Span, extensions: &http::Extensions) {
     if let Some(id) = &flag.identifier {
         span.set_attribute(KeyValue::new("feature_flag.context.id", shared(id.clone())));
     }
+    match flag.error {
+        Some(error) => {
+            span.set_attribute(KeyValue::new("error.type", error));
+            true
+        }
+        None => false,
+    }
+}
+
+/// Why a client span is made: for the request being served, or for background work (made
+/// only with `flagpole.telemetry.background_spans`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cause {
+    Request,
+    Background,
+}
+
+/// The tracer for a client span of `cause`, if one is made.
+#[inline]
+fn client_tracer(cause: Cause) -> Option<&'static SdkTracer> {
+    let tracer = super::tracer()?;
+    (cause == Cause::Request || super::background_spans()).then_some(tracer)
 }
 
 /// The span of a request Flagpole sends (an upstream fetch, an analytics or shadow post, a Redis
-/// command), a root span of its own trace; `None` when spans are not exported.
+/// command), a root span of its own trace; `None` when spans are not exported, or not for
+/// background work.
 pub(crate) struct ClientSpan {
     span: Span,
     cx: Context,
@@ -358,12 +367,12 @@ impl ClientSpan {
     /// Starts it: `name` (`GET /environment-document/`), the method and the URL (without
     /// query: none of Flagpole's carries anything but pages).
     pub(crate) fn start(
-        name: &'static str,
+        (name, cause): (&'static str, Cause),
         method: &'static str,
         url: &url::Url,
         environment: Option<&str>,
     ) -> Option<ClientSpan> {
-        let tracer = super::tracer()?;
+        let tracer = client_tracer(cause)?;
         let mut span = client_span(tracer, Cow::Borrowed(name));
         if span.is_recording() {
             span.set_attribute(KeyValue::new("http.request.method", method));
@@ -384,11 +393,11 @@ impl ClientSpan {
     }
 
     /// Sends `request` as `client.execute` does, inside a client span named `name` whose
-    /// `traceparent` goes with it when spans are exported.
+    /// `traceparent` goes with it when spans are exported (and made for `cause`).
     pub(crate) async fn send(
         client: &reqwest::Client,
         mut request: reqwest::Request,
-        name: &'static str,
+        name: (&'static str, Cause),
         environment: Option<&str>,
     ) -> reqwest::Result<reqwest::Response> {
         let method = method_name(request.method());
@@ -406,12 +415,13 @@ impl ClientSpan {
 
     /// Starts the span of a database command, named by its operation (`EVALSHA`); `peer` holds
     /// what every command on the connection shares (`db.system.name`, `server.address`, …),
-    /// made once per connection. `None` when spans are not exported.
+    /// made once per connection. `None` when spans are not exported; the fleet's commands are
+    /// background work.
     pub(crate) fn database(
         operation: impl FnOnce() -> String,
         peer: &[KeyValue],
     ) -> Option<ClientSpan> {
-        let tracer = super::tracer()?;
+        let tracer = client_tracer(Cause::Background)?;
         let operation = operation();
         let mut span = client_span(tracer, Cow::Owned(operation.clone()));
         if span.is_recording() {
@@ -490,37 +500,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_made_once_per_route_and_method() {
-        let first = span_name("GET", "/api/v1/flags/");
-        assert_eq!(first, "GET /api/v1/flags/");
-        assert!(std::ptr::eq(first, span_name("GET", "/api/v1/flags/")));
-        assert_eq!(span_name("POST", "/api/v1/flags/"), "POST /api/v1/flags/");
-    }
-
-    #[test]
-    fn kept_attributes_follow_the_host_and_the_key() {
-        let mut headers = HeaderMap::new();
-        let uri: http::Uri = "/api/v1/flags/".parse().unwrap();
-        for (host, address, port) in [
-            ("flags.internal:8000", "flags.internal", Some("8000")),
-            ("flags.internal:8000", "flags.internal", Some("8000")),
-            ("edge.example", "edge.example", None),
-        ] {
-            headers.insert(http::header::HOST, host.parse().unwrap());
-            let kept = server_address(&headers, &uri).unwrap();
-            let get = |k: &str| {
-                kept.iter()
-                    .find(|kv| kv.key.as_str() == k)
-                    .map(|kv| kv.value.to_string())
-            };
-            assert_eq!(get("server.address").as_deref(), Some(address));
-            assert_eq!(get("server.port").as_deref(), port);
-        }
-        for key in ["ser.first", "ser.second", "ser.first"] {
-            assert_eq!(
-                fingerprint_attribute(key).value.to_string(),
-                crate::keys::fingerprint(key)
-            );
-        }
+    fn openfeature_error_codes_become_the_conventions_error_types() {
+        assert_eq!(error_type("FLAG_NOT_FOUND"), "flag_not_found");
+        assert_eq!(error_type("TARGETING_KEY_MISSING"), "targeting_key_missing");
+        assert_eq!(error_type("GENERAL"), "general");
+        assert_eq!(error_type("SOMETHING_NEW"), "general");
     }
 }
