@@ -111,7 +111,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     );
     let warm = warm_start(&config)?;
     load_documents(plan, warm.clone(), &shutdown).await?;
-    let fleet = start_fleet(&config, &store, &shutdown).await?;
+    let fleet = start_fleet(&config, &store, warm.as_deref(), &shutdown).await?;
     let pollers = start_polling(&config, &store, warm, fleet.clone(), &shutdown);
     // Which documents are stale (OpenFeature answers say so), judged as readiness judges.
     shutdown.spawn(
@@ -231,6 +231,7 @@ async fn load_documents(
 async fn start_fleet(
     config: &Config,
     store: &Store,
+    warm: Option<&WarmStart>,
     shutdown: &Shutdown,
 ) -> Result<Option<Arc<sources::fleet::Fleet>>, String> {
     let Some(settings) = &config.fleet else {
@@ -243,7 +244,7 @@ async fn start_fleet(
         .filter(|slot| matches!(slot.source, Source::Upstream { .. }))
         .cloned()
         .collect();
-    sources::fleet::start_from_store(&fleet, polled).await;
+    sources::fleet::start_from_store(&fleet, polled, warm).await;
     shutdown.spawn(sources::fleet::membership::run(
         fleet.clone(),
         shutdown.requested.clone(),

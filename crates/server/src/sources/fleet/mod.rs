@@ -256,7 +256,11 @@ fn sentinel(config: &FleetConfig, master: &str) -> Result<SentinelClient, String
 
 /// Cold start: every environment Redis holds a document for is served from it at once (before
 /// any upstream answer; readiness counts them as they load). Redis not answering: nothing.
-pub(crate) async fn start_from_store(fleet: &Arc<Fleet>, slots: Vec<Arc<crate::store::EnvSlot>>) {
+pub(crate) async fn start_from_store(
+    fleet: &Arc<Fleet>,
+    slots: Vec<Arc<crate::store::EnvSlot>>,
+    warm: Option<&crate::sources::warm_start::WarmStart>,
+) {
     let Some(conn) = fleet.connection().await else {
         return;
     };
@@ -264,7 +268,7 @@ pub(crate) async fn start_from_store(fleet: &Arc<Fleet>, slots: Vec<Arc<crate::s
         let mut conn = conn.clone();
         async move {
             let names = Names::environment(&slot.client_key);
-            let loaded = stored::load(&mut conn, &names, &slot, None, &fleet.figures).await;
+            let loaded = stored::load(&mut conn, &names, &slot, None, &fleet.figures, warm).await;
             fleet.answered(loaded.as_ref());
         }
     }))
