@@ -201,12 +201,17 @@ async fn load_documents(
             }
         }
     }
+    // A file given to serve that is not a document is a mistake: nothing starts (the first
+    // refusal, naming the file and what is wrong in it). Later changes to it are only refused.
+    let refused = parking_lot::Mutex::new(None);
     sources::startup::bounded(loads.into_iter().map(|load| {
-        let warm = warm.clone();
+        let (warm, refused) = (warm.clone(), &refused);
         async move {
             match load {
                 StartLoad::File(slot, path, bytes) => {
-                    local_file::publish(&slot, &path, bytes).await
+                    if let Err(reason) = local_file::publish(&slot, &path, bytes).await {
+                        refused.lock().get_or_insert(reason);
+                    }
                 }
                 StartLoad::Warm(slot) => {
                     if let Some(warm) = warm {
@@ -217,6 +222,9 @@ async fn load_documents(
         }
     }))
     .await;
+    if let Some(reason) = refused.into_inner() {
+        return Err(reason);
+    }
     drop(deferred);
     shutdown.spawn(sources::file_watcher::watch(
         files,
