@@ -105,7 +105,11 @@ impl Mapped {
     /// member in the order the SDK reads them.
     pub(crate) fn new(doc: Members<'_>) -> Result<Mapped, InputError> {
         structure::check(&doc)?;
-        let api_key = doc.api_key.and_then(Value::as_str).unwrap_or_default().to_owned();
+        let api_key = doc
+            .api_key
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let name = doc.name.and_then(Value::as_str).unwrap_or("").to_owned();
 
         let mut features = Map::new();

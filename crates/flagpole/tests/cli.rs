@@ -302,7 +302,11 @@ fn a_document_missing_what_every_document_has_exits_2_naming_the_path() {
             "",
         );
         assert_eq!(out.code, 2, "{path}\nstdout: {}", out.stdout);
-        assert!(out.stderr.contains(path), "{path} not named: {}", out.stderr);
+        assert!(
+            out.stderr.contains(path),
+            "{path} not named: {}",
+            out.stderr
+        );
     }
 }
 

@@ -33,7 +33,11 @@ pub(crate) fn check(doc: &Members<'_>) -> Result<(), InputError> {
     };
     let segments = project.get("segments");
     if !matches!(segments, Some(Value::Array(_))) {
-        return Err(wrong("$.project.segments", segments, "an array of segments"));
+        return Err(wrong(
+            "$.project.segments",
+            segments,
+            "an array of segments",
+        ));
     }
     Ok(())
 }
