@@ -27,6 +27,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::InputError;
 use overrides::object_of;
+pub use structure::check_members;
 pub use view::DocumentView;
 
 /// What the REST API shows about a feature besides its evaluated state.

@@ -17,17 +17,27 @@ use crate::error::InputError;
 
 /// Checks the members of a document that the mapping requires.
 pub(crate) fn check(doc: &Members<'_>) -> Result<(), InputError> {
-    if !matches!(doc.api_key, Some(Value::String(_))) {
-        return Err(wrong("$.api_key", doc.api_key, "a string"));
+    check_members(doc.api_key, doc.feature_states, doc.project)
+}
+
+/// The same check, for a reader that took only these members of a document (`None`: absent),
+/// such as one that looks a file over before it is built.
+pub fn check_members(
+    api_key: Option<&Value>,
+    feature_states: Option<&Value>,
+    project: Option<&Value>,
+) -> Result<(), InputError> {
+    if !matches!(api_key, Some(Value::String(_))) {
+        return Err(wrong("$.api_key", api_key, "a string"));
     }
-    if !matches!(doc.feature_states, Some(Value::Array(_))) {
+    if !matches!(feature_states, Some(Value::Array(_))) {
         return Err(wrong(
             "$.feature_states",
-            doc.feature_states,
+            feature_states,
             "an array of feature states",
         ));
     }
-    let project = match doc.project {
+    let project = match project {
         Some(Value::Object(project)) => project,
         other => return Err(wrong("$.project", other, "an object")),
     };

@@ -3,7 +3,7 @@
 //! (`share.rs`), or one found free at two checks in a row whatever its share (nobody under
 //! theirs wanted it: it is then kept, not handed back, until a replica joins that could take
 //! it); hands one over when well over its share. At each poll time the holder polls the upstream and writes a new document to Redis
-//! (fenced); the others check Redis instead, and load on every notice. While Redis does not
+//! (fenced), or repairs what Redis holds instead of its own; the others check Redis instead, and load on every notice. While Redis does not
 //! answer, the environment is polled upstream here, as without a fleet.
 
 use std::sync::Arc;

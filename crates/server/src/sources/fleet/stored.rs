@@ -2,7 +2,8 @@
 //! (a fifth of the bytes to hold, write and read; a packed snapshot already keeps that form, so
 //! the holder seldom compresses anything), the content revision and the document's
 //! `updated_at`. The lease holder writes it (fenced by its lease, never over a newer one) and
-//! announces it; the others read it, first the revision alone (a periodic check of an unchanged
+//! announces it, and at each poll checks that Redis still holds the revision and body it wrote
+//! (a value planted or damaged there is written over); the others read it, first the revision alone (a periodic check of an unchanged
 //! document costs a few bytes), then the body when it differs. What is read is decompressed,
 //! checked and compiled like an upstream answer: a value that is not gzip, is cut short, or is
 //! not this environment's valid document is refused, counted and logged, and the last good one
