@@ -110,6 +110,11 @@ def test_bad_traits_are_type_errors(traits, message):
     (lambda: flagpole.Environment.from_dict({"api_key": "k", "name": "n", "feature_states": 3}),
      "feature_states"),
     (lambda: flagpole.Environment.from_dict({"api_key": float("nan")}), "not valid JSON"),
+    # JSON objects that are not documents, whichever way they are loaded, naming what is missing.
+    (lambda: flagpole.Environment.from_bytes(b'{"api_key": "k", "hello": 1}'), r"\$\.feature_states"),
+    (lambda: flagpole.Environment.from_dict({"api_key": "k", "feature_states": []}), r"\$\.project"),
+    (lambda: flagpole.Environment.from_dict({"api_key": "k", "feature_states": [], "project": {}}),
+     r"\$\.project\.segments"),
     (lambda: flagpole.Environment.from_path("/nonexistent/env.json"), "cannot read"),
 ])
 def test_bad_documents_are_document_errors(load, message):

@@ -340,3 +340,23 @@ def test_bundled_example_environment(flagpole, tmp_path):
     r = fp.get("/api/v1/environment-document/", "ser.example_server_key")
     assert r.status == 200 and r.json() == example
     assert fp.get("/api/v1/environment-document/", "example_client_key").status == 401
+
+
+@pytest.mark.parametrize("what, document, path", [
+    ("the right api_key and nothing else", {"api_key": "near_empty_client", "hello": 1}, "$.feature_states"),
+    ("no project", {"api_key": "near_empty_client", "feature_states": []}, "$.project"),
+    ("no segments", {"api_key": "near_empty_client", "feature_states": [], "project": {}}, "$.project.segments"),
+])
+def test_a_document_file_that_is_not_a_document_stops_the_start(flagpole, tmp_path, what, document, path):
+    # Served, it would answer every request with no flags at all; refused, nothing starts.
+    file = tmp_path / "near-empty.json"
+    file.write_text(json.dumps(document))
+    fp = flagpole(documents=[file], start=False)
+    fp.expect_clean_exit = False
+    fp.start(wait=False)
+    try:
+        code = fp.proc.wait(timeout=WAIT)
+    except Exception:
+        pytest.fail(f"flagpole started serving a document with {what}")
+    assert code == 2, fp.stderr_tail()
+    assert path in fp.stderr_text() and str(file) in fp.stderr_text(), fp.stderr_tail()

@@ -87,7 +87,7 @@ impl Flagpole {
         let placeholder = match fallback.clone() {
             Some(env) => env,
             None => Arc::new(
-                Compiled::from_bytes(br#"{"api_key":"","name":"","feature_states":[]}"#)
+                Compiled::from_bytes(br#"{"api_key":"","name":"","feature_states":[],"project":{"segments":[]}}"#)
                     .map_err(UpstreamError::new_err)?,
             ),
         };

@@ -13,16 +13,21 @@
 //! overrides (the fast path for documents it maps exactly; everything else, errors included, is
 //! left to the tree).
 //!
+//! Both readings first check that the document is one ([`structure`]: the members every
+//! environment document has), so neither takes a JSON object that is not a document.
+//!
 //! [`pages`]: where the next page of a paginated document is, and how pages merge.
 
 mod overrides;
 pub mod pages;
+mod structure;
 mod view;
 
 use serde_json::{json, Map, Value};
 
 use crate::error::InputError;
 use overrides::object_of;
+pub use structure::check_members;
 pub use view::DocumentView;
 
 /// What the REST API shows about a feature besides its evaluated state.
@@ -100,10 +105,12 @@ impl Mapped {
     /// Maps the environment, its features and the project's segments, failing on the first bad
     /// member in the order the SDK reads them.
     pub(crate) fn new(doc: Members<'_>) -> Result<Mapped, InputError> {
-        let api_key = match doc.api_key {
-            Some(Value::String(k)) => k.clone(),
-            _ => return Err(InputError::new("$.api_key", "must be a string")),
-        };
+        structure::check(&doc)?;
+        let api_key = doc
+            .api_key
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let name = doc.name.and_then(Value::as_str).unwrap_or("").to_owned();
 
         let mut features = Map::new();

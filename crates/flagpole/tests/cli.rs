@@ -273,6 +273,44 @@ fn wrong_types_exit_2_naming_the_path() {
 }
 
 #[test]
+fn a_document_missing_what_every_document_has_exits_2_naming_the_path() {
+    let example: Value = parse(&std::fs::read_to_string(DOCUMENT).unwrap());
+    let without = |pointer: &str| {
+        let mut doc = example.clone();
+        let (parent, member) = pointer.rsplit_once('/').unwrap();
+        let parent = if parent.is_empty() {
+            &mut doc
+        } else {
+            doc.pointer_mut(parent).unwrap()
+        };
+        parent.as_object_mut().unwrap().remove(member);
+        doc.to_string()
+    };
+    let cases = [
+        (
+            json!({"api_key": "example_client_key", "hello": 1}).to_string(),
+            "$.feature_states",
+        ),
+        (without("/feature_states"), "$.feature_states"),
+        (without("/project"), "$.project"),
+        (without("/project/segments"), "$.project.segments"),
+    ];
+    for (i, (doc, path)) in cases.iter().enumerate() {
+        let file = temp_file(&format!("structure-{i}"), doc);
+        let out = flagpole(
+            &["eval", "identity", "--document", &file, "--identifier", "x"],
+            "",
+        );
+        assert_eq!(out.code, 2, "{path}\nstdout: {}", out.stdout);
+        assert!(
+            out.stderr.contains(path),
+            "{path} not named: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
 fn unknown_operator_exits_2_unless_lenient() {
     let ctx = context_with(|c| {
         c["segments"]["11"]["rules"][0]["conditions"][0]["operator"] = json!("OLDER_THAN")

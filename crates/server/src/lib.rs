@@ -104,7 +104,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let warm = warm_start(&config)?;
     load_documents(plan, warm.clone(), &shutdown).await?;
-    let (fleet, from_fleet) = start_fleet(&config, &store, &shutdown).await?;
+    let (fleet, from_fleet) = start_fleet(&config, &store, warm.as_deref(), &shutdown).await?;
     // Once the start-up loads are done, so that it says where each document came from.
     banner::print(
         &store,
@@ -203,12 +203,17 @@ async fn load_documents(
             }
         }
     }
+    // A file given to serve that is not a document is a mistake: nothing starts (the first
+    // refusal, naming the file and what is wrong in it). Later changes to it are only refused.
+    let refused = parking_lot::Mutex::new(None);
     sources::startup::bounded(loads.into_iter().map(|load| {
-        let warm = warm.clone();
+        let (warm, refused) = (warm.clone(), &refused);
         async move {
             match load {
                 StartLoad::File(slot, path, bytes) => {
-                    local_file::publish(&slot, &path, bytes).await
+                    if let Err(reason) = local_file::publish(&slot, &path, bytes).await {
+                        refused.lock().get_or_insert(reason);
+                    }
                 }
                 StartLoad::Warm(slot) => {
                     if let Some(warm) = warm {
@@ -219,6 +224,9 @@ async fn load_documents(
         }
     }))
     .await;
+    if let Some(reason) = refused.into_inner() {
+        return Err(reason);
+    }
     drop(deferred);
     shutdown.spawn(sources::file_watcher::watch(
         files,
@@ -234,6 +242,7 @@ async fn load_documents(
 async fn start_fleet(
     config: &Config,
     store: &Store,
+    warm: Option<&WarmStart>,
     shutdown: &Shutdown,
 ) -> Result<(Option<Arc<sources::fleet::Fleet>>, HashSet<String>), String> {
     let Some(settings) = &config.fleet else {
@@ -246,7 +255,7 @@ async fn start_fleet(
         .filter(|slot| matches!(slot.source, Source::Upstream { .. }))
         .cloned()
         .collect();
-    let from_fleet = sources::fleet::start_from_store(&fleet, polled).await;
+    let from_fleet = sources::fleet::start_from_store(&fleet, polled, warm).await;
     shutdown.spawn(sources::fleet::membership::run(
         fleet.clone(),
         shutdown.requested.clone(),

@@ -125,3 +125,19 @@ fn refusals_are_worded_as_before() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_json_object_with_this_environments_key_is_not_yet_a_document() {
+    // What a cut or planted value can be: refused, naming what is missing, never served as an
+    // environment without flags.
+    let near_empty = format!("{{\"api_key\": \"{KEY}\", \"hello\": 1}}");
+    for received in [
+        Received::from_bytes(near_empty.as_bytes(), Some(KEY)),
+        Received::from_tree(&serde_json::from_str(&near_empty).unwrap(), Some(KEY)),
+    ] {
+        match received {
+            Err(Rejected::Engine(e)) => assert_eq!(e.path, "$.feature_states"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

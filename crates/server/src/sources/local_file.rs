@@ -35,14 +35,19 @@ pub(crate) async fn load(slot: &Arc<EnvSlot>, path: &Path) {
         .map_err(|e| format!("reading the document failed: {e}"))
         .and_then(|read| read.map_err(|e| format!("cannot read {}: {e}", path.display())));
     match read {
-        Ok(bytes) => publish(slot, path, bytes.into()).await,
+        // Refused: recorded for the status page and logged; the next change is tried again.
+        Ok(bytes) => drop(publish(slot, path, bytes.into()).await),
         Err(reason) => slot.mark_failure(reason),
     }
 }
 
 /// Publishes the file's bytes, already read, into the slot; logs a new revision, records a
-/// rejection.
-pub(crate) async fn publish(slot: &Arc<EnvSlot>, path: &Path, bytes: bytes::Bytes) {
+/// rejection (and answers it: at start, a file that is not a document stops the start).
+pub(crate) async fn publish(
+    slot: &Arc<EnvSlot>,
+    path: &Path,
+    bytes: bytes::Bytes,
+) -> Result<(), String> {
     match slot.publish(Incoming::Bytes(bytes)).await {
         Ok(published) => {
             slot.mark_success(SystemTime::now());
@@ -50,8 +55,13 @@ pub(crate) async fn publish(slot: &Arc<EnvSlot>, path: &Path, bytes: bytes::Byte
                 let build_ms = took.as_millis() as u64;
                 tracing::info!(file = %path.display(), revision, build_ms, "environment document loaded");
             }
+            Ok(())
         }
-        Err(rejected) => slot.mark_failure(rejection(path, &rejected, &slot.client_key)),
+        Err(rejected) => {
+            let reason = rejection(path, &rejected, &slot.client_key);
+            slot.mark_failure(reason.clone());
+            Err(reason)
+        }
     }
 }
 

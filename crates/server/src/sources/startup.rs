@@ -32,8 +32,9 @@ pub(crate) struct DocumentFile {
 }
 
 /// Reads every file and finds its `api_key`, on [`workers`] threads, in order. The first file
-/// that cannot be read, is not JSON or has no `api_key` is the error (as the file watcher and
-/// `local_file::read` word it), and nothing starts.
+/// that cannot be read, is not JSON, has no `api_key` (as the file watcher and
+/// `local_file::read` word it) or lacks what every environment document has (the engine's
+/// check, naming the JSON path) is the error, and nothing starts.
 pub(crate) fn read_all(paths: &[PathBuf]) -> Result<Vec<DocumentFile>, String> {
     if paths.is_empty() {
         return Ok(Vec::new());
@@ -51,23 +52,38 @@ pub(crate) fn read_all(paths: &[PathBuf]) -> Result<Vec<DocumentFile>, String> {
     })
 }
 
-/// Only the key of a document, found without building its tree (a 1 MB document's tree is
-/// several times its size, and the snapshot build reads the bytes again anyway).
+/// The key of a document and the members every document has, found without building a tree
+/// of the rest (nearly all of a large document is its identity overrides; the snapshot build
+/// reads the bytes again anyway).
 #[derive(Deserialize)]
-struct KeyOnly {
+struct Outline {
     api_key: Option<serde_json::Value>,
+    feature_states: Option<serde_json::Value>,
+    project: Option<serde_json::Value>,
 }
 
 fn read_one(path: &PathBuf) -> Result<DocumentFile, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    match serde_json::from_slice::<KeyOnly>(&bytes) {
-        Ok(KeyOnly {
+    match serde_json::from_slice::<Outline>(&bytes) {
+        Ok(Outline {
             api_key: Some(serde_json::Value::String(api_key)),
-        }) => Ok(DocumentFile {
-            path: path.clone(),
-            bytes: bytes.into(),
-            api_key,
-        }),
+            feature_states,
+            project,
+        }) => {
+            // What every document has, checked as the engine will (so `check` refuses it too).
+            let key = serde_json::Value::String(api_key.clone());
+            flagpole_engine::document::check_members(
+                Some(&key),
+                feature_states.as_ref(),
+                project.as_ref(),
+            )
+            .map_err(|e| format!("{}: not an environment document: {e}", path.display()))?;
+            Ok(DocumentFile {
+                path: path.clone(),
+                bytes: bytes.into(),
+                api_key,
+            })
+        }
         // Whatever is wrong, the full reading says it in the words it always has.
         _ => match crate::sources::local_file::read(path) {
             Err(message) => Err(message),

@@ -19,7 +19,7 @@ use crate::telemetry::fleet::Refusal;
 static WRITE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
         redis.call('HSET', KEYS[2], 'body', ARGV[2])
         return 1
         ",

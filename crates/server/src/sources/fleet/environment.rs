@@ -4,18 +4,20 @@
 //! theirs wanted it: it is then kept, not handed back, until a replica joins that could take
 //! it); hands one over when over its share. A lease key no replica wrote is mended by the
 //! look or the renewal (`lease.rs`). At each poll time the holder polls the upstream and writes
-//! a new document to Redis (fenced); the others check Redis instead, and load on every notice.
-//! While Redis does not answer, the environment is polled upstream here, as without a fleet.
+//! a new document to Redis (fenced), or repairs what Redis holds instead of its own; the others
+//! check Redis instead, and load on every notice. While Redis does not answer, the environment
+//! is polled upstream here, as without a fleet.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::lease::{self, Lease, Renewal};
-use super::stored::{self, Loaded, Written};
+use super::stored::{self, Checked, Loaded, Stored, Written};
 use super::traced::Connection;
 use super::{Fleet, Names};
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::upstream::{poll_one, Pollers};
+use crate::sources::warm_start::WarmStart;
 use crate::store::EnvSlot;
 
 /// The fleet's [`Runner`](crate::sources::upstream::Runner).
@@ -28,8 +30,8 @@ struct Place {
     names: Names,
     /// The lease, while this replica holds it.
     lease: Option<Lease>,
-    /// The content revision last written to Redis (by this replica, as the holder).
-    written: Option<String>,
+    /// What this replica, as the holder, last wrote to Redis (checked at each poll).
+    written: Option<Stored>,
     /// A value Redis holds that was refused (not read again until it changes).
     refused: Option<String>,
     /// When Redis last confirmed the lease (taken or renewed): it is this replica's until a
@@ -41,6 +43,8 @@ struct Place {
     kept: Option<usize>,
     /// The lease was free at the last check (and not taken here).
     seen_free: bool,
+    /// Where new documents are saved for a restart (`snapshot_dir`), wherever they came from.
+    warm: Option<Arc<WarmStart>>,
 }
 
 async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
@@ -52,6 +56,7 @@ async fn run(slot: Arc<EnvSlot>, pollers: Pollers, fleet: Arc<Fleet>) {
         renewed: Instant::now(),
         kept: None,
         seen_free: false,
+        warm: pollers.warm.clone(),
     };
     let notice = fleet.register(&place.names.id);
     let mut schedule = PollSchedule::new(pollers.period(), Instant::now());
@@ -223,6 +228,7 @@ async fn load(
         slot,
         place.refused.as_deref(),
         &fleet.figures,
+        place.warm.as_deref(),
     )
     .await;
     fleet.answered(loaded.as_ref());
@@ -239,26 +245,30 @@ async fn load(
     }
 }
 
-/// The holder writes a document Redis does not have yet, or (`heard`: upstream answered) says
-/// when upstream last confirmed the one it has.
+/// The holder writes a document Redis does not have yet. At every poll, whatever the upstream
+/// answered (a 304, an error), it checks that Redis still holds what it wrote, and repairs what
+/// it finds instead (another revision, or a garbage body under its own); with `heard` (upstream
+/// answered) it also records when upstream last confirmed the document.
 async fn write(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place, heard: bool) {
     let Some(held) = place.lease.clone() else {
         return;
     };
-    let current = revision(slot);
-    if current.is_none() {
+    let Some(current) = revision(slot) else {
         return;
-    }
+    };
     let Some(mut conn) = fleet.connection().await else {
         return;
     };
-    if current == place.written {
-        if heard {
-            let at = stored::last_success_ms(slot);
-            let confirmed = stored::confirm(&mut conn, &place.names, &held, at).await;
-            fleet.answered(confirmed.as_ref());
+    if let Some(written) = place.written.clone().filter(|w| w.revision == current) {
+        let at = heard.then(|| stored::last_success_ms(slot));
+        let checked = stored::check(&mut conn, &place.names, &held, &written, at).await;
+        fleet.answered(checked.as_ref());
+        if checked != Ok(Checked::Foreign) {
+            // Intact; or the lease is gone (the next upkeep finds out); or no answer.
+            return;
         }
-        return;
+        tracing::warn!(environment = %crate::keys::fingerprint(&slot.client_key), "the fleet's store holds a document this replica did not write for the environment it holds: repairing it");
+        place.written = None;
     }
     let mut written = stored::write(&mut conn, &place.names, &held, slot, false).await;
     if matches!(written, Ok(Written::Newer)) {
@@ -270,8 +280,9 @@ async fn write(fleet: &Fleet, slot: &Arc<EnvSlot>, place: &mut Place, heard: boo
     }
     fleet.answered(written.as_ref());
     match written {
-        Ok(Written::Stored) => place.written = current,
-        Ok(Written::Newer) => place.written = revision(slot),
+        Ok(Written::Stored(stored)) => place.written = Some(stored),
+        // Served here now; the next poll writes it in this replica's own bytes, which it checks.
+        Ok(Written::Newer) => place.written = None,
         Ok(Written::LeaseLost) => {
             tracing::info!(environment = %crate::keys::fingerprint(&slot.client_key), "lease expired during the fetch: the document is not written for the fleet");
             drop_lease(fleet, place);

@@ -254,6 +254,7 @@ fn sentinel(config: &FleetConfig, master: &str) -> Result<SentinelClient, String
 pub(crate) async fn start_from_store(
     fleet: &Arc<Fleet>,
     slots: Vec<Arc<crate::store::EnvSlot>>,
+    warm: Option<&crate::sources::warm_start::WarmStart>,
 ) -> std::collections::HashSet<String> {
     let loaded_here = Mutex::new(std::collections::HashSet::new());
     let Some(conn) = fleet.connection().await else {
@@ -264,7 +265,7 @@ pub(crate) async fn start_from_store(
         let loaded_here = &loaded_here;
         async move {
             let names = Names::environment(&slot.client_key);
-            let loaded = stored::load(&mut conn, &names, &slot, None, &fleet.figures).await;
+            let loaded = stored::load(&mut conn, &names, &slot, None, &fleet.figures, warm).await;
             fleet.answered(loaded.as_ref());
             if matches!(loaded, Ok(stored::Loaded::New)) {
                 loaded_here.lock().insert(slot.client_key.clone());

@@ -2,7 +2,8 @@
 //! (a fifth of the bytes to hold, write and read; a packed snapshot already keeps that form, so
 //! the holder seldom compresses anything), the content revision and the document's
 //! `updated_at`. The lease holder writes it (fenced by its lease, never over a newer one) and
-//! announces it; the others read it, first the revision alone (a periodic check of an unchanged
+//! announces it, and at each poll checks that Redis still holds the revision and body it wrote
+//! (a value planted or damaged there is written over); the others read it, first the revision alone (a periodic check of an unchanged
 //! document costs a few bytes), then the body when it differs. What is read is decompressed,
 //! checked and compiled like an upstream answer: a value that is not gzip, is cut short, or is
 //! not this environment's valid document is refused, counted and logged, and the last good one
@@ -10,7 +11,7 @@
 
 use std::io::Read;
 use std::sync::{Arc, LazyLock};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use redis::{AsyncCommands, RedisResult, Script};
@@ -21,6 +22,7 @@ use super::traced::Connection;
 use super::{Names, CHANNEL};
 use crate::body::Encoding;
 use crate::received::Incoming;
+use crate::sources::warm_start::WarmStart;
 use crate::store::{EnvSlot, Published};
 use crate::telemetry::fleet::Refusal;
 
@@ -32,61 +34,99 @@ const MAX_DOCUMENT_BYTES: u64 = 512 << 20;
 const GZIP_LEVEL: u32 = 6;
 
 /// Writes the document if the lease is still the writer's and what Redis holds is not newer
-/// (unless `ARGV[7]` is `1`: what it holds was refused); announces it. 1: written; 0: the lease
-/// is lost (nothing written); 2: Redis holds a newer document; 3: Redis holds this revision.
+/// (unless `ARGV[7]` is `1`: what it holds was refused); announces it. Answers the outcome and
+/// the SHA-1 of the body Redis then holds (what [`CHECK`] later compares): 1 written; 0 the
+/// lease is lost (nothing written); 2 Redis holds a newer document; 3 Redis holds this revision,
+/// body and all (a body that differs under the same revision, garbage, is written over).
 static WRITE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-        local held = redis.call('HMGET', KEYS[2], 'updated_at_ms', 'revision')
-        if held[2] == ARGV[3] then return 3 end
-        if ARGV[7] ~= '1' and held[1] and tonumber(held[1]) and tonumber(held[1]) > tonumber(ARGV[4]) then
-            return 2
+        if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return {0, ''} end
+        -- A document key of another type (not written by a replica) is garbage: replaced.
+        if redis.call('TYPE', KEYS[2]).ok ~= 'hash' then redis.call('DEL', KEYS[2]) end
+        local held = redis.call('HMGET', KEYS[2], 'updated_at_ms', 'revision', 'body')
+        local digest = redis.sha1hex(ARGV[2])
+        if held[2] == ARGV[3] then
+            if held[3] and redis.sha1hex(held[3]) == digest then return {3, digest} end
+        elseif ARGV[7] ~= '1' and held[1] and tonumber(held[1]) and tonumber(held[1]) > tonumber(ARGV[4]) then
+            return {2, ''}
         end
         redis.call('HSET', KEYS[2], 'body', ARGV[2], 'revision', ARGV[3], 'updated_at_ms', ARGV[4],
             'confirmed_at_ms', ARGV[8])
         redis.call('PUBLISH', ARGV[5], ARGV[6])
-        return 1
+        return {1, digest}
         ",
     )
 });
 
-/// Records when the holder last heard from upstream (a 304 counts), if the lease is still its
-/// own: the others report that as their last successful update, so readiness judges the fleet's
-/// document by its age at the upstream, as a lone proxy does.
-static CONFIRM: LazyLock<Script> = LazyLock::new(|| {
+/// At each of the holder's polls, whatever the upstream answered: whether Redis still holds
+/// what the holder wrote (`ARGV[2]` its revision, `ARGV[3]` its body's SHA-1, compared in Redis
+/// so that the body is not sent back), and if so (and `ARGV[4]` is not empty: the upstream
+/// answered) when the holder last heard from upstream, which the others report as their last
+/// successful update (readiness judges the fleet's document by its age at the upstream, as a
+/// lone proxy does). 1: intact; 2: Redis holds something else (a value the holder must repair);
+/// 0: the lease is no longer the holder's.
+static CHECK: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-        if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-        redis.call('HSET', KEYS[2], 'confirmed_at_ms', ARGV[2])
+        if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        if redis.call('TYPE', KEYS[2]).ok ~= 'hash' then return 2 end
+        local held = redis.call('HMGET', KEYS[2], 'revision', 'body')
+        if held[1] ~= ARGV[2] or not held[2] or redis.sha1hex(held[2]) ~= ARGV[3] then return 2 end
+        if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], 'confirmed_at_ms', ARGV[4]) end
         return 1
         ",
     )
 });
 
-/// Records the holder's last successful poll for the fleet.
-pub(crate) async fn confirm(
+/// What [`check`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Checked {
+    /// Redis holds what the holder wrote.
+    Intact,
+    /// Redis holds another revision, or another body under the holder's revision.
+    Foreign,
+    /// The lease is no longer the holder's.
+    LeaseLost,
+}
+
+/// Whether Redis still holds the holder's document (`written`: its revision and body SHA-1);
+/// if so, and `confirmed_ms` is given, records when the holder last heard from upstream.
+pub(crate) async fn check(
     conn: &mut Connection,
     names: &Names,
     lease: &Lease,
-    at_ms: u64,
-) -> RedisResult<()> {
-    let _: u32 = CONFIRM
+    written: &Stored,
+    confirmed_ms: Option<u64>,
+) -> RedisResult<Checked> {
+    let outcome: u32 = CHECK
         .key(&names.lease)
         .key(&names.document)
         .arg(&lease.value)
-        .arg(at_ms)
+        .arg(&written.revision)
+        .arg(&written.digest)
+        .arg(confirmed_ms.map(|ms| ms.to_string()).unwrap_or_default())
         .invoke_async(conn)
         .await?;
-    Ok(())
+    Ok(match outcome {
+        1 => Checked::Intact,
+        2 => Checked::Foreign,
+        _ => Checked::LeaseLost,
+    })
+}
+
+/// What the holder wrote: the revision, and the SHA-1 (hex) of the body as Redis holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stored {
+    pub revision: String,
+    pub digest: String,
 }
 
 /// What writing did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Written {
-    /// Written and announced (or Redis already held it).
-    Stored,
+    /// Written and announced (or Redis already held it, body and all).
+    Stored(Stored),
     /// Redis holds a newer document (not overwritten).
     Newer,
     /// The lease was lost before the write: nothing was written.
@@ -103,7 +143,8 @@ pub(crate) async fn write(
     over_refused: bool,
 ) -> RedisResult<Written> {
     let Some(snapshot) = slot.snapshot() else {
-        return Ok(Written::Stored);
+        // Nothing to write (callers write only what they serve): let the caller load instead.
+        return Ok(Written::Newer);
     };
     // A packed document is kept gzipped already; another is compressed off the async workers.
     let body = match snapshot.document.variant(Encoding::Gzip) {
@@ -122,7 +163,7 @@ pub(crate) async fn write(
             })?
         }
     };
-    let outcome: u32 = WRITE
+    let (outcome, digest): (u32, String) = WRITE
         .key(&names.lease)
         .key(&names.document)
         .arg(&lease.value)
@@ -138,7 +179,10 @@ pub(crate) async fn write(
     Ok(match outcome {
         0 => Written::LeaseLost,
         2 => Written::Newer,
-        _ => Written::Stored,
+        _ => Written::Stored(Stored {
+            revision: snapshot.content_revision.clone(),
+            digest,
+        }),
     })
 }
 
@@ -164,13 +208,16 @@ pub(crate) enum Loaded {
 }
 
 /// Loads the environment's document from Redis unless it is what is served, older, or a value
-/// already refused (`refused`: the revision it claimed).
+/// already refused (`refused`: the revision it claimed). A new document served is saved to the
+/// snapshot directory (`warm`), as one fetched upstream is, so that a restart with neither Redis
+/// nor the upstream answering still has it.
 pub(crate) async fn load(
     conn: &mut Connection,
     names: &Names,
     slot: &Arc<EnvSlot>,
     refused: Option<&str>,
     figures: &Figures,
+    warm: Option<&WarmStart>,
 ) -> RedisResult<Loaded> {
     let key = &names.document;
     let (revision, updated_at, confirmed): (Option<String>, Option<String>, Option<u64>) =
@@ -230,6 +277,11 @@ pub(crate) async fn load(
             confirm();
             figures.document(true);
             tracing::info!(%environment, revision, "environment document updated from the fleet's store");
+            if let (Some(warm), Some(snapshot)) = (warm, slot.snapshot()) {
+                // Saved with the holder's last word from upstream, for its true age on restore.
+                let heard = slot.last_success().unwrap_or_else(SystemTime::now);
+                warm.save(slot, &snapshot, heard).await;
+            }
             Ok(Loaded::New)
         }
         Ok(Published::Unchanged(_)) => {
