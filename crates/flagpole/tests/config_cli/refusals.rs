@@ -271,3 +271,31 @@ fn check_runs_what_serve_runs_before_it_listens() {
         &["cannot read missing.json"],
     );
 }
+
+#[test]
+fn check_creates_and_writes_nothing() {
+    // `check` may run where the proxy will never serve: a missing snapshot directory is judged
+    // by its nearest existing parent, and left uncreated.
+    let dir = workdir("check-writes-nothing");
+    let snapshot_dir = dir.join("var").join("lib").join("flagpole");
+    write_json(
+        &dir,
+        "config.json",
+        &with_environment(json!({"flagpole": {"snapshot_dir": snapshot_dir}})),
+    );
+    let before: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let out = run(&dir, &["check"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let after: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(before, after, "check wrote into its working directory");
+    assert!(
+        !dir.join("var").exists(),
+        "check created the snapshot directory"
+    );
+}
