@@ -106,6 +106,7 @@ def full_values(api_url: str, grpc_port: int = 8013) -> dict:
         "autoscaling": {"enabled": True, "minReplicas": 3, "maxReplicas": 12, "targetCPUUtilizationPercentage": 65},
         "podDisruptionBudget": {"enabled": True, "minAvailable": 2},
         "serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prometheus"}},
+        "prometheusRule": {"enabled": True, "for": "2m", "labels": {"release": "prometheus"}},
         "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
         "extraEnv": [{"name": "RUST_LOG", "value": "info"}],
         "podAnnotations": {"team": "flags"},
@@ -222,6 +223,8 @@ def test_default_values_render_a_pod_that_serves(tmp_path, flagpole):
     # No environment configured: the pod runs `serve --example` and serves the bundled example
     # (`flagpole check` has no such flag: it would say that the file names no environment).
     assert c["args"] == ["--example"]
+    # Ready means "can serve": stale documents do not take the pod out of the Service.
+    assert c["readinessProbe"]["httpGet"]["path"] == "/proxy/health/serving"
     pod_here = Pod(docs, tmp_path / "pod")
     fp = pod_here.start(flagpole, tmp_path / "run")
     assert_probes_answer(fp, c)
@@ -235,8 +238,8 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
         grpc_port = free_port()  # the pod runs here: a free port, not the default one
         values = full_values(upstream.api_url, grpc_port)
         docs = render(tmp_path, values)
-        assert sorted(docs) == ["Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Secret",
-                                "Service", "ServiceMonitor"], sorted(docs)
+        assert sorted(docs) == ["Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget",
+                                "PrometheusRule", "Secret", "Service", "ServiceMonitor"], sorted(docs)
         deployment = one(docs, "Deployment")
         assert "replicas" not in deployment["spec"], "the autoscaler owns the replica count"
         hpa = one(docs, "HorizontalPodAutoscaler")["spec"]
@@ -249,6 +252,11 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
         assert monitor["metadata"]["labels"]["release"] == "prometheus"
         assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s",
                                                  "scrapeTimeout": "10s"}]
+        rule = one(docs, "PrometheusRule")
+        assert rule["metadata"]["labels"]["release"] == "prometheus"
+        (alert,) = rule["spec"]["groups"][0]["rules"]
+        assert alert["alert"] == "FlagpoleEnvironmentStale" and alert["for"] == "2m", alert
+        assert "flagpole_environment_stale" in alert["expr"] and "$labels.environment" in alert["annotations"]["summary"]
         c = container(docs)
         assert c["image"] == "registry.example/flagpole:1.2.3"
         assert c["resources"] == values["resources"]
@@ -290,6 +298,15 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
         # The warm-start copy goes to the snapshot directory (the emptyDir; the rest is read-only).
         snapshots = pod.places[next(m["mountPath"] for m in c["volumeMounts"] if m["name"] == "snapshots")]
         wait_until(lambda: any(snapshots.iterdir()), WAIT, "nothing was written to the snapshot directory")
+
+        # An upstream outage: the document goes stale (the Edge Proxy's readiness says 503), and
+        # the chart's readiness probe keeps the pod in the Service, serving the last good flags.
+        upstream.set_mode("500")
+        wait_until(lambda: fp.get("/proxy/health/readiness").status == 503, WAIT, "never stale")
+        wait_until(lambda: re.search(rb"^flagpole_environment_stale\{[^}]*\} 1$", fp.get("/metrics").body, re.M),
+                   WAIT, "flagpole_environment_stale never said so")
+        assert_probes_answer(fp, c)
+        assert fp.get("/api/v1/flags/?feature=plain_string", "helm_client").json()["feature_state_value"] == "hello-r4"
     finally:
         redis.stop()
 
