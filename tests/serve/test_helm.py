@@ -267,14 +267,12 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
 
         # The Redis URL: only a reference to the Secret, never in the rendered objects.
         env = {v["name"]: v for v in c["env"]}
-        assert env["FLAGPOLE_REDIS_URL"]["valueFrom"] == {"secretKeyRef": {"name": "flagpole-redis", "key": "url"}}
-        names = [v["name"] for v in c["env"]]
-        assert names.index("FLAGPOLE_REDIS_URL") < names.index("FLAGPOLE"), names
-        section = json.loads(env["FLAGPOLE"]["value"])
-        assert section["fleet"] == {"redis_url": "$(FLAGPOLE_REDIS_URL)", "lease_seconds": 5}
-        assert section["grpc"] == {"port": grpc_port}
+        assert env["FLAGPOLE_FLEET_REDIS_URL"]["valueFrom"] == {
+            "secretKeyRef": {"name": "flagpole-redis", "key": "url"}}
+        assert "FLAGPOLE" not in env, "a whole-section variable would replace the file's section"
         config = rendered_config(docs)
-        assert "flagpole" not in config, "the section travels as $FLAGPOLE, which would replace it"
+        assert config["flagpole"]["fleet"] == {"lease_seconds": 5}, "the URL is merged in by Flagpole"
+        assert config["flagpole"]["grpc"] == {"port": grpc_port}
         assert config["environment_key_pairs"] == values["config"]["environment_key_pairs"]
 
         # Kubernetes resolves the Secret; Flagpole accepts what results and shows the URL redacted.
@@ -327,6 +325,34 @@ def test_config_from_an_existing_secret(tmp_path, flagpole):
     assert pod.check().returncode == 0
     fp = pod.start(flagpole, tmp_path / "run")
     assert fp.get("/api/v1/environment-document/", "ser.mine").status == 200
+
+
+def test_the_fleet_url_is_merged_into_an_existing_config_secret(tmp_path, flagpole):
+    """existingConfigSecret plus fleet.redisUrlSecret: the URL joins the file's own `flagpole`
+    section; every other setting of that file stays as written."""
+    need_redis()
+    redis = RedisServer(tmp_path / "redis").start()
+    try:
+        docs = render(tmp_path, {"existingConfigSecret": {"name": "mine", "key": "config.json"},
+                                 "fleet": {"redisUrlSecret": {"name": "flagpole-redis", "key": "url"}}})
+        document = REPO / "examples" / "environment.json"
+        mine = {"environment_key_pairs": [{"server_side_key": "ser.mine", "client_side_key": "example_client_key"}],
+                "flagpole": {"documents": [str(document)], "snapshot_dir": "/var/lib/flagpole",
+                             "metrics": {"enabled": False}, "identity_cache": {"max_bytes": 0},
+                             "fleet": {"lease_seconds": 3}}}
+        url = f"redis://127.0.0.1:{redis.port}/0"
+        pod = Pod(docs, tmp_path / "pod", secrets={("flagpole-redis", "url"): url}, config_text=json.dumps(mine))
+        checked = pod.check()
+        assert checked.returncode == 0, checked.stderr
+        effective = json.loads(checked.stdout)["flagpole"]
+        assert effective["metrics"]["enabled"] is False, effective["metrics"]
+        assert effective["identity_cache"]["max_bytes"] == 0, effective["identity_cache"]
+        assert effective["fleet"]["redis_url"] == url and effective["fleet"]["lease_seconds"] == 3, effective
+        assert "FLAGPOLE_FLEET_REDIS_URL" in checked.stderr, checked.stderr  # named as a source
+        fp = pod.start(flagpole, tmp_path / "run")
+        assert fp.get("/metrics").status == 404, "the file's metrics.enabled: false was lost"
+    finally:
+        redis.stop()
 
 
 def test_a_changed_configuration_rolls_the_pods(tmp_path):

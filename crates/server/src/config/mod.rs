@@ -207,8 +207,11 @@ fn resolve_aliases(root: &mut Map<String, Value>, warnings: &mut Vec<String>) {
 
 /// ` (from the environment variable NAME)` when the key at `path` was set by one, else empty.
 fn origin(path: &str, variables: &[Variable]) -> String {
-    let top = path.split(['.', '[']).next().unwrap_or_default();
-    match variables.iter().rev().find(|v| v.key == top) {
+    let within = |key: &str| {
+        path.strip_prefix(key)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+    };
+    match variables.iter().rev().find(|v| within(&v.key)) {
         Some(v) => format!(" (from the environment variable {})", v.name),
         None => String::new(),
     }
