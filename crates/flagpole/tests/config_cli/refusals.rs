@@ -206,7 +206,7 @@ fn values_that_cannot_be_meant_exit_2_naming_key_value_and_what_is_allowed() {
         ),
         (
             json!({"server": {"timeout_keep_alive": -1}}),
-            vec!["server.timeout_keep_alive:", "-1", "non-negative number of seconds"],
+            vec!["server.timeout_keep_alive:", "-1", "expected a number of seconds (greater than 0)"],
         ),
         (
             json!({"flagpole": {"shutdown_timeout_seconds": 0}}),

@@ -5,8 +5,8 @@
 //! `./config.json` if present) → one environment variable per top-level key ([`env`]; a
 //! misspelt variable stops startup naming the one meant). The merged JSON is deserialized into
 //! structs that mirror the file ([`file`]), the one list of keys, from which the JSON Schema is
-//! derived ([`schema`]). An unknown key close to a known one, anywhere in the file, stops
-//! startup naming that key ([`suggest`]), other unknown keys are warnings; a wrong type, a
+//! derived ([`schema`]). An unknown key, anywhere in the file, stops startup naming the key it is
+//! close to or the keys of its section ([`suggest`]), as the schema refuses it; a wrong type, a
 //! value outside the bounds the schema states ([`bounds`]) or keys that contradict each other
 //! ([`rules`]) stop it naming the key, the value and what is allowed. The result is the [`Config`] the server reads
 //! ([`settings`]); what to serve at start (configured environments, or the bundled example) is
@@ -179,14 +179,13 @@ fn parse(
 ) -> Result<Config, ConfigError> {
     resolve_aliases(&mut root, warnings);
     let root = Value::Object(root);
-    let unknown = suggest::sort(&suggest::unknown(&root));
-    if !unknown.typos.is_empty() {
-        return Err(ConfigError(unknown.typos.join("; ")));
+    let unknown = suggest::refusals(&suggest::unknown(&root));
+    if !unknown.is_empty() {
+        return Err(ConfigError(unknown.join("; ")));
     }
     let file: file::File =
         serde_path_to_error::deserialize(&root).map_err(|e| describe(&e, variables))?;
     bounds::check(&root, variables)?;
-    warnings.extend(unknown.ignored);
     let config = file.settings(warnings);
     rules::grace(&config)?;
     rules::fleet(&config)?;
@@ -232,9 +231,14 @@ fn describe(
         let why = v.not_json.as_deref()?;
         message.starts_with("invalid type: string").then_some(why)
     });
+    // A value of the wrong type: say the key's bounds too (`a number of seconds (at least 1)`).
+    let bounds = match bounds::allowed_at(&path) {
+        Some(allowed) if message.starts_with("invalid") => format!(" ({allowed})"),
+        _ => String::new(),
+    };
     match not_json {
         Some(why) => ConfigError(format!("{path}{from}: not valid JSON: {why}")),
-        None => ConfigError(format!("{path}{from}: {message}")),
+        None => ConfigError(format!("{path}{from}: {message}{bounds}")),
     }
 }
 

@@ -4,9 +4,11 @@
 //! each section for the did-you-mean (`suggest.rs`), the variables (`env.rs`), the value bounds
 //! the loader enforces (`bounds.rs`) and the reference table (`reference.rs`).
 //!
-//! Two things the derive cannot know are added here: the top-level aliases (`ALIASES`), and
-//! each key's default, read from the effective configuration of [`Config::default`] as
-//! `flagpole check` would print it, so the defaults have one source too.
+//! Three things the derive cannot know are added here: the top-level aliases (`ALIASES`), each
+//! key's default, read from the effective configuration of [`Config::default`] as `flagpole
+//! check` would print it, so the defaults have one source too; and `additionalProperties:
+//! false` on every section that declares its keys, as the loader refuses any other key there
+//! (`suggest.rs`): an editor then flags a misspelt key as `check` does.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -53,7 +55,23 @@ fn generate() -> Value {
             properties.insert((*alias).to_owned(), spelling);
         }
     }
+    close(&mut schema);
     schema
+}
+
+/// `additionalProperties: false` on every node that declares `properties` (and says nothing
+/// else about other keys), at any depth.
+fn close(node: &mut Value) {
+    match node {
+        Value::Object(object) => {
+            if object.contains_key("properties") && !object.contains_key("additionalProperties") {
+                object.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            object.values_mut().for_each(close);
+        }
+        Value::Array(list) => list.iter_mut().for_each(close),
+        _ => {}
+    }
 }
 
 /// Sets each property's `default` from the first of `defaults` that has it; removes the
@@ -193,6 +211,24 @@ mod tests {
         );
         assert_eq!(keys(&["logging", "override"]), None);
         assert_eq!(keys(&["endpoint_caches"]), None);
+    }
+
+    #[test]
+    fn every_section_that_declares_keys_is_closed() {
+        fn walk(node: &Value, at: &str) {
+            if let Some(object) = node.as_object() {
+                if object.contains_key("properties") {
+                    assert_eq!(object["additionalProperties"], false, "{at}");
+                }
+                for (key, child) in object {
+                    walk(child, &format!("{at}/{key}"));
+                }
+            } else if let Some(list) = node.as_array() {
+                list.iter().for_each(|child| walk(child, at));
+            }
+        }
+        walk(schema(), "");
+        assert_eq!(schema()["additionalProperties"], false);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Unknown keys and "did you mean". A key the configuration does not know is usually a typo of
 //! one it does (`enviroment_key_pairs`), and a typo silently drops the setting it meant: so an
-//! unknown key close to a known one at the same level (edit distance ≤ 2, or equal ignoring case
-//! and `_`/`-`) stops startup naming the key it is close to. Any other unknown key is a warning
-//! (a config written for a newer peer still starts).
+//! unknown key stops startup, named with the key it is close to at the same level (edit distance
+//! ≤ 2, or equal ignoring case and `_`/`-`) when there is one. Every key either Edge Proxy reads
+//! is declared, so their configurations load; refusing the rest is what the published schema
+//! says too (`additionalProperties: false`), so an editor and `check` give one answer.
 //!
 //! Unknown keys are found by walking the file along the JSON Schema derived from the serde
 //! structs (`schema.rs`), so the known keys cannot drift from what is parsed: every section, at
@@ -104,33 +105,25 @@ pub(super) fn unknown(root: &Value) -> Vec<KeyPath> {
     out
 }
 
-/// Unknown keys, sorted into typos (errors) and the rest (warnings).
-#[derive(Debug, Default)]
-pub(super) struct Unknown {
-    /// `unknown key 'x': did you mean 'y'?`
-    pub typos: Vec<String>,
-    /// `unknown config key 'x' ignored`
-    pub ignored: Vec<String>,
-}
-
-pub(super) fn sort(paths: &[KeyPath]) -> Unknown {
-    let mut unknown = Unknown::default();
-    for path in paths {
-        let close = path
-            .last_key()
-            .zip(keys(&path.section()))
-            .and_then(|(key, known)| closest(key, &known));
-        match close {
-            Some(known) => unknown.typos.push(format!(
-                "unknown key '{path}': did you mean '{}'?",
-                path.with_last(known)
-            )),
-            None => unknown
-                .ignored
-                .push(format!("unknown config key '{path}' ignored")),
-        }
-    }
-    unknown
+/// Why each unknown key is refused: `unknown key 'x': did you mean 'y'?` for a likely typo,
+/// else the keys its section has.
+pub(super) fn refusals(paths: &[KeyPath]) -> Vec<String> {
+    paths
+        .iter()
+        .map(|path| {
+            let known = keys(&path.section()).unwrap_or_default();
+            match path.last_key().and_then(|key| closest(key, &known)) {
+                Some(meant) => format!(
+                    "unknown key '{path}': did you mean '{}'?",
+                    path.with_last(meant)
+                ),
+                None => format!(
+                    "unknown key '{path}': not a setting (`flagpole config reference` lists them; here: {})",
+                    known.join(", ")
+                ),
+            }
+        })
+        .collect()
 }
 
 /// The known key `key` is a likely typo of, if any: equal ignoring case and `_`/`-`, else the
@@ -188,9 +181,8 @@ mod tests {
             Segment::Index(0),
             Segment::Key("pth".into()),
         ]);
-        let sorted = sort(&[path]);
         assert_eq!(
-            sorted.typos,
+            refusals(&[path]),
             ["unknown key 'flagpole.documents[0].pth': did you mean 'flagpole.documents[0].path'?"]
         );
     }
