@@ -23,6 +23,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,8 @@ from fleet_support import RedisServer, environment_id, need_redis
 CHART = REPO / "deploy" / "helm" / "flagpole"
 WAIT = 60  # seconds: the deadline of every wait for an event
 RELEASE = "edge"
+# `helm template` renders for Kubernetes 1.20 unless told; the chart needs 1.30 (preStop.sleep).
+KUBE = ("--kube-version", "1.30.0")
 
 
 def helm_binary() -> str:
@@ -62,7 +65,7 @@ def values_file(tmp_path: Path, values: dict | None, name: str = "values.json") 
 
 
 def render(tmp_path: Path, values: dict | None = None) -> dict[str, list[dict]]:
-    return by_kind(helm("template", RELEASE, str(CHART), *values_file(tmp_path, values)).stdout)
+    return by_kind(helm("template", RELEASE, str(CHART), *KUBE, *values_file(tmp_path, values)).stdout)
 
 
 def by_kind(rendered: str) -> dict[str, list[dict]]:
@@ -371,9 +374,37 @@ def test_a_changed_configuration_rolls_the_pods(tmp_path):
     ({"image": {"repository": ""}}, "repository"),
 ])
 def test_values_that_do_not_fit_are_refused_by_name(tmp_path, values, named):
-    done = helm("template", RELEASE, str(CHART), *values_file(tmp_path, values), check=False)
+    done = helm("template", RELEASE, str(CHART), *KUBE, *values_file(tmp_path, values), check=False)
     assert done.returncode != 0, done.stdout[:500]
     assert "schema" in done.stderr and named in done.stderr, done.stderr
+
+
+def test_config_values_are_checked_by_flagpoles_own_schema(tmp_path):
+    """values.schema.json's `config` is `flagpole config schema` (one source: the script that
+    copies it, run here as a check), so helm refuses what `flagpole check` would."""
+    copied = subprocess.run([sys.executable, str(REPO / "scripts" / "chart_schema.py"), "--check",
+                             "--flagpole", str(binary_path())], capture_output=True, text=True, timeout=WAIT)
+    assert copied.returncode == 0, copied.stderr
+    for bad, named in [
+        ('config.enviroment_key_pairs=[{"server_side_key": "ser.a", "client_side_key": "a"}]',
+         "enviroment_key_pairs"),
+        ('config.api_poll_frequency_seconds=0', "api_poll_frequency_seconds"),
+        ('config.flagpole={"metrics": {"enabeld": false}}', "enabeld"),
+        ('config.api_url="not a url"', "api_url"),
+    ]:
+        for command in (["template", RELEASE, str(CHART), *KUBE], ["lint", "--strict", str(CHART)]):
+            done = helm(*command, "--set-json", bad, check=False)
+            assert done.returncode != 0, (command, bad, done.stdout[:300])
+            assert named in done.stdout + done.stderr, (command, bad, done.stdout, done.stderr)
+    good = 'config.flagpole={"metrics": {"enabled": false}, "fleet": {"redis_url": "redis://r:6379/0"}}'
+    helm("template", RELEASE, str(CHART), *KUBE, "--set-json", good)
+
+
+def test_the_chart_needs_kubernetes_1_30(tmp_path):
+    # preStop.sleep, the drain before SIGTERM, exists from Kubernetes 1.30.
+    done = helm("template", RELEASE, str(CHART), "--kube-version", "1.29.9", check=False)
+    assert done.returncode != 0 and "kubeVersion" in done.stderr, done.stderr
+    helm("template", RELEASE, str(CHART), "--kube-version", "1.30.0")
 
 
 def test_the_readme_install_command_renders(tmp_path):
@@ -383,7 +414,7 @@ def test_the_readme_install_command_renders(tmp_path):
     line = block.replace("\\\n", " ")
     args = shlex.split(line)
     assert args[:3] == ["helm", "install", "flagpole"], args
-    out = subprocess.run([helm_binary(), "template", *args[2:]], cwd=REPO, capture_output=True, text=True,
+    out = subprocess.run([helm_binary(), "template", *args[2:], *KUBE], cwd=REPO, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     docs = by_kind(out.stdout)
