@@ -8,6 +8,13 @@ objects, null), an unknown key and a misspelt key in every section. Each is judg
 (Python `jsonschema`, draft 2020-12, as an editor would) and by `flagpole check`, and the two
 verdicts must be equal.
 
+Unknown keys follow README "Configuration": in Flagpole's own `flagpole` section (closed in the
+schema, `additionalProperties: false`) every one is refused by both. Outside it (the Edge
+Proxy's keys, whose configs must start on either peer) the schema is open and `check` loads the
+config with a warning `unknown config key '…' ignored`, both accepting; the one documented
+exception is a key close to a known one there (a likely typo), which the schema accepts and
+`check` refuses saying "did you mean".
+
 What a schema cannot say is left out, each for its stated reason (`CROSS_KEY`: rules between two
 keys; `NEEDS_FILES`: keys naming files `check` reads), and `check`'s message must then name that
 rule, so nothing else can hide behind it.
@@ -85,14 +92,37 @@ def generated(schema: dict) -> list[dict]:
             sections.append(path)
     for path in sections:
         some_key = next(iter(_properties(schema, path)), "x")
-        for key in ("not_a_setting_anywhere", some_key + "s", some_key[:-1]):
+        for key in (FAR_KEY, some_key + "s", some_key[:-1]):
             configs.append(set_at(BASE, path + (key,), 1) if path else {**BASE, key: 1})
     pair = BASE["environment_key_pairs"][0]
     for key in ("server_side_key", "client_side_key"):
         for value in VALUES:
             configs.append({**BASE, "environment_key_pairs": [{**pair, key: value}]})
     configs.append({**BASE, "environment_key_pairs": [{**pair, "client_side_kye": "a"}]})
+    configs.append({**BASE, "environment_key_pairs": [{**pair, FAR_KEY: "a"}]})
     return configs
+
+
+FAR_KEY = "not_a_setting_anywhere"  # close to no key of any section
+
+
+def far_key_path(node, path: str = "") -> str | None:
+    """Where `FAR_KEY` is in a config, as `check` writes key paths (`a.b[0].c`), if anywhere."""
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    for name, child in children:
+        at = f"{path}[{name}]" if isinstance(name, int) else f"{path}.{name}" if path else name
+        if name == FAR_KEY:
+            return at
+        if (found := far_key_path(child, at)) is not None:
+            return found
+    return None
+
+
+def typo_outside_flagpole(message: str) -> bool:
+    """`check` refusing a likely typo of a key outside Flagpole's section (the schema is open
+    there), with "did you mean"."""
+    return (message.startswith("error: unknown key '") and "did you mean" in message
+            and not message.startswith("error: unknown key 'flagpole."))
 
 
 def _properties(schema: dict, path: tuple[str, ...]) -> dict:
@@ -106,14 +136,16 @@ def _properties(schema: dict, path: tuple[str, ...]) -> dict:
     return {}
 
 
-def check(config: dict, directory: Path) -> tuple[bool, str]:
+def check(config: dict, directory: Path) -> tuple[bool, str, str]:
+    """`check`'s verdict, the last line of its stderr, and all of it."""
     env = {k: v for k, v in os.environ.items() if k.lower() not in CONFIG_ENV_KEYS}
     path = directory / f"{abs(hash(json.dumps(config, sort_keys=True)))}.json"
     path.write_text(json.dumps(config))
     done = subprocess.run([str(binary_path()), "check", "--config", str(path)], env=env, cwd=directory,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode in (0, 2), done.stderr
-    return done.returncode == 0, done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+    last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+    return done.returncode == 0, last, done.stderr
 
 
 def test_schema_and_check_give_one_verdict(tmp_path):
@@ -125,13 +157,28 @@ def test_schema_and_check_give_one_verdict(tmp_path):
     with ThreadPoolExecutor(max_workers=4) as pool:
         verdicts = list(pool.map(lambda c: check(c, tmp_path), configs))
     disagreements = []
-    for config, (accepted, message) in zip(configs, verdicts):
+    typos_outside, warned, refused_inside = 0, 0, 0
+    for config, (accepted, message, stderr) in zip(configs, verdicts):
         errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
         valid = not errors
+        far = far_key_path(config)
+        if far is not None and far.startswith("flagpole."):
+            refused_inside += 1
+            if accepted or "not a setting" not in message:
+                disagreements.append(f"check did not refuse {far}: {message}")
+        elif far is not None:
+            warned += 1
+            if not accepted or f"unknown config key '{far}' ignored" not in stderr:
+                disagreements.append(f"check did not load {far} with a warning: {stderr[-400:]}")
         if valid and not accepted and (message.startswith(CROSS_KEY) or CROSS_KEY_PORTS in message):
             continue  # a rule between keys: not the schema's to say
+        if valid and not accepted and typo_outside_flagpole(message):
+            typos_outside += 1
+            continue  # the documented exception: a likely typo in an open section
         if valid != accepted:
             why = errors[0].message if errors else message
             disagreements.append(f"schema {'accepts' if valid else 'refuses'}, check "
                                  f"{'accepts' if accepted else 'refuses'}: {json.dumps(config)}: {why}")
     assert not disagreements, f"{len(disagreements)} of {len(configs)}:\n" + "\n".join(disagreements[:40])
+    # Every kind was tried: far keys warned about outside `flagpole`, refused inside, typos outside.
+    assert warned >= 5 and refused_inside >= 5 and typos_outside >= 10, (warned, refused_inside, typos_outside)

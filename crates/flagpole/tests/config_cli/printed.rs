@@ -16,6 +16,7 @@ fn check_prints_the_effective_configuration_with_keys_redacted() {
             "environment_key_pairs": [pair("ser.very_secret_server_key", "the_client_key")],
             "proxy_key": "the_proxy_key",
             "api_poll_frequency": 3,
+            "some_future_key": true,
         }),
     );
     let out = run(&dir, &["check"], &[("SERVER", r#"{"port": 8123}"#)]);
@@ -36,6 +37,7 @@ fn check_prints_the_effective_configuration_with_keys_redacted() {
         effective["flagpole"]["identity_cache"]["max_bytes"],
         16 << 20
     );
+    assert!(effective.get("some_future_key").is_none());
     let pair = &effective["environment_key_pairs"][0];
     assert!(
         pair["server_side_key"]
@@ -43,6 +45,12 @@ fn check_prints_the_effective_configuration_with_keys_redacted() {
             .unwrap()
             .starts_with("ser…"),
         "{pair}"
+    );
+    assert!(
+        out.stderr
+            .contains("warning: unknown config key 'some_future_key' ignored"),
+        "{}",
+        out.stderr
     );
     assert!(
         out.stderr.contains(

@@ -116,7 +116,7 @@ fn json_logs_are_json_on_every_line() {
         "environment_key_pairs": [pair("ser.json_server_key", "example_client_key")],
         "api_url": "http://127.0.0.1:9/api/v1",
         "logging": {"log_format": "json", "enable_access_log": true},
-        "endpoint_caches": {"flags": {"use_cache": true}},
+        "unknown_top_level_key": 1,
     });
     write_json(&dir, "config.json", &config);
     let serving = Serving::start(&dir, &["--document", DOCUMENT], &[]);
@@ -131,7 +131,7 @@ fn json_logs_are_json_on_every_line() {
     }
     for part in [
         "listening on",
-        "endpoint_caches is ignored",
+        "unknown_top_level_key",
         "try: curl",
         "shutting down",
     ] {

@@ -5,8 +5,9 @@
 //! `./config.json` if present) → one environment variable per top-level key ([`env`]; a
 //! misspelt variable stops startup naming the one meant). The merged JSON is deserialized into
 //! structs that mirror the file ([`file`]), the one list of keys, from which the JSON Schema is
-//! derived ([`schema`]). An unknown key, anywhere in the file, stops startup naming the key it is
-//! close to or the keys of its section ([`suggest`]), as the schema refuses it; a wrong type, a
+//! derived ([`schema`]). An unknown key close to a known one, anywhere in the file, stops
+//! startup naming that key ([`suggest`]); any other unknown key does too inside the `flagpole`
+//! section (naming its keys, as the schema refuses it) and is a warning elsewhere; a wrong type, a
 //! value outside the bounds the schema states ([`bounds`]) or keys that contradict each other
 //! ([`rules`]) stop it naming the key, the value and what is allowed. The result is the [`Config`] the server reads
 //! ([`settings`]); what to serve at start (configured environments, or the bundled example) is
@@ -179,13 +180,14 @@ fn parse(
 ) -> Result<Config, ConfigError> {
     resolve_aliases(&mut root, warnings);
     let root = Value::Object(root);
-    let unknown = suggest::refusals(&suggest::unknown(&root));
-    if !unknown.is_empty() {
-        return Err(ConfigError(unknown.join("; ")));
+    let unknown = suggest::sort(&suggest::unknown(&root));
+    if !unknown.refused.is_empty() {
+        return Err(ConfigError(unknown.refused.join("; ")));
     }
     let file: file::File =
         serde_path_to_error::deserialize(&root).map_err(|e| describe(&e, variables))?;
     bounds::check(&root, variables)?;
+    warnings.extend(unknown.ignored);
     let config = file.settings(warnings);
     rules::grace(&config)?;
     rules::fleet(&config)?;

@@ -24,10 +24,11 @@ is a string: `API_URL=https://…`) → `FLAGPOLE_FLEET_REDIS_URL` (the Redis UR
 merged into the `flagpole.fleet` section the file or `FLAGPOLE` gives) → `--host`, `--port`,
 `--document`.
 
-- An unknown key is refused (exit 2), with the key meant when it is close to one (two edits,
-  or equal ignoring case, `_` and `-`), else with the keys its section has; so is an
-  environment variable close to one listed here (or to `CONFIG_PATH`). Every key of either
-  Flagsmith Edge Proxy is listed (those Flagpole has no use for as ignored).
+- An unknown key close to a known one (two edits, or equal ignoring case, `_` and `-`) is
+  refused with the key meant (exit 2); so is an environment variable close to one listed here
+  (or to `CONFIG_PATH`). Any other unknown key is refused inside `flagpole` (naming the keys
+  of its section) and a warning elsewhere. Every key of either Flagsmith Edge Proxy is listed
+  (those Flagpole has no use for as ignored).
 - A value outside the type or range below is refused naming the key, the value and what is
   allowed; so are a grace period shorter than the poll period and two listeners on one port.
 - `null` means the default, except where the description gives it a meaning.

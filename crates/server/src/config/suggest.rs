@@ -1,9 +1,12 @@
 //! Unknown keys and "did you mean". A key the configuration does not know is usually a typo of
 //! one it does (`enviroment_key_pairs`), and a typo silently drops the setting it meant: so an
-//! unknown key stops startup, named with the key it is close to at the same level (edit distance
-//! ≤ 2, or equal ignoring case and `_`/`-`) when there is one. Every key either Edge Proxy reads
-//! is declared, so their configurations load; refusing the rest is what the published schema
-//! says too (`additionalProperties: false`), so an editor and `check` give one answer.
+//! unknown key close to a known one at the same level (edit distance ≤ 2, or equal ignoring case
+//! and `_`/`-`) stops startup naming the key it is close to, in any section. Other unknown keys
+//! depend on whose section they are in. In Flagpole's own (`flagpole`, at any depth) every
+//! unknown key stops startup, naming the section's keys, as the published schema refuses it
+//! (`additionalProperties: false`). At the top level and in the Edge Proxy's sections it is a
+//! warning and ignored, so a config written for either peer (or a newer one) starts; the schema
+//! leaves those sections open.
 //!
 //! Unknown keys are found by walking the file along the JSON Schema derived from the serde
 //! structs (`schema.rs`), so the known keys cannot drift from what is parsed: every section, at
@@ -15,7 +18,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::schema::{alternatives, items, keys, property, schema};
+use super::schema::{alternatives, items, keys, property, schema, CLOSED};
 
 /// One step of a key path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,25 +108,36 @@ pub(super) fn unknown(root: &Value) -> Vec<KeyPath> {
     out
 }
 
-/// Why each unknown key is refused: `unknown key 'x': did you mean 'y'?` for a likely typo,
-/// else the keys its section has.
-pub(super) fn refusals(paths: &[KeyPath]) -> Vec<String> {
-    paths
-        .iter()
-        .map(|path| {
-            let known = keys(&path.section()).unwrap_or_default();
-            match path.last_key().and_then(|key| closest(key, &known)) {
-                Some(meant) => format!(
-                    "unknown key '{path}': did you mean '{}'?",
-                    path.with_last(meant)
-                ),
-                None => format!(
-                    "unknown key '{path}': not a setting (`flagpole config reference` lists them; here: {})",
-                    known.join(", ")
-                ),
-            }
-        })
-        .collect()
+/// Unknown keys, sorted into refusals (errors) and the rest (warnings).
+#[derive(Debug, Default)]
+pub(super) struct Unknown {
+    /// `unknown key 'x': did you mean 'y'?`, or in Flagpole's section the keys it has.
+    pub refused: Vec<String>,
+    /// `unknown config key 'x' ignored`
+    pub ignored: Vec<String>,
+}
+
+pub(super) fn sort(paths: &[KeyPath]) -> Unknown {
+    let mut unknown = Unknown::default();
+    for path in paths {
+        let known = keys(&path.section()).unwrap_or_default();
+        let meant = path.last_key().and_then(|key| closest(key, &known));
+        let closed = path.0.len() > 1 && path.0.first() == Some(&Segment::Key(CLOSED.into()));
+        match meant {
+            Some(meant) => unknown.refused.push(format!(
+                "unknown key '{path}': did you mean '{}'?",
+                path.with_last(meant)
+            )),
+            None if closed => unknown.refused.push(format!(
+                "unknown key '{path}': not a setting (`flagpole config reference` lists them; here: {})",
+                known.join(", ")
+            )),
+            None => unknown
+                .ignored
+                .push(format!("unknown config key '{path}' ignored")),
+        }
+    }
+    unknown
 }
 
 /// The known key `key` is a likely typo of, if any: equal ignoring case and `_`/`-`, else the
@@ -182,7 +196,7 @@ mod tests {
             Segment::Key("pth".into()),
         ]);
         assert_eq!(
-            refusals(&[path]),
+            sort(&[path]).refused,
             ["unknown key 'flagpole.documents[0].pth': did you mean 'flagpole.documents[0].path'?"]
         );
     }

@@ -222,22 +222,37 @@ fn typos_are_errors_naming_the_key_they_are_close_to() {
 }
 
 #[test]
-fn other_unknown_keys_are_refused_naming_the_section_keys() {
-    let e = error(json!({"bogus": 1, "server": {"something_else": 2},
-        "logging": {"override": {"anything": {"goes": true}}}, "endpoint_caches": null}));
-    assert!(
-        e.starts_with("unknown key 'bogus': not a setting (`flagpole config reference` lists them; here: $schema, environment_key_pairs,"),
-        "{e}"
-    );
-    assert!(
-        e.contains("; unknown key 'server.something_else': not a setting (`flagpole config reference` lists them; here: host, port,"),
-        "{e}"
+fn other_unknown_keys_outside_flagpoles_section_warn() {
+    let loaded = load_json(json!({"bogus": 1, "server": {"something_else": 2},
+        "logging": {"override": {"anything": {"goes": true}}}, "endpoint_caches": null}))
+    .unwrap();
+    assert_eq!(
+        loaded.warnings,
+        [
+            "unknown config key 'bogus' ignored",
+            "unknown config key 'server.something_else' ignored"
+        ]
     );
     // Free-form values declare no keys: anything goes inside them.
     load_json(
         json!({"logging": {"override": {"anything": {"goes": true}}}, "endpoint_caches": {"x": 1}}),
     )
     .unwrap();
+}
+
+#[test]
+fn other_unknown_keys_in_flagpoles_section_are_refused_naming_its_keys() {
+    let e = error(json!({"bogus": 1, "flagpole": {"something_else": 2,
+        "metrics": {"anything": true}}}));
+    assert!(
+        e.starts_with("unknown key 'flagpole.something_else': not a setting (`flagpole config reference` lists them; here: "),
+        "{e}"
+    );
+    assert!(
+        e.contains("; unknown key 'flagpole.metrics.anything': not a setting (`flagpole config reference` lists them; here: enabled,"),
+        "{e}"
+    );
+    assert!(!e.contains("bogus"), "{e}");
 }
 
 #[test]
