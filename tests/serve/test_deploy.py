@@ -1,7 +1,8 @@
 """Deployment (issue "operations"): what an orchestrator relies on.
 
-- `flagpole health`, the probe the Docker image's HEALTHCHECK runs: exit 0 when readiness
-  answers 200, 1 when it does not, when nothing listens, or when nothing answers in time.
+- `flagpole health`, the probe the Docker image's HEALTHCHECK runs: exit 0 when the proxy can
+  serve (`/proxy/health/serving`; `--strict`: the Edge Proxy's readiness) answers 200, 1 when it
+  does not, when nothing listens, or when nothing answers in time.
 - Replicas behind one load balancer: two processes on the same document answer every endpoint
   with the same bytes and the same ETag, before and after the same edit, with and without gzip
   (so a client's conditional request may land on either replica).
@@ -81,6 +82,8 @@ def test_health_ready_exits_0(flagpole, tmp_path):
         assert out.startswith("ready: 200") and len(out.splitlines()) == 1, out
     # Without --url: the port `serve` would use, from $SERVER, $CONFIG_PATH or ./config.json.
     code, out = health(env={"SERVER": json.dumps({"port": fp.port})}, cwd=tmp_path)
+    assert code == 0 and f":{fp.port}/proxy/health/serving" in out, out
+    code, out = health("--strict", env={"SERVER": json.dumps({"port": fp.port})}, cwd=tmp_path)
     assert code == 0 and f":{fp.port}/proxy/health/readiness" in out, out
     conf = tmp_path / "probe"
     conf.mkdir()

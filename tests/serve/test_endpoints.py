@@ -71,7 +71,8 @@ def assert_flags(got, expected):
 # ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/proxy/health/readiness", "/proxy/health", "/health"])
+@pytest.mark.parametrize("path", ["/proxy/health/readiness", "/proxy/health", "/health",
+                                  "/proxy/health/serving"])
 def test_readiness_paths(srv, path):
     r = srv.get(path)
     assert r.status == 200, r

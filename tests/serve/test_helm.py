@@ -23,6 +23,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,8 @@ from fleet_support import RedisServer, environment_id, need_redis
 CHART = REPO / "deploy" / "helm" / "flagpole"
 WAIT = 60  # seconds: the deadline of every wait for an event
 RELEASE = "edge"
+# `helm template` renders for Kubernetes 1.20 unless told; the chart needs 1.30 (preStop.sleep).
+KUBE = ("--kube-version", "1.30.0")
 
 
 def helm_binary() -> str:
@@ -62,7 +65,7 @@ def values_file(tmp_path: Path, values: dict | None, name: str = "values.json") 
 
 
 def render(tmp_path: Path, values: dict | None = None) -> dict[str, list[dict]]:
-    return by_kind(helm("template", RELEASE, str(CHART), *values_file(tmp_path, values)).stdout)
+    return by_kind(helm("template", RELEASE, str(CHART), *KUBE, *values_file(tmp_path, values)).stdout)
 
 
 def by_kind(rendered: str) -> dict[str, list[dict]]:
@@ -106,6 +109,7 @@ def full_values(api_url: str, grpc_port: int = 8013) -> dict:
         "autoscaling": {"enabled": True, "minReplicas": 3, "maxReplicas": 12, "targetCPUUtilizationPercentage": 65},
         "podDisruptionBudget": {"enabled": True, "minAvailable": 2},
         "serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prometheus"}},
+        "prometheusRule": {"enabled": True, "for": "2m", "labels": {"release": "prometheus"}},
         "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
         "extraEnv": [{"name": "RUST_LOG", "value": "info"}],
         "podAnnotations": {"team": "flags"},
@@ -222,6 +226,8 @@ def test_default_values_render_a_pod_that_serves(tmp_path, flagpole):
     # No environment configured: the pod runs `serve --example` and serves the bundled example
     # (`flagpole check` has no such flag: it would say that the file names no environment).
     assert c["args"] == ["--example"]
+    # Ready means "can serve": stale documents do not take the pod out of the Service.
+    assert c["readinessProbe"]["httpGet"]["path"] == "/proxy/health/serving"
     pod_here = Pod(docs, tmp_path / "pod")
     fp = pod_here.start(flagpole, tmp_path / "run")
     assert_probes_answer(fp, c)
@@ -235,8 +241,8 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
         grpc_port = free_port()  # the pod runs here: a free port, not the default one
         values = full_values(upstream.api_url, grpc_port)
         docs = render(tmp_path, values)
-        assert sorted(docs) == ["Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Secret",
-                                "Service", "ServiceMonitor"], sorted(docs)
+        assert sorted(docs) == ["Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget",
+                                "PrometheusRule", "Secret", "Service", "ServiceMonitor"], sorted(docs)
         deployment = one(docs, "Deployment")
         assert "replicas" not in deployment["spec"], "the autoscaler owns the replica count"
         hpa = one(docs, "HorizontalPodAutoscaler")["spec"]
@@ -249,6 +255,11 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
         assert monitor["metadata"]["labels"]["release"] == "prometheus"
         assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s",
                                                  "scrapeTimeout": "10s"}]
+        rule = one(docs, "PrometheusRule")
+        assert rule["metadata"]["labels"]["release"] == "prometheus"
+        (alert,) = rule["spec"]["groups"][0]["rules"]
+        assert alert["alert"] == "FlagpoleEnvironmentStale" and alert["for"] == "2m", alert
+        assert "flagpole_environment_stale" in alert["expr"] and "$labels.environment" in alert["annotations"]["summary"]
         c = container(docs)
         assert c["image"] == "registry.example/flagpole:1.2.3"
         assert c["resources"] == values["resources"]
@@ -259,14 +270,12 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
 
         # The Redis URL: only a reference to the Secret, never in the rendered objects.
         env = {v["name"]: v for v in c["env"]}
-        assert env["FLAGPOLE_REDIS_URL"]["valueFrom"] == {"secretKeyRef": {"name": "flagpole-redis", "key": "url"}}
-        names = [v["name"] for v in c["env"]]
-        assert names.index("FLAGPOLE_REDIS_URL") < names.index("FLAGPOLE"), names
-        section = json.loads(env["FLAGPOLE"]["value"])
-        assert section["fleet"] == {"redis_url": "$(FLAGPOLE_REDIS_URL)", "lease_seconds": 5}
-        assert section["grpc"] == {"port": grpc_port}
+        assert env["FLAGPOLE_FLEET_REDIS_URL"]["valueFrom"] == {
+            "secretKeyRef": {"name": "flagpole-redis", "key": "url"}}
+        assert "FLAGPOLE" not in env, "a whole-section variable would replace the file's section"
         config = rendered_config(docs)
-        assert "flagpole" not in config, "the section travels as $FLAGPOLE, which would replace it"
+        assert config["flagpole"]["fleet"] == {"lease_seconds": 5}, "the URL is merged in by Flagpole"
+        assert config["flagpole"]["grpc"] == {"port": grpc_port}
         assert config["environment_key_pairs"] == values["config"]["environment_key_pairs"]
 
         # Kubernetes resolves the Secret; Flagpole accepts what results and shows the URL redacted.
@@ -290,6 +299,15 @@ def test_full_values_with_the_redis_url_from_a_secret(tmp_path, flagpole, upstre
         # The warm-start copy goes to the snapshot directory (the emptyDir; the rest is read-only).
         snapshots = pod.places[next(m["mountPath"] for m in c["volumeMounts"] if m["name"] == "snapshots")]
         wait_until(lambda: any(snapshots.iterdir()), WAIT, "nothing was written to the snapshot directory")
+
+        # An upstream outage: the document goes stale (the Edge Proxy's readiness says 503), and
+        # the chart's readiness probe keeps the pod in the Service, serving the last good flags.
+        upstream.set_mode("500")
+        wait_until(lambda: fp.get("/proxy/health/readiness").status == 503, WAIT, "never stale")
+        wait_until(lambda: re.search(rb"^flagpole_environment_stale\{[^}]*\} 1$", fp.get("/metrics").body, re.M),
+                   WAIT, "flagpole_environment_stale never said so")
+        assert_probes_answer(fp, c)
+        assert fp.get("/api/v1/flags/?feature=plain_string", "helm_client").json()["feature_state_value"] == "hello-r4"
     finally:
         redis.stop()
 
@@ -312,6 +330,34 @@ def test_config_from_an_existing_secret(tmp_path, flagpole):
     assert fp.get("/api/v1/environment-document/", "ser.mine").status == 200
 
 
+def test_the_fleet_url_is_merged_into_an_existing_config_secret(tmp_path, flagpole):
+    """existingConfigSecret plus fleet.redisUrlSecret: the URL joins the file's own `flagpole`
+    section; every other setting of that file stays as written."""
+    need_redis()
+    redis = RedisServer(tmp_path / "redis").start()
+    try:
+        docs = render(tmp_path, {"existingConfigSecret": {"name": "mine", "key": "config.json"},
+                                 "fleet": {"redisUrlSecret": {"name": "flagpole-redis", "key": "url"}}})
+        document = REPO / "examples" / "environment.json"
+        mine = {"environment_key_pairs": [{"server_side_key": "ser.mine", "client_side_key": "example_client_key"}],
+                "flagpole": {"documents": [str(document)], "snapshot_dir": "/var/lib/flagpole",
+                             "metrics": {"enabled": False}, "identity_cache": {"max_bytes": 0},
+                             "fleet": {"lease_seconds": 3}}}
+        url = f"redis://127.0.0.1:{redis.port}/0"
+        pod = Pod(docs, tmp_path / "pod", secrets={("flagpole-redis", "url"): url}, config_text=json.dumps(mine))
+        checked = pod.check()
+        assert checked.returncode == 0, checked.stderr
+        effective = json.loads(checked.stdout)["flagpole"]
+        assert effective["metrics"]["enabled"] is False, effective["metrics"]
+        assert effective["identity_cache"]["max_bytes"] == 0, effective["identity_cache"]
+        assert effective["fleet"]["redis_url"] == url and effective["fleet"]["lease_seconds"] == 3, effective
+        assert "FLAGPOLE_FLEET_REDIS_URL" in checked.stderr, checked.stderr  # named as a source
+        fp = pod.start(flagpole, tmp_path / "run")
+        assert fp.get("/metrics").status == 404, "the file's metrics.enabled: false was lost"
+    finally:
+        redis.stop()
+
+
 def test_a_changed_configuration_rolls_the_pods(tmp_path):
     def checksum(values):
         deployment = one(render(tmp_path, values), "Deployment")
@@ -328,9 +374,40 @@ def test_a_changed_configuration_rolls_the_pods(tmp_path):
     ({"image": {"repository": ""}}, "repository"),
 ])
 def test_values_that_do_not_fit_are_refused_by_name(tmp_path, values, named):
-    done = helm("template", RELEASE, str(CHART), *values_file(tmp_path, values), check=False)
+    done = helm("template", RELEASE, str(CHART), *KUBE, *values_file(tmp_path, values), check=False)
     assert done.returncode != 0, done.stdout[:500]
     assert "schema" in done.stderr and named in done.stderr, done.stderr
+
+
+def test_config_values_are_checked_by_flagpoles_own_schema(tmp_path):
+    """values.schema.json's `config` is `flagpole config schema` (one source: the script that
+    copies it, run here as a check), so helm refuses what `flagpole check` would."""
+    copied = subprocess.run([sys.executable, str(REPO / "scripts" / "chart_schema.py"), "--check",
+                             "--flagpole", str(binary_path())], capture_output=True, text=True, timeout=WAIT)
+    assert copied.returncode == 0, copied.stderr
+    # Outside `flagpole` the schema is open (Flagpole only warns about a key it does not know
+    # there), so a misspelt Edge Proxy key is `check`'s to refuse; inside it, helm refuses too.
+    for bad, named in [
+        ('config.flagpole={"identity_cach": {"max_bytes": 0}}', "identity_cach"),
+        ('config.environment_key_pairs=[{"server_side_key": 1, "client_side_key": "a"}]',
+         "server_side_key"),
+        ('config.api_poll_frequency_seconds=0', "api_poll_frequency_seconds"),
+        ('config.flagpole={"metrics": {"enabeld": false}}', "enabeld"),
+        ('config.api_url="not a url"', "api_url"),
+    ]:
+        for command in (["template", RELEASE, str(CHART), *KUBE], ["lint", "--strict", str(CHART)]):
+            done = helm(*command, "--set-json", bad, check=False)
+            assert done.returncode != 0, (command, bad, done.stdout[:300])
+            assert named in done.stdout + done.stderr, (command, bad, done.stdout, done.stderr)
+    good = 'config.flagpole={"metrics": {"enabled": false}, "fleet": {"redis_url": "redis://r:6379/0"}}'
+    helm("template", RELEASE, str(CHART), *KUBE, "--set-json", good)
+
+
+def test_the_chart_needs_kubernetes_1_30(tmp_path):
+    # preStop.sleep, the drain before SIGTERM, exists from Kubernetes 1.30.
+    done = helm("template", RELEASE, str(CHART), "--kube-version", "1.29.9", check=False)
+    assert done.returncode != 0 and "kubeVersion" in done.stderr, done.stderr
+    helm("template", RELEASE, str(CHART), "--kube-version", "1.30.0")
 
 
 def test_the_readme_install_command_renders(tmp_path):
@@ -340,7 +417,7 @@ def test_the_readme_install_command_renders(tmp_path):
     line = block.replace("\\\n", " ")
     args = shlex.split(line)
     assert args[:3] == ["helm", "install", "flagpole"], args
-    out = subprocess.run([helm_binary(), "template", *args[2:]], cwd=REPO, capture_output=True, text=True,
+    out = subprocess.run([helm_binary(), "template", *args[2:], *KUBE], cwd=REPO, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     docs = by_kind(out.stdout)

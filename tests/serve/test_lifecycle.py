@@ -292,7 +292,10 @@ def test_config_path_env_and_cwd_config(flagpole, tmp_path):
     assert fp2.get("/api/v1/flags/", envs[0].server_key).status == 200
 
 
-def test_unknown_config_keys_are_not_fatal(flagpole, tmp_path):
+def test_unknown_config_keys_are_not_fatal_outside_flagpoles_section(flagpole, tmp_path):
+    # The Edge Proxy's keys Flagpole has no use for, and keys no peer reads (a newer peer's),
+    # load with a warning outside the `flagpole` section; inside it an unknown key is refused,
+    # as the published schema refuses it (additionalProperties: false there).
     envs = standard_envs()[:1]
     paths = write_documents(tmp_path / "docs", envs)
     cfg = local_config(paths, envs)
@@ -305,6 +308,13 @@ def test_unknown_config_keys_are_not_fatal(flagpole, tmp_path):
     fp = flagpole(cfg)
     fp.wait_ready(WAIT)
     assert fp.get("/api/v1/flags/", envs[0].client_key).status == 200
+    assert "unknown config key 'some_future_key' ignored" in fp.stderr_text(), fp.stderr_tail()
+    refused = flagpole({**cfg, "flagpole": {**cfg["flagpole"], "some_future_key": 1}}, start=False)
+    refused.expect_clean_exit = False
+    refused.start(wait=False)
+    assert refused.proc.wait(timeout=WAIT) == 2
+    assert "unknown key 'flagpole.some_future_key': not a setting" in refused.stderr_text(), \
+        refused.stderr_tail()
 
 
 @pytest.mark.parametrize("bad", [

@@ -176,6 +176,7 @@ def test_curl_http2_and_http1_over_tls_and_the_plain_port(tmp_path, pki, tls_fla
         conn.close()
     # The plain port: probes, metrics and the status page; nothing an SDK reads.
     assert http_request(plain, "GET", "/proxy/health/readiness").status == 200
+    assert http_request(plain, "GET", "/proxy/health/serving").status == 200
     assert http_request(plain, "GET", "/metrics").status == 200
     refused = http_request(plain, "GET", "/api/v1/flags/", {"X-Environment-Key": ENV.client_key})
     assert refused.status == 404 and "HTTPS" in json.loads(refused.body)["message"], refused

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 from datetime import datetime, timezone
 
@@ -39,6 +40,7 @@ from serve_harness import (
     POLL_SECONDS,
     Env,
     Upstream,
+    binary_path,
     upstream_config,
     wait_until,
 )
@@ -135,7 +137,7 @@ def test_not_loaded_then_recovery(flagpole, upstream):
     status, body = readiness(fp)
     assert status == 503, body
     assert body["status"] != "ok" and body["reason"] == "environment document(s) not updated.", body
-    for path in ("/proxy/health", "/health"):
+    for path in ("/proxy/health", "/health", "/proxy/health/serving"):
         assert fp.get(path).status == 503
     assert fp.get("/proxy/health/liveness").status == 200
     for key in (CLIENT, SERVER):
@@ -149,6 +151,36 @@ def test_not_loaded_then_recovery(flagpole, upstream):
     fp.wait_ready(WAIT)
     assert_serves(fp, doc(0))
     assert readiness(fp)[1]["reason"] is None
+
+
+def test_serving_readiness_stays_200_through_an_outage(flagpole, upstream):
+    """The Edge Proxy's readiness turns 503 once the document is stale; `/proxy/health/serving`
+    (the chart's readiness probe, `flagpole health`'s default) stays 200 while every environment
+    has a document, so an upstream outage does not empty a Service of the replicas holding the
+    last good flags. The staleness stays visible: in its body and in the STALE answers."""
+    fp = start_with(flagpole, upstream, doc(0))
+    served = fp.get("/proxy/health/serving")
+    assert served.status == 200, served
+    assert served.json()["stale"] == "0/1 environments stale", served.json()
+    upstream.set_mode("500")
+    wait_until(lambda: assert_staleness_rule(fp, STALE_AFTER_1_ENV)[0] == 503, WAIT,
+               "readiness never went stale")
+    served = fp.get("/proxy/health/serving")
+    body = served.json()
+    assert served.status == 200 and body["status"] == "ok" and body["reason"] is None, body
+    assert body["stale"] == "1/1 environments stale" and body["last_successful_update"], body
+    for path in ("/proxy/health", "/health"):
+        assert fp.get(path).status == 503, path
+    assert rev_of(fp) == "hello-r0"
+    # The probe command: can serve by default, the Edge Proxy's rule with --strict.
+    probe = [str(binary_path()), "health", "--url", fp.base_url]
+    ok = subprocess.run(probe, capture_output=True, text=True, timeout=WAIT)
+    assert ok.returncode == 0 and "/proxy/health/serving" in ok.stdout, ok
+    strict = subprocess.run([*probe, "--strict"], capture_output=True, text=True, timeout=WAIT)
+    assert strict.returncode == 1 and "stale" in strict.stderr, strict
+    upstream.set_mode("ok")
+    fp.wait_ready(WAIT)
+    assert fp.get("/proxy/health/serving").json()["stale"] == "0/1 environments stale"
 
 
 def test_304_keeps_document_and_counts_as_success(flagpole, upstream):

@@ -3,7 +3,11 @@
 //!
 //! One blocking HTTP/1.1 `GET` on a `std::net::TcpStream`, no runtime, no TLS (a probe talks to
 //! the proxy it runs next to). Exit 0 when the answer is 200, 1 otherwise (Docker reserves 2), with
-//! one line saying why. Without `--url` it probes `http://127.0.0.1:<port>/proxy/health/readiness`,
+//! one line saying why. It asks whether the proxy can serve (`/proxy/health/serving`: every
+//! environment has a document, stale or not), so that an upstream outage does not mark every
+//! container unhealthy and have an orchestrator replace the ones holding the last good flags;
+//! `--strict` asks the Edge Proxy's readiness (`/proxy/health/readiness`: 503 once stale).
+//! Without `--url` it probes `http://127.0.0.1:<port><path>`,
 //! the port taken from the configuration `serve` would read (`$CONFIG_PATH` or `./config.json`, and
 //! the `SERVER` variable) when it can be read, else 8000 (with `server.tls`, its `plain_port` if
 //! set); no config file is needed.
@@ -15,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use crate::HealthArgs;
 
-/// The path probed when `--url` has none.
+/// The path probed when `--url` has none: the proxy can serve.
+const SERVING_PATH: &str = "/proxy/health/serving";
+/// With `--strict`: the Edge Proxy's readiness, 503 once a document is stale.
 const READINESS_PATH: &str = "/proxy/health/readiness";
 /// A health answer is tiny; reading stops here.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -37,8 +43,13 @@ impl Target {
 }
 
 pub(crate) fn run(args: &HealthArgs) -> ExitCode {
-    let url = args.url.clone().unwrap_or_else(default_url);
-    let target = match parse_url(&url) {
+    let path = if args.strict {
+        READINESS_PATH
+    } else {
+        SERVING_PATH
+    };
+    let url = args.url.clone().unwrap_or_else(|| default_url(path));
+    let target = match parse_url(&url, path) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("unhealthy: {e}");
@@ -70,8 +81,8 @@ pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     }
 }
 
-/// The readiness URL of the proxy `flagpole serve` would start with the same environment.
-fn default_url() -> String {
+/// The URL of `path` on the proxy `flagpole serve` would start with the same environment.
+fn default_url(path: &str) -> String {
     let env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
@@ -85,7 +96,7 @@ fn default_url() -> String {
         ),
         Err(_) => ("127.0.0.1".to_string(), 8000),
     };
-    format!("http://{host}:{port}{READINESS_PATH}")
+    format!("http://{host}:{port}{path}")
 }
 
 /// The address to probe for a listen address: wildcards become loopback.
@@ -98,9 +109,9 @@ fn probe_host(listen: &str) -> String {
     }
 }
 
-/// `http://host[:port][/path]`, `host[:port][/path]`; a URL without a path (or `/`) gets the
-/// readiness path.
-fn parse_url(url: &str) -> Result<Target, String> {
+/// `http://host[:port][/path]`, `host[:port][/path]`; a URL without a path (or `/`) gets
+/// `default_path`.
+fn parse_url(url: &str, default_path: &str) -> Result<Target, String> {
     let url = url.trim();
     let rest = match url.split_once("://") {
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
@@ -129,7 +140,7 @@ fn parse_url(url: &str) -> Result<Target, String> {
         return Err(format!("{url}: bad host {host:?}"));
     }
     let path = match path {
-        "" | "/" => READINESS_PATH.to_string(),
+        "" | "/" => default_path.to_string(),
         p if p.starts_with('?') => format!("/{p}"),
         p => p.to_string(),
     };
@@ -224,7 +235,8 @@ mod tests {
 
     #[test]
     fn urls() {
-        let ready = READINESS_PATH;
+        let ready = SERVING_PATH;
+        let parse_url = |url| parse_url(url, SERVING_PATH);
         assert_eq!(
             parse_url("http://127.0.0.1:8000").unwrap(),
             target("127.0.0.1", 8000, ready)
@@ -248,6 +260,10 @@ mod tests {
         assert_eq!(
             parse_url("http://[::1]").unwrap(),
             target("[::1]", 80, ready)
+        );
+        assert_eq!(
+            super::parse_url("http://[::1]", READINESS_PATH).unwrap(),
+            target("[::1]", 80, READINESS_PATH)
         );
         for bad in [
             "https://x",

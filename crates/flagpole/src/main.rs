@@ -36,7 +36,8 @@ enum Command {
     /// Evaluate flags locally, exactly as the Flagsmith engine would.
     #[command(subcommand)]
     Eval(EvalCommand),
-    /// Probe a running proxy's readiness: exit 0 on 200, 1 otherwise (for Docker HEALTHCHECK).
+    /// Probe whether a running proxy can serve: exit 0 on 200, 1 otherwise (for Docker
+    /// HEALTHCHECK).
     Health(HealthArgs),
 }
 
@@ -69,11 +70,16 @@ pub(crate) struct CheckArgs {
 
 #[derive(Args)]
 pub(crate) struct HealthArgs {
-    /// A base URL (`http://127.0.0.1:8000`: the readiness path is added) or a full URL
-    /// [default: http://127.0.0.1:<port>/proxy/health/readiness, the port from the configuration
+    /// A base URL (`http://127.0.0.1:8000`: the probe's path is added) or a full URL
+    /// [default: http://127.0.0.1:<port>/proxy/health/serving, the port from the configuration
     /// `serve` reads ($CONFIG_PATH or ./config.json, $SERVER), else 8000]
     #[arg(long)]
     pub url: Option<String>,
+    /// Probe the Edge Proxy's readiness (`/proxy/health/readiness`: not ready once a document is
+    /// stale) instead of whether the proxy can serve (`/proxy/health/serving`: every environment
+    /// has a document, stale or not).
+    #[arg(long)]
+    pub strict: bool,
     /// Seconds to wait for the whole answer.
     #[arg(long, default_value = "3", value_parser = health_cmd::parse_timeout)]
     pub timeout: f64,

@@ -69,9 +69,9 @@ const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
 
 /// Every check `serve` makes before it listens beyond the configuration's own (documents, TLS
 /// files, the snapshot directory): what `flagpole check` runs so that it passes only when `serve`
-/// would start.
+/// would start. It creates and writes nothing.
 pub fn preflight(config: &config::Config) -> Result<(), String> {
-    preflight::run(config).map(drop)
+    preflight::run(config, preflight::Mode::Look).map(drop)
 }
 
 /// Runs the proxy until SIGINT/SIGTERM, in start-up phases: configuration, the store and its
@@ -95,7 +95,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
 
     let example = startup.plan.example != config::Example::No;
     // What would stop the start is found before anything listens (as `flagpole check` finds it).
-    let ready = preflight::run(&config)?;
+    let ready = preflight::run(&config, preflight::Mode::Serve)?;
     let (store, plan) = build_store(&config, ready.documents, example, &shutdown)?;
     let store = Arc::new(store);
     let ports = listen(&config, ready.tls.map(Arc::new)).await?;

@@ -206,7 +206,7 @@ fn values_that_cannot_be_meant_exit_2_naming_key_value_and_what_is_allowed() {
         ),
         (
             json!({"server": {"timeout_keep_alive": -1}}),
-            vec!["server.timeout_keep_alive:", "-1", "non-negative number of seconds"],
+            vec!["server.timeout_keep_alive:", "-1", "expected a number of seconds (greater than 0)"],
         ),
         (
             json!({"flagpole": {"shutdown_timeout_seconds": 0}}),
@@ -269,5 +269,33 @@ fn check_runs_what_serve_runs_before_it_listens() {
         &json!({"flagpole": {"documents": ["missing.json"]}}),
         &[],
         &["cannot read missing.json"],
+    );
+}
+
+#[test]
+fn check_creates_and_writes_nothing() {
+    // `check` may run where the proxy will never serve: a missing snapshot directory is judged
+    // by its nearest existing parent, and left uncreated.
+    let dir = workdir("check-writes-nothing");
+    let snapshot_dir = dir.join("var").join("lib").join("flagpole");
+    write_json(
+        &dir,
+        "config.json",
+        &with_environment(json!({"flagpole": {"snapshot_dir": snapshot_dir}})),
+    );
+    let before: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let out = run(&dir, &["check"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let after: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(before, after, "check wrote into its working directory");
+    assert!(
+        !dir.join("var").exists(),
+        "check created the snapshot directory"
     );
 }

@@ -30,6 +30,8 @@ pub(crate) enum Route<'a> {
     OfrepEvents,
     Liveness,
     Readiness,
+    /// Readiness that stale documents do not fail (`/proxy/health/serving`).
+    Serving,
     Metrics,
     Status,
     NotFound,
@@ -53,6 +55,7 @@ impl<'a> Route<'a> {
             "/api/v1/analytics/flags" => Route::Analytics,
             "/proxy/health/liveness" => Route::Liveness,
             "/proxy/health/readiness" | "/proxy/health" | "/health" => Route::Readiness,
+            "/proxy/health/serving" => Route::Serving,
             "/metrics" => Route::Metrics,
             "/proxy/status" => Route::Status,
             _ => Route::NotFound,
@@ -84,7 +87,7 @@ impl<'a> Route<'a> {
             Route::OfrepBulk => RouteLabel::OfrepBulk,
             Route::OfrepFlag(_) | Route::OfrepBadKey => RouteLabel::OfrepFlag,
             Route::OfrepEvents => RouteLabel::OfrepEvents,
-            Route::Liveness | Route::Readiness => RouteLabel::Health,
+            Route::Liveness | Route::Readiness | Route::Serving => RouteLabel::Health,
             Route::Metrics => RouteLabel::Metrics,
             Route::Status => RouteLabel::Status,
             Route::NotFound => RouteLabel::NotFound,
@@ -136,6 +139,7 @@ mod tests {
         assert_eq!(Route::of("/api/v1/analytics/flags/"), Route::Analytics);
         assert_eq!(Route::of("/api/v1/analytics/flags"), Route::Analytics);
         assert_eq!(Route::of("/health/"), Route::Readiness);
+        assert_eq!(Route::of("/proxy/health/serving/"), Route::Serving);
         assert_eq!(Route::of("/api/v1/flags//"), Route::NotFound);
         assert_eq!(Route::of("/"), Route::NotFound);
         assert_eq!(Route::of("/api/v1/flagsx"), Route::NotFound);

@@ -209,7 +209,12 @@ impl Api {
                         document::environment_document(&self.state, &parts)
                     }
                     Route::Liveness => Ok(health::liveness()),
-                    Route::Readiness => Ok(health::readiness(&self.state)),
+                    Route::Readiness => {
+                        Ok(health::readiness(&self.state, health::Readiness::Strict))
+                    }
+                    Route::Serving => {
+                        Ok(health::readiness(&self.state, health::Readiness::Serving))
+                    }
                     Route::Metrics => metrics::metrics(&self.state).ok_or_else(|| {
                         ApiError::not_found("metrics are disabled (flagpole.metrics.enabled)")
                     }),

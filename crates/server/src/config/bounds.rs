@@ -1,8 +1,9 @@
 //! Values that cannot be meant, refused by the bounds the JSON Schema states: a key's
 //! `minimum`, `maximum` and `exclusiveMinimum` (from the `schemars` attributes on its field in
 //! `file.rs`, or from its value type) are checked against the value given, so the published
-//! schema and the loader apply one rule. Runs once the file has deserialized (types are right);
-//! a number given as a numeric string (which `Seconds` reads) is checked as that number.
+//! schema and the loader apply one rule. Runs once the file has deserialized (types are right).
+//! A value of the wrong type is refused by the deserializer; its message gets the key's bounds
+//! from here ([`allowed_at`]), so it says what is allowed, not only the type.
 //!
 //! Only numbers are bounded here, and a number is never a secret, so messages show the value.
 
@@ -61,33 +62,58 @@ fn walk(value: &Value, node: &Value, path: &mut String, problems: &mut Vec<(Stri
 
 /// Why `value` is outside the bounds of `node`, if it is.
 fn out_of_bounds(value: &Value, node: &Value) -> Option<String> {
-    let number = match value {
-        Value::Number(n) => n.as_f64()?,
-        Value::String(s) => s.trim().parse::<f64>().ok()?,
-        _ => return None,
-    };
-    let bound = |key: &str| {
-        alternatives(node)
-            .into_iter()
-            .find_map(|n| n.get(key)?.as_f64())
-    };
-    let (minimum, maximum) = (bound("minimum"), bound("maximum"));
-    let above = bound("exclusiveMinimum");
+    let number = value.as_f64()?;
+    let (minimum, above, maximum) = bounds(node);
     let outside = minimum.is_some_and(|m| number < m)
         || maximum.is_some_and(|m| number > m)
         || above.is_some_and(|m| number <= m);
     if !outside {
         return None;
     }
-    let allowed = match (minimum, above, maximum) {
+    Some(format!(
+        "{value} is out of range: must be {}",
+        allowed(node)?
+    ))
+}
+
+/// The bounds of the key at `path` (`flagpole.limits.max_body_bytes`, list indices allowed), as
+/// words: `at least 1`.
+pub(super) fn allowed_at(path: &str) -> Option<String> {
+    let mut node = schema();
+    for step in path.split('.') {
+        let name = step.split('[').next().unwrap_or_default();
+        node = property(node, name).or_else(|| property(items(node)?, name))?;
+        if step.contains('[') {
+            node = items(node)?;
+        }
+    }
+    allowed(node)
+}
+
+/// `minimum`, `exclusiveMinimum`, `maximum` of a node (of any of its alternatives).
+fn bounds(node: &Value) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let bound = |key: &str| {
+        alternatives(node)
+            .into_iter()
+            .find_map(|n| n.get(key)?.as_f64())
+    };
+    (
+        bound("minimum"),
+        bound("exclusiveMinimum"),
+        bound("maximum"),
+    )
+}
+
+/// What the bounds of `node` allow, as words; `None` when it has none.
+fn allowed(node: &Value) -> Option<String> {
+    Some(match bounds(node) {
         (_, Some(above), Some(max)) => format!("greater than {above} and at most {max}"),
         (_, Some(above), None) => format!("greater than {above}"),
         (Some(min), None, Some(max)) => format!("from {min} to {max}"),
         (Some(min), None, None) => format!("at least {min}"),
         (None, None, Some(max)) => format!("at most {max}"),
         (None, None, None) => return None,
-    };
-    Some(format!("{value} is out of range: must be {allowed}"))
+    })
 }
 
 #[cfg(test)]
@@ -108,8 +134,12 @@ mod tests {
                 "api_poll_frequency_seconds: 0 is out of range: must be at least 1",
             ),
             (
-                json!({"api_poll_frequency": "0.5"}),
-                "api_poll_frequency: \"0.5\" is out of range: must be at least 1",
+                json!({"api_poll_frequency": "10"}),
+                "api_poll_frequency: invalid type: string \"10\", expected a number of seconds (at least 1)",
+            ),
+            (
+                json!({"api_poll_frequency_seconds": "ten"}),
+                "api_poll_frequency_seconds: invalid type: string \"ten\", expected a number of seconds (at least 1)",
             ),
             (
                 json!({"api_poll_timeout_seconds": 0}),

@@ -10,9 +10,15 @@
 //! would silently drop a setting (and with nothing else configured, serve the bundled example),
 //! so loading stops naming the variable meant. Only names close to one Flagpole reads are
 //! looked at, so the rest of the environment (`PATH`, `HOME`, …) never matters; `FLAGPOLE_*`
-//! names are the project's own tools' (test knobs), never configuration, and `RUST_LOG` (and
+//! names are the project's own tools' (test knobs), never configuration (but for the one below), and `RUST_LOG` (and
 //! its neighbours, `RUSTC_LOG`, `RUST_LOG_STYLE`) belong to the log filter and other tools.
 //! `OTEL_*` names are OpenTelemetry's standard variables, read by `telemetry.rs`.
+//!
+//! One variable sets a key below the top level: `FLAGPOLE_FLEET_REDIS_URL`, the fleet's Redis URL
+//! (`flagpole.fleet.redis_url`), merged into the `flagpole.fleet` section the file (or `FLAGPOLE`)
+//! gives instead of replacing it. The URL holds a password, so it comes from a secret store
+//! (a Kubernetes Secret) while the rest of the section stays in the file; a whole-section variable
+//! would silently drop every other `flagpole` setting of the file. Names close to it are typos.
 
 use serde_json::{Map, Value};
 
@@ -23,12 +29,17 @@ use super::ConfigError;
 /// The variable naming the configuration file, read beside the per-key ones.
 pub(super) const CONFIG_PATH: &str = "CONFIG_PATH";
 
+/// The variable that sets `flagpole.fleet.redis_url`, merged into the section.
+pub(super) const FLEET_REDIS_URL: &str = "FLAGPOLE_FLEET_REDIS_URL";
+/// The key path it sets, as messages name it.
+pub(super) const FLEET_REDIS_URL_KEY: &str = "flagpole.fleet.redis_url";
+
 /// A variable that set a top-level key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Variable {
     /// As spelled in the environment.
     pub name: String,
-    /// The key it sets.
+    /// The key it sets: a top-level key, or a key path (`flagpole.fleet.redis_url`).
     pub key: String,
     /// Why its value is not JSON, if it is not (it was taken as a string).
     pub not_json: Option<String>,
@@ -50,6 +61,12 @@ pub(super) fn check_names(env: &[(String, String)]) -> Result<(), ConfigError> {
     let mut typos = Vec::new();
     for (name, _) in env {
         let upper = name.to_ascii_uppercase();
+        if upper != FLEET_REDIS_URL && closest(&upper, &[FLEET_REDIS_URL]).is_some() {
+            typos.push(format!(
+                "environment variable {name} is not one Flagpole reads: did you mean {FLEET_REDIS_URL}?"
+            ));
+            continue;
+        }
         if known.contains(&upper.as_str())
             || upper.starts_with("FLAGPOLE_")
             || upper.starts_with("RUST")
@@ -69,8 +86,48 @@ pub(super) fn check_names(env: &[(String, String)]) -> Result<(), ConfigError> {
     }
 }
 
-/// Applies the variables that name a top-level key to `root`; returns them in the order applied.
+/// Applies the variables to `root`: those that name a top-level key, then
+/// `FLAGPOLE_FLEET_REDIS_URL` into the `flagpole.fleet` section they and the file leave. Returns
+/// them in the order applied.
 pub(super) fn apply(root: &mut Map<String, Value>, env: &[(String, String)]) -> Vec<Variable> {
+    let mut applied = apply_top_level(root, env);
+    let fleet_url = env
+        .iter()
+        .rev()
+        .find(|(name, _)| name.eq_ignore_ascii_case(FLEET_REDIS_URL));
+    if let Some((name, url)) = fleet_url {
+        merge_fleet_url(root, url);
+        applied.push(Variable {
+            name: name.clone(),
+            key: FLEET_REDIS_URL_KEY.into(),
+            not_json: None,
+        });
+    }
+    applied
+}
+
+/// Sets `flagpole.fleet.redis_url`, making the sections that are missing (or `null`); a section
+/// that is not an object is left for the loader to refuse by name.
+fn merge_fleet_url(root: &mut Map<String, Value>, url: &str) {
+    let mut section = &mut *root;
+    for name in ["flagpole", "fleet"] {
+        let member = section
+            .entry(name)
+            .and_modify(|v| {
+                if v.is_null() {
+                    *v = Value::Object(Map::new());
+                }
+            })
+            .or_insert_with(|| Value::Object(Map::new()));
+        match member {
+            Value::Object(inner) => section = inner,
+            _ => return,
+        }
+    }
+    section.insert("redis_url".into(), Value::String(url.to_owned()));
+}
+
+fn apply_top_level(root: &mut Map<String, Value>, env: &[(String, String)]) -> Vec<Variable> {
     let known = settable();
     let mut applied = Vec::new();
     for (name, value) in env {
@@ -152,6 +209,38 @@ mod tests {
     }
 
     #[test]
+    fn the_fleet_url_variable_is_merged_into_the_section() {
+        let mut root = json!({"flagpole": {"metrics": {"enabled": false},
+            "fleet": {"lease_seconds": 5}}})
+        .as_object()
+        .unwrap()
+        .clone();
+        let url = "rediss://u:p@redis.test:6380/0";
+        let applied = apply(&mut root, &env(&[(FLEET_REDIS_URL, url)]));
+        assert_eq!(
+            Value::Object(root),
+            json!({"flagpole": {"metrics": {"enabled": false},
+                "fleet": {"lease_seconds": 5, "redis_url": url}}})
+        );
+        assert_eq!(applied[0].key, "flagpole.fleet.redis_url");
+        // No section at all, or a null one: made. After FLAGPOLE, whatever the order given.
+        for file in [json!({}), json!({"flagpole": {"fleet": null}})] {
+            let mut root = file.as_object().unwrap().clone();
+            apply(
+                &mut root,
+                &env(&[
+                    (FLEET_REDIS_URL, url),
+                    ("FLAGPOLE", r#"{"grpc": {"port": 9}}"#),
+                ]),
+            );
+            assert_eq!(
+                Value::Object(root),
+                json!({"flagpole": {"grpc": {"port": 9}, "fleet": {"redis_url": url}}})
+            );
+        }
+    }
+
+    #[test]
     fn misspelt_variables_name_the_one_meant() {
         for (name, meant) in [
             ("ENVIROMENT_KEY_PAIRS", "ENVIRONMENT_KEY_PAIRS"),
@@ -160,6 +249,8 @@ mod tests {
             ("CONFIG_PTH", "CONFIG_PATH"),
             ("API_POLL_FREQUENCY_SECOND", "API_POLL_FREQUENCY_SECONDS"),
             ("SEVRER", "SERVER"),
+            ("FLAGPOLE_FLEET_REDIS_ULR", "FLAGPOLE_FLEET_REDIS_URL"),
+            ("FLAGPOLE_FLEET_REDIS_UR", "FLAGPOLE_FLEET_REDIS_URL"),
         ] {
             let e = check_names(&env(&[(name, "x")])).unwrap_err().0;
             assert_eq!(
@@ -234,6 +325,7 @@ mod tests {
             "server",
             "Flagpole",
             "API_POLL_FREQUENCY",
+            "flagpole_fleet_redis_url",
         ];
         let all: Vec<(&str, &str)> = common.iter().map(|n| (*n, "1")).collect();
         assert_eq!(check_names(&env(&all)), Ok(()));

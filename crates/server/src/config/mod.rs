@@ -6,7 +6,8 @@
 //! misspelt variable stops startup naming the one meant). The merged JSON is deserialized into
 //! structs that mirror the file ([`file`]), the one list of keys, from which the JSON Schema is
 //! derived ([`schema`]). An unknown key close to a known one, anywhere in the file, stops
-//! startup naming that key ([`suggest`]), other unknown keys are warnings; a wrong type, a
+//! startup naming that key ([`suggest`]); any other unknown key does too inside the `flagpole`
+//! section (naming its keys, as the schema refuses it) and is a warning elsewhere; a wrong type, a
 //! value outside the bounds the schema states ([`bounds`]) or keys that contradict each other
 //! ([`rules`]) stop it naming the key, the value and what is allowed. The result is the [`Config`] the server reads
 //! ([`settings`]); what to serve at start (configured environments, or the bundled example) is
@@ -180,8 +181,8 @@ fn parse(
     resolve_aliases(&mut root, warnings);
     let root = Value::Object(root);
     let unknown = suggest::sort(&suggest::unknown(&root));
-    if !unknown.typos.is_empty() {
-        return Err(ConfigError(unknown.typos.join("; ")));
+    if !unknown.refused.is_empty() {
+        return Err(ConfigError(unknown.refused.join("; ")));
     }
     let file: file::File =
         serde_path_to_error::deserialize(&root).map_err(|e| describe(&e, variables))?;
@@ -207,8 +208,11 @@ fn resolve_aliases(root: &mut Map<String, Value>, warnings: &mut Vec<String>) {
 
 /// ` (from the environment variable NAME)` when the key at `path` was set by one, else empty.
 fn origin(path: &str, variables: &[Variable]) -> String {
-    let top = path.split(['.', '[']).next().unwrap_or_default();
-    match variables.iter().rev().find(|v| v.key == top) {
+    let within = |key: &str| {
+        path.strip_prefix(key)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+    };
+    match variables.iter().rev().find(|v| within(&v.key)) {
         Some(v) => format!(" (from the environment variable {})", v.name),
         None => String::new(),
     }
@@ -229,9 +233,14 @@ fn describe(
         let why = v.not_json.as_deref()?;
         message.starts_with("invalid type: string").then_some(why)
     });
+    // A value of the wrong type: say the key's bounds too (`a number of seconds (at least 1)`).
+    let bounds = match bounds::allowed_at(&path) {
+        Some(allowed) if message.starts_with("invalid") => format!(" ({allowed})"),
+        _ => String::new(),
+    };
     match not_json {
         Some(why) => ConfigError(format!("{path}{from}: not valid JSON: {why}")),
-        None => ConfigError(format!("{path}{from}: {message}")),
+        None => ConfigError(format!("{path}{from}: {message}{bounds}")),
     }
 }
 

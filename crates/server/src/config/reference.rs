@@ -20,11 +20,15 @@ Every key Flagpole reads from `config.json`, with its type, its default and the 
 variable that sets it. Sources, later wins: the defaults below → the file (`--config`, else
 `$CONFIG_PATH`, else `./config.json` if it exists) → one environment variable per top-level key,
 named like it in any case, holding JSON (`SERVER='{\"port\": 8001}'`; a value that is not JSON
-is a string: `API_URL=https://…`) → `--host`, `--port`, `--document`.
+is a string: `API_URL=https://…`) → `FLAGPOLE_FLEET_REDIS_URL` (the Redis URL, a plain string,
+merged into the `flagpole.fleet` section the file or `FLAGPOLE` gives) → `--host`, `--port`,
+`--document`.
 
-- A key close to a known one (two edits, or equal ignoring case, `_` and `-`) is refused with
-  the key meant (exit 2); so is an environment variable close to one listed here (or to
-  `CONFIG_PATH`). Other unknown keys are warnings.
+- An unknown key close to a known one (two edits, or equal ignoring case, `_` and `-`) is
+  refused with the key meant (exit 2); so is an environment variable close to one listed here
+  (or to `CONFIG_PATH`). Any other unknown key is refused inside `flagpole` (naming the keys
+  of its section) and a warning elsewhere. Every key of either Flagsmith Edge Proxy is listed
+  (those Flagpole has no use for as ignored).
 - A value outside the type or range below is refused naming the key, the value and what is
   allowed; so are a grace period shorter than the poll period and two listeners on one port.
 - `null` means the default, except where the description gives it a meaning.
@@ -81,6 +85,11 @@ fn section(node: &Value, path: &[String], out: &mut String) {
             (true, _) => "—".to_owned(),
             (false, 1) => format!("`{}`", top.to_ascii_uppercase()),
             (false, _) => format!("in `{}`", top.to_ascii_uppercase()),
+        };
+        // The one key with a variable of its own, merged into its section.
+        let variable = match at.join(".") == super::env::FLEET_REDIS_URL_KEY {
+            true => format!("{variable}, `{}`", super::env::FLEET_REDIS_URL),
+            false => variable,
         };
         let description = property
             .get("description")

@@ -4,9 +4,13 @@
 //! each section for the did-you-mean (`suggest.rs`), the variables (`env.rs`), the value bounds
 //! the loader enforces (`bounds.rs`) and the reference table (`reference.rs`).
 //!
-//! Two things the derive cannot know are added here: the top-level aliases (`ALIASES`), and
-//! each key's default, read from the effective configuration of [`Config::default`] as
-//! `flagpole check` would print it, so the defaults have one source too.
+//! Three things the derive cannot know are added here: the top-level aliases (`ALIASES`), each
+//! key's default, read from the effective configuration of [`Config::default`] as `flagpole
+//! check` would print it, so the defaults have one source too; and `additionalProperties:
+//! false` on every section under [`CLOSED`], as the loader refuses any other key there
+//! (`suggest.rs`): an editor then flags a misspelt key as `check` does. Outside it (the
+//! Edge Proxy's own keys) the schema stays open: there the loader only warns about a key it
+//! does not know (a config written for either peer starts), unless it is a typo of a known one.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -17,6 +21,10 @@ use serde_json::{json, Map, Value};
 use super::file::{File, ALIASES};
 use super::settings::Config;
 use super::tls::TlsConfig;
+
+/// Flagpole's own section: every unknown key in it, at any depth, is refused; everywhere else
+/// only a likely typo is (the Edge Proxy's sections stay open to keys of newer peers).
+pub(super) const CLOSED: &str = "flagpole";
 
 /// The schema, generated once.
 pub fn schema() -> &'static Value {
@@ -53,7 +61,23 @@ fn generate() -> Value {
             properties.insert((*alias).to_owned(), spelling);
         }
     }
+    close(&mut schema["properties"][CLOSED]);
     schema
+}
+
+/// `additionalProperties: false` on every node that declares `properties` (and says nothing
+/// else about other keys), at any depth.
+fn close(node: &mut Value) {
+    match node {
+        Value::Object(object) => {
+            if object.contains_key("properties") && !object.contains_key("additionalProperties") {
+                object.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            object.values_mut().for_each(close);
+        }
+        Value::Array(list) => list.iter_mut().for_each(close),
+        _ => {}
+    }
 }
 
 /// Sets each property's `default` from the first of `defaults` that has it; removes the
@@ -193,6 +217,41 @@ mod tests {
         );
         assert_eq!(keys(&["logging", "override"]), None);
         assert_eq!(keys(&["endpoint_caches"]), None);
+    }
+
+    #[test]
+    fn flagpoles_sections_are_closed_the_edge_proxys_open() {
+        /// Counts the sections found, asserting each is closed or open as `closed` says.
+        fn walk(node: &Value, at: &str, closed: bool) -> usize {
+            let mut sections = 0;
+            if let Some(object) = node.as_object() {
+                if object.contains_key("properties") {
+                    sections += 1;
+                    let extra = object.get("additionalProperties");
+                    if closed {
+                        assert_eq!(extra, Some(&Value::Bool(false)), "{at}");
+                    } else {
+                        assert_ne!(extra, Some(&Value::Bool(false)), "{at}");
+                    }
+                }
+                for (key, child) in object {
+                    let closed = closed || (at == "/properties" && key == CLOSED);
+                    sections += walk(child, &format!("{at}/{key}"), closed);
+                }
+            } else if let Some(list) = node.as_array() {
+                sections += list
+                    .iter()
+                    .map(|child| walk(child, at, closed))
+                    .sum::<usize>();
+            }
+            sections
+        }
+        assert!(walk(schema(), "", false) > 5);
+        assert_eq!(
+            schema()["properties"][CLOSED]["additionalProperties"],
+            false
+        );
+        assert!(walk(&schema()["properties"][CLOSED], "", true) > 3);
     }
 
     #[test]

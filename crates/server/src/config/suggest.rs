@@ -1,8 +1,12 @@
 //! Unknown keys and "did you mean". A key the configuration does not know is usually a typo of
 //! one it does (`enviroment_key_pairs`), and a typo silently drops the setting it meant: so an
 //! unknown key close to a known one at the same level (edit distance ≤ 2, or equal ignoring case
-//! and `_`/`-`) stops startup naming the key it is close to. Any other unknown key is a warning
-//! (a config written for a newer peer still starts).
+//! and `_`/`-`) stops startup naming the key it is close to, in any section. Other unknown keys
+//! depend on whose section they are in. In Flagpole's own (`flagpole`, at any depth) every
+//! unknown key stops startup, naming the section's keys, as the published schema refuses it
+//! (`additionalProperties: false`). At the top level and in the Edge Proxy's sections it is a
+//! warning and ignored, so a config written for either peer (or a newer one) starts; the schema
+//! leaves those sections open.
 //!
 //! Unknown keys are found by walking the file along the JSON Schema derived from the serde
 //! structs (`schema.rs`), so the known keys cannot drift from what is parsed: every section, at
@@ -14,7 +18,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::schema::{alternatives, items, keys, property, schema};
+use super::schema::{alternatives, items, keys, property, schema, CLOSED};
 
 /// One step of a key path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,11 +108,11 @@ pub(super) fn unknown(root: &Value) -> Vec<KeyPath> {
     out
 }
 
-/// Unknown keys, sorted into typos (errors) and the rest (warnings).
+/// Unknown keys, sorted into refusals (errors) and the rest (warnings).
 #[derive(Debug, Default)]
 pub(super) struct Unknown {
-    /// `unknown key 'x': did you mean 'y'?`
-    pub typos: Vec<String>,
+    /// `unknown key 'x': did you mean 'y'?`, or in Flagpole's section the keys it has.
+    pub refused: Vec<String>,
     /// `unknown config key 'x' ignored`
     pub ignored: Vec<String>,
 }
@@ -116,14 +120,17 @@ pub(super) struct Unknown {
 pub(super) fn sort(paths: &[KeyPath]) -> Unknown {
     let mut unknown = Unknown::default();
     for path in paths {
-        let close = path
-            .last_key()
-            .zip(keys(&path.section()))
-            .and_then(|(key, known)| closest(key, &known));
-        match close {
-            Some(known) => unknown.typos.push(format!(
+        let known = keys(&path.section()).unwrap_or_default();
+        let meant = path.last_key().and_then(|key| closest(key, &known));
+        let closed = path.0.len() > 1 && path.0.first() == Some(&Segment::Key(CLOSED.into()));
+        match meant {
+            Some(meant) => unknown.refused.push(format!(
                 "unknown key '{path}': did you mean '{}'?",
-                path.with_last(known)
+                path.with_last(meant)
+            )),
+            None if closed => unknown.refused.push(format!(
+                "unknown key '{path}': not a setting (`flagpole config reference` lists them; here: {})",
+                known.join(", ")
             )),
             None => unknown
                 .ignored
@@ -188,9 +195,8 @@ mod tests {
             Segment::Index(0),
             Segment::Key("pth".into()),
         ]);
-        let sorted = sort(&[path]);
         assert_eq!(
-            sorted.typos,
+            sort(&[path]).refused,
             ["unknown key 'flagpole.documents[0].pth': did you mean 'flagpole.documents[0].path'?"]
         );
     }

@@ -137,7 +137,7 @@ fn invalid_values_name_the_key() {
             "flagpole.limits.max_body_bytes:",
         ),
         (
-            json!({"flagpole": {"documents": [{"file": "a.json"}]}}),
+            json!({"flagpole": {"documents": [{}]}}),
             "flagpole.documents[0]: missing field `path`",
         ),
         (
@@ -222,7 +222,7 @@ fn typos_are_errors_naming_the_key_they_are_close_to() {
 }
 
 #[test]
-fn other_unknown_keys_warn() {
+fn other_unknown_keys_outside_flagpoles_section_warn() {
     let loaded = load_json(json!({"bogus": 1, "server": {"something_else": 2},
         "logging": {"override": {"anything": {"goes": true}}}, "endpoint_caches": null}))
     .unwrap();
@@ -233,6 +233,26 @@ fn other_unknown_keys_warn() {
             "unknown config key 'server.something_else' ignored"
         ]
     );
+    // Free-form values declare no keys: anything goes inside them.
+    load_json(
+        json!({"logging": {"override": {"anything": {"goes": true}}}, "endpoint_caches": {"x": 1}}),
+    )
+    .unwrap();
+}
+
+#[test]
+fn other_unknown_keys_in_flagpoles_section_are_refused_naming_its_keys() {
+    let e = error(json!({"bogus": 1, "flagpole": {"something_else": 2,
+        "metrics": {"anything": true}}}));
+    assert!(
+        e.starts_with("unknown key 'flagpole.something_else': not a setting (`flagpole config reference` lists them; here: "),
+        "{e}"
+    );
+    assert!(
+        e.contains("; unknown key 'flagpole.metrics.anything': not a setting (`flagpole config reference` lists them; here: enabled,"),
+        "{e}"
+    );
+    assert!(!e.contains("bogus"), "{e}");
 }
 
 #[test]

@@ -33,8 +33,9 @@ macro_rules! schema {
     };
 }
 
-/// A non-negative number of seconds, as a JSON number or a numeric string (the Edge Proxy's
-/// settings accept both).
+/// A non-negative number of seconds, as a JSON number (the schema says `number`, and a string
+/// is refused as it says; an environment variable's `10` is JSON, so a number). Its key's
+/// bounds are the schema's (`bounds.rs`), added to a refusal's message by the loader.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Seconds(pub Duration);
 
@@ -44,7 +45,7 @@ impl<'de> Deserialize<'de> for Seconds {
         impl Visitor<'_> for V {
             type Value = Seconds;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a non-negative number of seconds")
+                f.write_str("a number of seconds")
             }
             fn visit_u64<E: de::Error>(self, n: u64) -> Result<Seconds, E> {
                 Ok(Seconds(Duration::from_secs(n)))
@@ -59,12 +60,6 @@ impl<'de> Deserialize<'de> for Seconds {
                     .map(Seconds)
                     .map_err(|_| E::invalid_value(Unexpected::Float(n), &self))
             }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Seconds, E> {
-                match s.trim().parse::<f64>() {
-                    Ok(n) => self.visit_f64(n),
-                    Err(_) => Err(E::invalid_value(Unexpected::Str(s), &self)),
-                }
-            }
         }
         d.deserialize_any(V)
     }
@@ -76,7 +71,6 @@ impl Serialize for Seconds {
     }
 }
 
-// A numeric string is read too (the Edge Proxy's settings take one), but a number is what to write.
 schema!(Seconds, "Seconds", {"type": "number", "minimum": 0});
 
 /// An integer greater than zero.
@@ -151,17 +145,26 @@ impl<'de> Deserialize<'de> for Port {
     }
 }
 
-/// An absolute URL, kept as written minus trailing slashes (paths are appended to it).
+/// An absolute `http://` or `https://` URL with a host, kept as written minus trailing slashes
+/// (paths are appended to it). The schema's pattern says the same (a validator need not check
+/// `format`), so an editor refuses what the loader refuses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub(super) struct BaseUrl(pub String);
 
-schema!(BaseUrl, "BaseUrl", {"type": "string", "format": "uri"});
+schema!(BaseUrl, "BaseUrl", {"type": "string", "format": "uri",
+    "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+([/?#]\\S*)?$"});
 
 impl<'de> Deserialize<'de> for BaseUrl {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d).map_err(|_| de::Error::custom("must be a URL"))?;
-        url::Url::parse(&text).map_err(|e| de::Error::custom(format!("not a URL: {e}")))?;
+        let url =
+            url::Url::parse(&text).map_err(|e| de::Error::custom(format!("not a URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || text.chars().any(char::is_whitespace) {
+            return Err(de::Error::custom(
+                "not an http:// or https:// URL (spaces percent-encoded)",
+            ));
+        }
         Ok(BaseUrl(text.trim_end_matches('/').to_owned()))
     }
 }
@@ -364,7 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn seconds_from_numbers_and_numeric_strings() {
+    fn seconds_from_numbers_only() {
         assert_eq!(
             parse::<Seconds>(json!(5)).unwrap().0,
             Duration::from_secs(5)
@@ -373,13 +376,15 @@ mod tests {
             parse::<Seconds>(json!(0.25)).unwrap().0,
             Duration::from_millis(250)
         );
-        assert_eq!(
-            parse::<Seconds>(json!(" 2 ")).unwrap().0,
-            Duration::from_secs(2)
-        );
-        for bad in [json!(-1), json!("soon"), json!(true), json!(-0.5)] {
+        for bad in [
+            json!(-1),
+            json!("soon"),
+            json!("10"),
+            json!(true),
+            json!(-0.5),
+        ] {
             let e = parse::<Seconds>(bad.clone()).unwrap_err();
-            assert!(e.contains("non-negative number of seconds"), "{bad}: {e}");
+            assert!(e.contains("expected a number of seconds"), "{bad}: {e}");
         }
     }
 

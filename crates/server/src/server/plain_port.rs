@@ -28,9 +28,11 @@ impl Service<Request<Incoming>> for OpsOnly {
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         match Route::of(request.uri().path()) {
-            Route::Liveness | Route::Readiness | Route::Metrics | Route::Status => {
-                Either::Left(self.0.call(request))
-            }
+            Route::Liveness
+            | Route::Readiness
+            | Route::Serving
+            | Route::Metrics
+            | Route::Status => Either::Left(self.0.call(request)),
             _ => Either::Right(ready(Ok(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "this plain-HTTP port serves only the health probes, /metrics and /proxy/status; \

@@ -37,14 +37,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
-{{/* Whether the Redis URL comes from a Secret (then `flagpole` travels as $FLAGPOLE). */}}
+{{/* Whether the Redis URL comes from a Secret (then it travels as $FLAGPOLE_FLEET_REDIS_URL,
+which Flagpole merges into the file's flagpole.fleet). */}}
 {{- define "flagpole.fleetFromSecret" -}}
 {{- if .Values.fleet.redisUrlSecret.name }}true{{ end -}}
 {{- end -}}
 
 {{/* The `flagpole` section: config.flagpole, the snapshot directory unless set, and with a
-Redis URL from a Secret the fleet, whose URL Kubernetes substitutes from FLAGPOLE_REDIS_URL
-(declared before FLAGPOLE; `$(NAME)` in a variable's value names an earlier variable). */}}
+Redis URL from a Secret the fleet's lease (the URL itself is merged in by Flagpole from the
+variable FLAGPOLE_FLEET_REDIS_URL, so it is never written into a rendered object). */}}
 {{- define "flagpole.section" -}}
 {{- $section := deepCopy (.Values.config.flagpole | default dict) -}}
 {{- if not (hasKey $section "snapshot_dir") -}}
@@ -52,25 +53,20 @@ Redis URL from a Secret the fleet, whose URL Kubernetes substitutes from FLAGPOL
 {{- end -}}
 {{- if include "flagpole.fleetFromSecret" . -}}
 {{- $fleet := deepCopy (get $section "fleet" | default dict) -}}
-{{- $_ := set $fleet "redis_url" "$(FLAGPOLE_REDIS_URL)" -}}
 {{- $_ := set $fleet "lease_seconds" .Values.fleet.leaseSeconds -}}
 {{- $_ := set $section "fleet" $fleet -}}
 {{- end -}}
 {{- toJson $section -}}
 {{- end -}}
 
-{{/* config.json as rendered from `config`: server.port is `port`; the `flagpole` section is
-here unless it travels as $FLAGPOLE. */}}
+{{/* config.json as rendered from `config`: server.port is `port`, the `flagpole` section as
+above. */}}
 {{- define "flagpole.configJson" -}}
 {{- $config := deepCopy (.Values.config | default dict) -}}
 {{- $server := deepCopy (get $config "server" | default dict) -}}
 {{- $_ := set $server "port" (int .Values.port) -}}
 {{- $_ := set $config "server" $server -}}
-{{- if include "flagpole.fleetFromSecret" . -}}
-{{- $_ := unset $config "flagpole" -}}
-{{- else -}}
 {{- $_ := set $config "flagpole" (include "flagpole.section" . | fromJson) -}}
-{{- end -}}
 {{- toPrettyJson $config -}}
 {{- end -}}
 

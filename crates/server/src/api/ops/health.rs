@@ -1,5 +1,14 @@
-//! Health: liveness (the process serves HTTP) and readiness (every environment has a document
-//! and none is stale, judged when asked; while documents load, how many have).
+//! Health: liveness (the process serves HTTP) and two readinesses, judged when asked (while
+//! documents load, both say how many have):
+//!
+//! - strict, the Flagsmith Edge Proxy's (`/proxy/health/readiness`, `/proxy/health`, `/health`):
+//!   every environment has a document and none is stale. Kept as the Edge Proxy answers it, for
+//!   the probes and monitors written for it.
+//! - serving (`/proxy/health/serving`): every environment has a document, stale or not. What a
+//!   load balancer's readiness probe wants: a replica holding its last good documents can answer,
+//!   and during an upstream outage those (and OpenFeature's `STALE`) are what clients need; the
+//!   strict rule would take every replica out of the Service at once. Staleness stays visible
+//!   in the body, the metrics and the status page.
 
 use std::time::SystemTime;
 
@@ -13,7 +22,16 @@ pub(crate) fn liveness() -> Response {
     json_response(StatusCode::OK, &json!({"status": "ok"}))
 }
 
-pub(crate) fn readiness(state: &AppState) -> Response {
+/// Which readiness is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    /// Stale documents make it 503 (the Edge Proxy's rule).
+    Strict,
+    /// Stale documents still serve.
+    Serving,
+}
+
+pub(crate) fn readiness(state: &AppState, kind: Readiness) -> Response {
     let envs = state.store.environments();
     let envs_empty = envs.is_empty();
     let total = envs.len();
@@ -21,6 +39,7 @@ pub(crate) fn readiness(state: &AppState) -> Response {
     let now = SystemTime::now();
     let mut reason = None;
     let mut oldest: Option<SystemTime> = None;
+    let mut stale = 0usize;
     // The one staleness rule: the OpenFeature front doors' `STALE` follows it too.
     let allowed = StaleRule::of(&state.config).allowed(envs.len());
     for env in envs {
@@ -29,7 +48,10 @@ pub(crate) fn readiness(state: &AppState) -> Response {
                 loaded += 1;
                 oldest = Some(oldest.map_or(at, |o| o.min(at)));
                 if StaleRule::is_stale(&env, now, allowed) {
-                    reason.get_or_insert("environment document(s) stale.");
+                    stale += 1;
+                    if kind == Readiness::Strict {
+                        reason.get_or_insert("environment document(s) stale.");
+                    }
                 }
             }
             _ => reason = Some("environment document(s) not updated."),
@@ -51,7 +73,8 @@ pub(crate) fn readiness(state: &AppState) -> Response {
         StatusCode::OK
     };
     let body = json!({"status": if reason.is_some() { "error" } else { "ok" }, "reason": reason, "last_successful_update": last,
-        "progress": format!("{loaded}/{total} environments loaded")});
+        "progress": format!("{loaded}/{total} environments loaded"),
+        "stale": format!("{stale}/{total} environments stale")});
     json_response(status, &body)
 }
 
