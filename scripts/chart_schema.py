@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Keeps the Helm chart's `config` schema what Flagpole's is: `properties.config` of
 deploy/helm/flagpole/values.schema.json is the output of `flagpole config schema` (its keys,
-types, bounds and closed sections), so `helm install` refuses a misspelt or mistyped `config`
+types, bounds and closed sections; its top level closed too, see `config_schema`), so `helm install` refuses a misspelt or mistyped `config`
 value as `flagpole check` would, and the two cannot drift.
 
     scripts/chart_schema.py [--flagpole BIN]          rewrite the chart's schema
@@ -40,6 +40,12 @@ def config_schema(binary: str) -> dict:
     schema.pop("$schema", None)
     schema.pop("title", None)
     schema["description"] = DESCRIPTION
+    # One difference, the chart's own: its top level is closed too. `check` only warns about an
+    # unknown top-level key far from every known one (a file written for a newer peer still
+    # starts), but chart values are written for this chart, where such a key is a typo
+    # (`enviroment_key_pairs`) that would otherwise render and leave the pod exiting 2. A file
+    # given with `existingConfigSecret` is not values, and keeps `check`'s rule.
+    schema["additionalProperties"] = False
     return schema
 
 

@@ -385,9 +385,11 @@ def test_config_values_are_checked_by_flagpoles_own_schema(tmp_path):
     copied = subprocess.run([sys.executable, str(REPO / "scripts" / "chart_schema.py"), "--check",
                              "--flagpole", str(binary_path())], capture_output=True, text=True, timeout=WAIT)
     assert copied.returncode == 0, copied.stderr
-    # Outside `flagpole` the schema is open (Flagpole only warns about a key it does not know
-    # there), so a misspelt Edge Proxy key is `check`'s to refuse; inside it, helm refuses too.
+    # Flagpole's schema is open outside `flagpole` (check only warns about a far unknown key
+    # there); the chart's copy closes its top level, so a misspelt top-level key fails helm too.
     for bad, named in [
+        ('config.enviroment_key_pairs=[{"server_side_key": "ser.a", "client_side_key": "a"}]',
+         "enviroment_key_pairs"),
         ('config.flagpole={"identity_cach": {"max_bytes": 0}}', "identity_cach"),
         ('config.environment_key_pairs=[{"server_side_key": 1, "client_side_key": "a"}]',
          "server_side_key"),
