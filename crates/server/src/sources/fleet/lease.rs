@@ -112,7 +112,9 @@ static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
             redis.call('DEL', KEYS[2])
             token = redis.call('INCRBY', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
         end
-        redis.call('SET', KEYS[1], ARGV[1] .. ':' .. token, 'PX', ARGV[2])
+        -- Lua numbers are doubles: a token past 14 digits (one restarted from the clock) would
+        -- be written as 1.79e+15, a value no replica can read, so it is formatted as an integer.
+        redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', token), 'PX', ARGV[2])
         return {{token, repaired}}
         "
     ))
