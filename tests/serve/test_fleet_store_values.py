@@ -23,7 +23,8 @@ import time
 import pytest
 
 from documents import make_document
-from fleet_support import RedisServer, environment_id, fleet_config, need_redis
+from fleet_support import (  # noqa: F401 (`redis`: a fixture)
+    RedisServer, environment_id, fleet_config, redis)
 from metrics_support import scrape
 from serve_harness import Env, wait_until
 
@@ -32,16 +33,6 @@ ENVS = [Env(f"values_client_{i}", f"ser.values_server_{i}") for i in range(2)]
 # Planting a value and announcing it, in one step (a holder's poll cannot fall in between).
 PLANT = ("redis.call('HSET', KEYS[1], 'revision', ARGV[1], 'updated_at_ms', ARGV[2], 'body', ARGV[4]) "
          "redis.call('PUBLISH', 'flagpole:documents', ARGV[3])")
-
-
-@pytest.fixture
-def redis(tmp_path):
-    need_redis()
-    server = RedisServer(tmp_path / "redis").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def document_key(env: Env) -> str:
