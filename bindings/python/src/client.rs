@@ -87,8 +87,10 @@ impl Flagpole {
         let placeholder = match fallback.clone() {
             Some(env) => env,
             None => Arc::new(
-                Compiled::from_bytes(br#"{"api_key":"","name":"","feature_states":[],"project":{"segments":[]}}"#)
-                    .map_err(UpstreamError::new_err)?,
+                Compiled::from_bytes(
+                    br#"{"api_key":"","name":"","feature_states":[],"project":{"segments":[]}}"#,
+                )
+                .map_err(UpstreamError::new_err)?,
             ),
         };
         let shared = Arc::new(Shared::new(placeholder, Some(upstream)));
