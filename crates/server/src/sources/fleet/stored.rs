@@ -37,7 +37,8 @@ const GZIP_LEVEL: u32 = 6;
 /// (unless `ARGV[7]` is `1`: what it holds was refused); announces it. Answers the outcome and
 /// the SHA-1 of the body Redis then holds (what [`CHECK`] later compares): 1 written; 0 the
 /// lease is lost (nothing written); 2 Redis holds a newer document; 3 Redis holds this revision,
-/// body and all (a body that differs under the same revision, garbage, is written over).
+/// body and all; 4 written over another body under this revision (garbage: repaired, logged
+/// here, as the holder's own check would have).
 static WRITE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -46,15 +47,17 @@ static WRITE: LazyLock<Script> = LazyLock::new(|| {
         if redis.call('TYPE', KEYS[2]).ok ~= 'hash' then redis.call('DEL', KEYS[2]) end
         local held = redis.call('HMGET', KEYS[2], 'updated_at_ms', 'revision', 'body')
         local digest = redis.sha1hex(ARGV[2])
+        local outcome = 1
         if held[2] == ARGV[3] then
             if held[3] and redis.sha1hex(held[3]) == digest then return {3, digest} end
+            outcome = 4
         elseif ARGV[7] ~= '1' and held[1] and tonumber(held[1]) and tonumber(held[1]) > tonumber(ARGV[4]) then
             return {2, ''}
         end
         redis.call('HSET', KEYS[2], 'body', ARGV[2], 'revision', ARGV[3], 'updated_at_ms', ARGV[4],
             'confirmed_at_ms', ARGV[8])
         redis.call('PUBLISH', ARGV[5], ARGV[6])
-        return {1, digest}
+        return {outcome, digest}
         ",
     )
 });
@@ -179,10 +182,15 @@ pub(crate) async fn write(
     Ok(match outcome {
         0 => Written::LeaseLost,
         2 => Written::Newer,
-        _ => Written::Stored(Stored {
-            revision: snapshot.content_revision.clone(),
-            digest,
-        }),
+        outcome => {
+            if outcome == 4 {
+                tracing::warn!(environment = %crate::keys::fingerprint(&slot.client_key), "the fleet's store holds a document this replica did not write for the environment it holds: repairing it");
+            }
+            Written::Stored(Stored {
+                revision: snapshot.content_revision.clone(),
+                digest,
+            })
+        }
     })
 }
 
