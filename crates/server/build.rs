@@ -13,17 +13,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={proto}");
     }
     let includes = ["proto", include.to_str().ok_or("include path")?];
-    // `ResolveAll` answers are written straight to bytes (`api/flagd/all`): the service sends
+    // `ResolveAll` answers are written straight to bytes (`flagd/all`): the service sends
     // them as they are.
     tonic_prost_build::configure()
         .build_client(false)
         .extern_path(
             ".flagd.evaluation.v1.ResolveAllResponse",
-            "crate::api::flagd::wire::Encoded",
+            "crate::flagd::wire::Encoded",
         )
         .extern_path(
             ".flagd.evaluation.v2.ResolveAllResponse",
-            "crate::api::flagd::wire::Encoded",
+            "crate::flagd::wire::Encoded",
         )
         .compile_protos(&protos, &includes)?;
     // The messages as prost writes them (maps sorted), which the tests compare those bytes with.

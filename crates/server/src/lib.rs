@@ -32,6 +32,8 @@ mod telemetry;
 // … the front doors, and the listener they are served on.
 mod api;
 mod server;
+// … the flagd front door, with a listener of its own.
+mod flagd;
 // … what `serve` (and `flagpole check`) checks before it listens, and what `serve` prints once
 // it listens.
 mod banner;
@@ -364,12 +366,12 @@ async fn run(ports: Ports, state: api::AppState, config: &Arc<Config>, shutdown:
         if let Ok(address) = listener.local_addr() {
             tracing::info!(%address, "flagd (gRPC) listening");
         }
-        let flagd = api::flagd::Flagd::new(
+        let flagd = flagd::Flagd::new(
             state.clone(),
             shutdown.requested.clone(),
             shutdown.tasks.clone(),
         );
-        shutdown.tasks.spawn(server::grpc::serve(
+        shutdown.tasks.spawn(flagd::listener::serve(
             listener,
             flagd,
             config.clone(),

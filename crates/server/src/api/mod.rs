@@ -12,7 +12,6 @@
 pub(crate) mod authorise;
 mod cors;
 pub(crate) mod error;
-pub(crate) mod flagd;
 pub(crate) mod flagsmith;
 mod observe;
 pub(crate) mod ofrep;

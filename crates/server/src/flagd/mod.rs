@@ -9,12 +9,18 @@
 //! as protobuf (`proto`; `ResolveAll` written straight to bytes, `all` and `wire`), and changes
 //! arrive on a server stream (`events`). The two versions
 //! carry the same messages (v2 marks scalars `optional`), so one macro implements both.
+//!
+//! All of flagd's door is here, the port it listens on included (`listener`: HTTP/2 served on
+//! `h2` with the hot calls answered on the connection's task, HTTP/1.1 on hyper, gRPC and
+//! Connect dispatched), so it sits after the main listener in the layers and uses its
+//! connection plumbing (`server::direct_stream`).
 
 mod all;
 pub(crate) mod connect;
 mod connect_json;
 mod events;
 mod keys;
+pub(crate) mod listener;
 mod peers;
 mod proto;
 mod resolve;
@@ -29,8 +35,8 @@ use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use super::authorise::Authorised;
-use super::AppState;
+use crate::api::authorise::Authorised;
+use crate::api::AppState;
 use crate::telemetry::flagd::{self as calls, Method};
 use crate::telemetry::otel::spans::FlagEvaluated;
 pub(crate) use peers::Connection;

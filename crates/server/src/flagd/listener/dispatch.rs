@@ -1,5 +1,5 @@
 //! Where a flagd call goes, whichever protocol brought it (HTTP/1.1 on hyper, HTTP/2 on `h2`):
-//! a gRPC call of a resolver or `ResolveAll` to `grpc_unary`, any other gRPC call to the tonic
+//! a gRPC call of a resolver or `ResolveAll` to `unary`, any other gRPC call to the tonic
 //! service its path names (or tonic's router, which answers `UNIMPLEMENTED`), anything else to
 //! Connect; with spans exported, each call in its server span.
 
@@ -14,8 +14,8 @@ use tonic::service::Routes;
 use tonic::transport::server::TcpConnectInfo;
 use tower_service::Service as _;
 
-use super::grpc_unary::{self, Unary};
-use crate::api::flagd::{connect, v1, v2, Flagd};
+use super::unary::{self, is_grpc, Unary};
+use crate::flagd::{connect, v1, v2, Flagd};
 use crate::tasks::Tasks;
 use crate::telemetry::otel::spans::{Peer, ServerSpan};
 
@@ -93,31 +93,25 @@ pub(super) async fn dispatch<B: RequestBody>(
     response
 }
 
-pub(super) fn is_grpc(headers: &http::HeaderMap) -> bool {
-    headers
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
-}
-
 async fn route<B: RequestBody>(
     front: Arc<Front>,
     request: http::Request<B>,
     local: Option<SocketAddr>,
     peer: SocketAddr,
 ) -> Result<http::Response<connect::Body>, Infallible> {
+    if let Some(unary) = Unary::hot(request.headers(), request.uri().path()) {
+        // Boxed: what the hot path does not take is rare, and tonic's future is large.
+        let tonic = |request| Box::pin(by_tonic(&front, request, local, peer));
+        return Ok(unary::serve(&front.flagd, unary, request, tonic).await);
+    }
     if is_grpc(request.headers()) {
-        if let Some(unary) = Unary::of(request.uri().path()) {
-            // Boxed: what the hot path does not take is rare, and tonic's future is large.
-            let tonic = |request| Box::pin(by_tonic(&front, request, local, peer));
-            return Ok(grpc_unary::serve(&front.flagd, unary, request, tonic).await);
-        }
         return Ok(by_tonic(&front, request, local, peer).await);
     }
     // Boxed: a Connect call's future is large, and every call's future is moved as it starts.
     Ok(Box::pin(connect::handle(&front.flagd, request, Some(peer))).await)
 }
 
-/// A gRPC call through tonic: `EventStream`, unknown paths, and what `grpc_unary` hands over.
+/// A gRPC call through tonic: `EventStream`, unknown paths, and what `unary` hands over.
 async fn by_tonic<B>(
     front: &Front,
     mut request: http::Request<B>,
