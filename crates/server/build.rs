@@ -1,4 +1,5 @@
-//! Generates the flagd evaluation services (v1 and v2) from the vendored schemas in `proto/`,
+//! Generates the flagd evaluation services (v1 and v2) and flagd's sync service from the
+//! vendored schemas in `proto/`,
 //! with a vendored `protoc`, so building needs nothing installed beyond Rust.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -8,6 +9,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "proto/flagd/evaluation/v1/evaluation.proto",
         "proto/flagd/evaluation/v2/evaluation.proto",
+        "proto/flagd/sync/v1/sync.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");

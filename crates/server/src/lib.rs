@@ -135,6 +135,7 @@ struct Ports {
     tls: Option<Arc<server::tls::Tls>>,
     plain: Option<tokio::net::TcpListener>,
     grpc: Option<tokio::net::TcpListener>,
+    sync: Option<tokio::net::TcpListener>,
 }
 
 /// Binds every port at once, so orchestrators see a live process while documents load (a
@@ -150,6 +151,14 @@ async fn listen(config: &Config, tls: Option<Arc<server::tls::Tls>>) -> Result<P
         ),
         None => None,
     };
+    let sync = match config.server.sync_port {
+        Some(port) => Some(
+            bind(&config.server.host, port)
+                .await
+                .map_err(|e| format!("{e} (flagpole.grpc.sync_port)"))?,
+        ),
+        None => None,
+    };
     let plain = match config.server.tls.as_ref().and_then(|t| t.plain_port) {
         Some(port) => Some(bind(&config.server.host, port).await?),
         None => None,
@@ -160,6 +169,7 @@ async fn listen(config: &Config, tls: Option<Arc<server::tls::Tls>>) -> Result<P
         tls,
         plain,
         grpc,
+        sync,
     })
 }
 
@@ -362,22 +372,39 @@ async fn front_doors(
 /// Serves until a signal, then drains: the listeners, then the background work's last steps,
 /// all within one budget (`shutdown_timeout_seconds`).
 async fn run(ports: Ports, state: api::AppState, config: &Arc<Config>, shutdown: &Shutdown) {
-    let grpc = ports.grpc.map(|listener| {
-        if let Ok(address) = listener.local_addr() {
-            tracing::info!(%address, "flagd (gRPC) listening");
-        }
-        let flagd = flagd::Flagd::new(
-            state.clone(),
-            shutdown.requested.clone(),
-            shutdown.tasks.clone(),
-        );
-        shutdown.tasks.spawn(flagd::listener::serve(
-            listener,
-            flagd,
-            config.clone(),
-            shutdown.requested.clone(),
-        ))
-    });
+    let flagd_ports = [
+        (
+            ports.grpc,
+            flagd::listener::Services::All,
+            "flagd (gRPC) listening",
+        ),
+        (
+            ports.sync,
+            flagd::listener::Services::SyncOnly,
+            "flagd sync listening",
+        ),
+    ];
+    let flagd_doors: Vec<_> = flagd_ports
+        .into_iter()
+        .filter_map(|(listener, services, what)| {
+            let listener = listener?;
+            if let Ok(address) = listener.local_addr() {
+                tracing::info!(%address, "{what}");
+            }
+            let flagd = flagd::Flagd::new(
+                state.clone(),
+                shutdown.requested.clone(),
+                shutdown.tasks.clone(),
+            );
+            Some(shutdown.tasks.spawn(flagd::listener::serve(
+                listener,
+                flagd,
+                services,
+                config.clone(),
+                shutdown.requested.clone(),
+            )))
+        })
+        .collect();
     let api = api::Api::new(state);
     shutdown.spawn(shutdown::request_on_signal(shutdown.requested.clone()));
     let listeners = server::Listeners {
@@ -386,8 +413,8 @@ async fn run(ports: Ports, state: api::AppState, config: &Arc<Config>, shutdown:
         plain: ports.plain,
     };
     let deadline = server::serve(listeners, api, config, shutdown.requested.clone()).await;
-    if let Some(grpc) = grpc {
-        let _ = tokio::time::timeout_at(deadline.into(), grpc).await;
+    for door in flagd_doors {
+        let _ = tokio::time::timeout_at(deadline.into(), door).await;
     }
     shutdown.finish(deadline).await;
 }

@@ -207,6 +207,10 @@ pub(super) struct FlagpoleFile {
 pub(super) struct GrpcFile {
     /// Its port, on `server.host`; `null`: not served. Must differ from the other listeners' ports.
     port: Option<Port>,
+    /// flagd's sync service (`flagd.sync.v1.FlagSyncService`, which the flagd providers'
+    /// in-process mode reads flag sets from) on a port of its own as well, as flagd serves it on
+    /// 8015; `null`: only on `port`. Must differ from the other listeners' ports.
+    sync_port: Option<Port>,
 }
 
 #[derive(Deserialize, Serialize, JsonSchema, Default)]
@@ -468,8 +472,13 @@ impl FlagpoleFile {
         if let Some(n) = self.identity_cache.and_then(|c| c.0.max_bytes) {
             c.limits.identity_cache_bytes = n;
         }
-        if let Some(Port(port)) = self.grpc.and_then(|g| g.0.port) {
-            c.server.grpc_port = Some(port);
+        if let Some(grpc) = self.grpc.map(|g| g.0) {
+            if let Some(Port(port)) = grpc.port {
+                c.server.grpc_port = Some(port);
+            }
+            if let Some(Port(port)) = grpc.sync_port {
+                c.server.sync_port = Some(port);
+            }
         }
         if let Some(metrics) = self.metrics.map(|m| m.0) {
             if let Some(on) = metrics.enabled {
@@ -535,6 +544,7 @@ impl FlagpoleFile {
             shadow: Some(Object(super::shadow::ShadowFile::from_settings(&c.shadow))),
             grpc: Some(Object(GrpcFile {
                 port: c.server.grpc_port.map(Port),
+                sync_port: c.server.sync_port.map(Port),
             })),
             fleet: c
                 .fleet

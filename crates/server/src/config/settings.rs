@@ -86,6 +86,9 @@ pub struct Server {
     /// `flagpole.grpc.port`: the flagd-compatible listener (gRPC and Connect) on the same host;
     /// `None` (the default) = not served.
     pub grpc_port: Option<u16>,
+    /// `flagpole.grpc.sync_port`: flagd's sync service alone on a port of its own (as flagd's
+    /// 8015); `None` (the default) = only on the flagd listener.
+    pub sync_port: Option<u16>,
     /// HTTPS on `port` (`server.tls`); `None` = plain HTTP.
     pub tls: Option<super::TlsConfig>,
 }
@@ -156,6 +159,7 @@ impl Default for Config {
                 shutdown_timeout: Duration::from_secs(10),
                 allow_origins: None,
                 grpc_port: None,
+                sync_port: None,
                 tls: None,
             },
             limits: Limits {

@@ -33,21 +33,23 @@ use crate::flagd::{Connection, Flagd};
 use crate::server::direct_stream::Prefixed;
 use crate::tasks::Tasks;
 use coalesce::{Coalesced, Turns};
+pub(crate) use dispatch::Services;
 use dispatch::{dispatch, Front};
 use http2::Caller;
 
-/// Serves `flagd` on `listener` until `stopping` is cancelled and the calls in flight end (at
-/// most `config.server.shutdown_timeout`).
+/// Serves `flagd`'s `services` on `listener` until `stopping` is cancelled and the calls in
+/// flight end (at most `config.server.shutdown_timeout`).
 pub(crate) async fn serve(
     listener: TcpListener,
     flagd: Flagd,
+    services: Services,
     config: Arc<Config>,
     stopping: CancellationToken,
 ) {
     let drain = config.server.shutdown_timeout;
     // Every connection task, and every call on a task of its own: the drain waits for them.
     let connections = Tasks::new();
-    let front = Arc::new(Front::new(flagd, connections.clone()));
+    let front = Arc::new(Front::new(flagd, connections.clone(), services));
     let limits = Limits {
         max_header_bytes: config.limits.max_header_bytes,
         // An idle keep-alive connection is closed by the same timer.

@@ -24,6 +24,7 @@ pub(crate) mod listener;
 mod peers;
 mod proto;
 mod resolve;
+mod sync;
 pub(crate) mod wire;
 
 use std::pin::Pin;
@@ -43,7 +44,7 @@ pub(crate) use peers::Connection;
 use resolve::{Kind, Resolved, Typed};
 
 /// The code generated from the vendored flagd schemas (`proto/`, by `build.rs`), one module
-/// per version.
+/// per service version.
 macro_rules! generated {
     ($($v:ident: $package:literal),+) => {$(
         #[allow(
@@ -59,7 +60,11 @@ macro_rules! generated {
     )+};
 }
 
-generated!(v1: "flagd.evaluation.v1", v2: "flagd.evaluation.v2");
+generated!(
+    v1: "flagd.evaluation.v1",
+    v2: "flagd.evaluation.v2",
+    sync_v1: "flagd.sync.v1"
+);
 
 /// Both services, on the proxy's state (cheap to clone).
 #[derive(Clone)]

@@ -111,7 +111,7 @@ async fn call(
     // With spans exported every call goes through `dispatch`, where its span is made.
     let hot = crate::telemetry::otel::tracer().is_none();
     if let Some(unary) = hot
-        .then(|| Unary::hot(&parts.headers, parts.uri.path()))
+        .then(|| front.hot(&parts.headers, parts.uri.path()))
         .flatten()
     {
         match whole(&mut body) {

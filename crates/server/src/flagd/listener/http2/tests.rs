@@ -41,6 +41,7 @@ async fn listening(
     let served = Tasks::new().spawn(super::super::serve(
         listener,
         flagd,
+        super::super::Services::All,
         config,
         stopping.clone(),
     ));
