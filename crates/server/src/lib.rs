@@ -25,6 +25,7 @@ mod snapshot;
 mod store;
 // … what feeds and watches the store …
 mod analytics;
+mod flagsets;
 mod shadow;
 mod sources;
 mod streams;
@@ -123,7 +124,16 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             .clone()
             .judge_staleness_until_shutdown(store::StaleRule::of(&config)),
     );
-    let state = front_doors(&config, &store, pollers.as_ref(), fleet, &shutdown).await;
+    let flag_sets = flagsets::sources::start(&config, ready.flags, &shutdown).await?;
+    let state = front_doors(
+        &config,
+        &store,
+        pollers.as_ref(),
+        fleet,
+        flag_sets,
+        &shutdown,
+    )
+    .await;
     run(ports, state, &config, &shutdown).await;
     Ok(())
 }
@@ -193,7 +203,7 @@ async fn load_documents(
     shutdown: &Shutdown,
 ) -> Result<(), String> {
     let deferred = background::hold_deferred().await;
-    let mut files = Vec::new();
+    let mut files: Vec<sources::file_watcher::WatchedFile> = Vec::new();
     let mut loads = Vec::new();
     for (slot, source) in plan {
         match source {
@@ -318,6 +328,7 @@ async fn front_doors(
     store: &Arc<Store>,
     pollers: Option<&upstream::Pollers>,
     fleet: Option<Arc<sources::fleet::Fleet>>,
+    flag_sets: Arc<flagsets::FlagSets>,
     shutdown: &Shutdown,
 ) -> api::AppState {
     let streams = Arc::new(streams::Streams::new(config, store));
@@ -366,6 +377,7 @@ async fn front_doors(
         analytics,
         shadow,
         fleet,
+        flag_sets,
     }
 }
 

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use super::analytics::AnalyticsSection;
+use super::flags::FlagSourceFile;
 use super::ofrep::OfrepFile;
 use super::settings::{Config, KeyPair};
 use super::shadow::ShadowSection;
@@ -80,6 +81,8 @@ pub(super) struct File {
     flagpole: Option<Object<FlagpoleFile>>,
     /// OpenFeature Remote Evaluation Protocol (`/ofrep/v1/…`).
     ofrep: Option<Object<OfrepFile>>,
+    /// flagd flag-definition sources (files watched, http(s) URLs polled), merged as flagd merges its sources and served keyless to the OpenFeature front doors; `flagpole serve --flags PATH` adds files.
+    flags: Option<Vec<Object<FlagSourceFile>>>,
 }
 
 /// One environment: the server key Flagpole fetches with, and the client key.
@@ -378,6 +381,12 @@ impl File {
         if let Some(Object(ofrep)) = self.ofrep {
             c.ofrep = ofrep.settings(warnings);
         }
+        c.flags = self
+            .flags
+            .unwrap_or_default()
+            .iter()
+            .map(|Object(f)| f.to_settings())
+            .collect();
         c
     }
 
@@ -424,6 +433,12 @@ impl File {
             proxy_key: c.environments.proxy_key.clone(),
             flagpole: Some(Object(FlagpoleFile::from_settings(c))),
             ofrep: Some(Object(OfrepFile::from_settings(&c.ofrep))),
+            flags: Some(
+                c.flags
+                    .iter()
+                    .map(|f| Object(FlagSourceFile::from_settings(f)))
+                    .collect(),
+            ),
             ..File::default()
         }
     }

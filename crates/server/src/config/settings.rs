@@ -34,6 +34,10 @@ pub struct Config {
     pub fleet: Option<super::fleet::FleetConfig>,
     /// `flagpole.telemetry` and the `OTEL_*` variables: OpenTelemetry export.
     pub otel: super::telemetry::OtelConfig,
+    /// `flags` and `--flags`: flagd flag-definition sources, in merge order (tokens and
+    /// headers are secrets: left out of this form; the file form redacts them).
+    #[serde(skip)]
+    pub flags: Vec<super::flags::FlagSource>,
 }
 
 /// Which environments are served.
@@ -190,6 +194,7 @@ impl Default for Config {
             shadow: ShadowConfig::default(),
             fleet: None,
             otel: super::telemetry::OtelConfig::default(),
+            flags: Vec::new(),
         }
     }
 }

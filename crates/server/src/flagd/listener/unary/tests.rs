@@ -47,6 +47,7 @@ pub(in crate::flagd) async fn flagd_stopping(stopping: CancellationToken) -> Fla
         config,
         shadow: None,
         fleet: None,
+        flag_sets: Arc::new(crate::flagsets::FlagSets::new(&[])),
     };
     Flagd::new(state, stopping, Tasks::new())
 }
