@@ -24,6 +24,7 @@ pub(crate) mod listener;
 mod peers;
 mod proto;
 mod resolve;
+mod sets;
 mod sync;
 pub(crate) mod wire;
 
@@ -104,6 +105,10 @@ impl Flagd {
         kind: Kind,
         parts: impl FnOnce(M) -> (String, Option<prost_types::Struct>),
     ) -> Result<Resolved, Status> {
+        if let Some(view) = sets::of_call(&self.state, request.metadata())? {
+            let (key, context) = parts(request.into_inner());
+            return sets::one(&view, &key, context.as_ref(), kind);
+        }
         let authorised = self.authorise(&request)?;
         let (key, context) = parts(request.into_inner());
         resolve::one(&self.state, &authorised, &key, context.as_ref(), kind)

@@ -81,6 +81,10 @@ impl FlagSyncService for Flagd {
         request: Request<SyncFlagsRequest>,
     ) -> Result<Response<Self::SyncFlagsStream>, Status> {
         let sets = self.state.flag_sets.clone();
+        #[expect(
+            deprecated,
+            reason = "flagd still reads the field when no header names a set"
+        )]
         let selector = selector(request.metadata(), &request.get_ref().selector);
         admit(&sets, request.metadata(), selector.as_deref())?;
         // Small: a slow reader gets the newest configuration late, never a queue of old ones.
@@ -100,6 +104,10 @@ impl FlagSyncService for Flagd {
         request: Request<FetchAllFlagsRequest>,
     ) -> Result<Response<FetchAllFlagsResponse>, Status> {
         let sets = &self.state.flag_sets;
+        #[expect(
+            deprecated,
+            reason = "flagd still reads the field when no header names a set"
+        )]
         let selector = selector(request.metadata(), &request.get_ref().selector);
         admit(sets, request.metadata(), selector.as_deref())?;
         let view = sets.view(selector.as_deref());

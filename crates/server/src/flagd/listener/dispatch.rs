@@ -21,7 +21,7 @@ use crate::telemetry::otel::spans::{Peer, ServerSpan};
 
 type V1 = v1::service_server::ServiceServer<Flagd>;
 type V2 = v2::service_server::ServiceServer<Flagd>;
-type Sync = sync_v1::flag_sync_service_server::FlagSyncServiceServer<Flagd>;
+type SyncService = sync_v1::flag_sync_service_server::FlagSyncServiceServer<Flagd>;
 
 /// What a port serves: the flagd port everything (evaluation, gRPC and Connect, and sync), the
 /// sync port (flagd's 8015) the sync service alone, over gRPC.
@@ -40,7 +40,7 @@ pub(super) struct Front {
     pub evaluates: bool,
     v1: V1,
     v2: V2,
-    sync: Sync,
+    sync: SyncService,
     /// What answers any other gRPC path (`UNIMPLEMENTED`).
     routes: Routes,
 }
@@ -162,7 +162,7 @@ where
     let answered = match service.map(|(name, _)| name) {
         Some(V1::NAME) if front.evaluates => front.v1.clone().call(request).await,
         Some(V2::NAME) if front.evaluates => front.v2.clone().call(request).await,
-        Some(Sync::NAME) => front.sync.clone().call(request).await,
+        Some(SyncService::NAME) => front.sync.clone().call(request).await,
         _ => front.routes.clone().call(request).await,
     };
     match answered {

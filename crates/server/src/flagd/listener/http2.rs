@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::coalesce::Turns;
 use super::dispatch::Front;
-use super::unary::{self, Answered, Unary};
+use super::unary::{self, Answered};
 use crate::flagd::Connection;
 
 /// hyper's HTTP/2 server defaults (`hyper::proto::h2::server`), which the listener had before.
