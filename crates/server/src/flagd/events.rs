@@ -35,6 +35,8 @@ use tokio_stream::{StreamExt, StreamMap};
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
+mod sets;
+
 use super::peers::Presented;
 use super::{proto, Events};
 use crate::api::AppState;
@@ -50,6 +52,8 @@ pub(super) enum Source {
     Key(Presented),
     /// No key: every environment its connection presents a key for, now or later.
     Connection(watch::Receiver<Vec<Presented>>),
+    /// The flag set a selector picks (`None`: every source merged).
+    FlagSet(Option<String>),
 }
 
 /// What the stream tasks of one front door share: each snapshot's fingerprints, computed once
@@ -101,8 +105,16 @@ where
     // Small: a slow reader gets the latest news late, it does not queue revisions.
     let (tx, rx) = mpsc::channel(4);
     let keep_alive = Duration::from_secs(state.config.ofrep.sse.heartbeat_sec.max(1));
+    let flag_sets = state.flag_sets.clone();
     tasks.spawn(async move {
-        if let Err(status) = run(&tx, &shared, source, &stopping, keep_alive, &message).await {
+        let end = match source {
+            Source::FlagSet(selector) => {
+                let set = sets::Followed::new(&flag_sets, selector);
+                sets::run(&tx, set, &stopping, keep_alive, &message).await
+            }
+            source => run(&tx, &shared, source, &stopping, keep_alive, &message).await,
+        };
+        if let Err(status) = end {
             let _ = tx.send(Err(status)).await;
         }
     });
@@ -128,6 +140,7 @@ where
     let (keyed, mut presented) = match source {
         Source::Key(p) => (Some(p), None),
         Source::Connection(rx) => (None, Some(rx)),
+        Source::FlagSet(_) => (None, None),
     };
     let mut followed: Vec<Followed> = Vec::new();
     let mut revisions = StreamMap::new();
@@ -276,7 +289,7 @@ fn changed_flags(
 ) -> Option<Struct> {
     let sees = |f: &&(u64, bool, bool)| kind == KeyKind::Server || f.2;
     let keys: HashSet<&String> = before.keys().chain(after.keys()).collect();
-    let mut flags = BTreeMap::new();
+    let mut flags = Vec::new();
     for key in keys {
         let change = match (before.get(key).filter(sees), after.get(key).filter(sees)) {
             (None, Some(_)) => "write",
@@ -284,10 +297,19 @@ fn changed_flags(
             (Some(a), Some(b)) if every || a != b || a.1 || b.1 => "update",
             _ => continue,
         };
+        flags.push((key.as_str(), change));
+    }
+    notice(flags)
+}
+
+/// flagd's change notice naming these flags with their kind of change; `None` for none.
+fn notice<'a>(changes: impl IntoIterator<Item = (&'a str, &'static str)>) -> Option<Struct> {
+    let mut flags = BTreeMap::new();
+    for (key, change) in changes {
         let mut fields = BTreeMap::new();
         fields.insert("type".to_owned(), proto::string(change));
-        fields.insert("flagKey".to_owned(), proto::string(key.clone()));
-        flags.insert(key.clone(), structure(fields));
+        fields.insert("flagKey".to_owned(), proto::string(key));
+        flags.insert(key.to_owned(), structure(fields));
     }
     if flags.is_empty() {
         return None;

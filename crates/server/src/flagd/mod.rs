@@ -136,9 +136,13 @@ impl Flagd {
         calls::observed(Method::ResolveAll, started, outcome)
     }
 
-    /// Whose changes an `EventStream` call reports: its key's environment, or with no key at
-    /// all, those its connection presents keys for (see `peers`).
+    /// Whose changes an `EventStream` call reports: its flag set (flag sets configured and no
+    /// Flagsmith key presented), its key's environment, or with no key at all, those its
+    /// connection presents keys for (see `peers`).
     fn events_source<M>(&self, request: &Request<M>) -> Result<events::Source, Status> {
+        if sets::of_call(&self.state, request.metadata())?.is_some() {
+            return Ok(events::Source::FlagSet(sets::selector(request.metadata())));
+        }
         let connection = request.extensions().get::<Arc<Connection>>();
         match (keys::presented(request.metadata())?, connection) {
             (None, Some(connection)) => Ok(events::Source::Connection(connection.watch())),
