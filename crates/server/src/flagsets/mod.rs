@@ -66,6 +66,10 @@ impl Source {
         self.content.lock().is_some()
     }
 
+    pub(crate) fn is_stale(&self) -> bool {
+        self.stale.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn updated_at_ms(&self) -> Option<u64> {
         self.content.lock().as_ref().map(|c| c.updated_at_ms)
     }

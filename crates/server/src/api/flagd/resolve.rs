@@ -17,6 +17,7 @@ use tonic::Status;
 use super::proto;
 use crate::api::authorise::Authorised;
 use crate::api::openfeature::context::{self, Input};
+use crate::api::openfeature::flagsmith;
 use crate::api::openfeature::mapping::{self, Resolution};
 use crate::api::AppState;
 use crate::snapshot::{KeyKind, Snapshot};
@@ -120,7 +121,7 @@ fn mapped<'a>(
     kind: KeyKind,
 ) -> Resolution<'a> {
     let can_vary = snapshot.env.can_vary(flag.key);
-    mapping::resolve(flag, kind, state.config.ofrep.parse_json_strings, can_vary)
+    flagsmith::resolve(flag, kind, state.config.ofrep.parse_json_strings, can_vary)
 }
 
 /// The mapped flag as the requested type (`STALE` while the document is `stale`).
@@ -135,7 +136,7 @@ fn typed(r: &Resolution<'_>, kind: Kind, stale: bool) -> Result<Resolved, Status
     };
     match value {
         Some(value) => Ok(finish(r, value, false, stale)),
-        None if !r.enabled => Ok(finish(r, Typed::None, true, stale)),
+        None if !r.enabled() => Ok(finish(r, Typed::None, true, stale)),
         None => Err(Status::invalid_argument(format!(
             "flag '{}' is not of type {}",
             r.key,
@@ -162,14 +163,14 @@ fn integer(n: &serde_json::Number) -> Option<i64> {
 /// The response parts; `defaulted`: no value for the caller, so the variant is empty.
 fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool, stale: bool) -> Resolved {
     let mut metadata = BTreeMap::new();
-    if let Some(id) = r.feature_id.and_then(Value::as_f64) {
+    if let Some(id) = r.feature_id().and_then(Value::as_f64) {
         metadata.insert("flagsmithFeatureId".to_owned(), proto::number(id));
     }
-    metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled));
-    if let Some(reason) = r.engine_reason {
+    metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled()));
+    if let Some(reason) = r.engine_reason() {
         metadata.insert("flagsmithReason".to_owned(), proto::string(reason));
     }
-    if let Some(segment) = r.segment {
+    if let Some(segment) = r.segment() {
         metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
     }
     Resolved {
@@ -178,7 +179,7 @@ fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool, stale: bool) -> Res
         variant: if defaulted {
             String::new()
         } else {
-            r.variant.clone().into_owned()
+            r.variant_text().to_owned()
         },
         metadata: Struct { fields: metadata },
         traced: None,

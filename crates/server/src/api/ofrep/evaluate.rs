@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::etag::{etag, matches_etag};
 use super::freshness::freshen;
 use super::{authorise, Asked, Failure};
-use crate::api::openfeature::{context, mapping};
+use crate::api::openfeature::{context, flagsmith, mapping};
 use crate::api::request_body::{self, BodyError};
 use crate::api::{full, AppState, Response};
 use crate::config::OfrepConfig;
@@ -159,7 +159,12 @@ async fn evaluation(
                     )
                 })?;
             let resolved = write_mapped(&mut out, &snapshot, flag, kind, config, stale);
-            traced = FlagEvaluated::note(key, &resolved.variant, resolved.reason, input.identifier);
+            traced = FlagEvaluated::note(
+                key,
+                resolved.variant_text(),
+                resolved.reason,
+                input.identifier,
+            );
         }
         None => {
             let mut flags: Vec<_> = result
@@ -214,7 +219,7 @@ fn write_mapped<'a>(
     stale: bool,
 ) -> mapping::Resolution<'a> {
     let can_vary = snapshot.env.can_vary(flag.key);
-    let mut resolved = mapping::resolve(flag, kind, config.parse_json_strings, can_vary);
+    let mut resolved = flagsmith::resolve(flag, kind, config.parse_json_strings, can_vary);
     resolved.reason = mapping::when_stale(resolved.reason, stale, resolved.value.is_some());
     mapping::write_flag(out, &resolved);
     resolved
