@@ -33,6 +33,10 @@ pub(crate) async fn evaluate(
     request: Request<Incoming>,
     flag: Option<&str>,
 ) -> Response {
+    if let Some(bearer) = super::for_flag_sets(state, request.headers()) {
+        let bearer = bearer.map(str::to_owned);
+        return super::flag_sets::evaluate(state, request, flag, bearer).await;
+    }
     let asked = flag.map_or(Asked::Bulk, Asked::Flag);
     let mut known = None;
     match evaluation(state, request, flag, &mut known).await {
@@ -235,7 +239,15 @@ fn write_event_streams(
     stale: bool,
 ) {
     let since = crate::streams::event_id(snapshot.updated_at_ms, &snapshot.content_revision, stale);
-    let uri = format!("/{EVENTS_PATH}?t={token}&since={since}");
+    write_event_stream_at(
+        out,
+        config,
+        &format!("/{EVENTS_PATH}?t={token}&since={since}"),
+    );
+}
+
+/// `,"eventStreams":[…]` naming `uri` (a path and query on this server).
+pub(super) fn write_event_stream_at(out: &mut Vec<u8>, config: &OfrepConfig, uri: &str) {
     let place = match &config.public_base_url {
         Some(base) => json!({"url": format!("{base}{uri}")}),
         None => json!({"endpoint": {"requestUri": uri}}),
@@ -264,7 +276,7 @@ fn usage_resource(identified: bool) -> crate::usage::Resource {
     }
 }
 
-fn success_headers(h: &mut HeaderMap, etag: &str) {
+pub(super) fn success_headers(h: &mut HeaderMap, etag: &str) {
     if let Ok(v) = HeaderValue::from_str(etag) {
         h.insert(header::ETAG, v);
     }
