@@ -17,6 +17,7 @@
 //! every replica), flagd's sync `flag_configuration` bytes and per-flag fingerprints
 //! ([`FlagView::changed_keys`]).
 
+mod facts;
 mod selector;
 pub(crate) mod sources;
 mod view;
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::flags::FlagSource;
 use crate::store::Revision;
+pub(crate) use facts::SourceFacts;
 pub(crate) use selector::Selector;
 pub(crate) use view::FlagView;
 use view::{SourceContent, Views};
