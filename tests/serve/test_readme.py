@@ -118,9 +118,12 @@ def test_the_flagd_section_says_how_to_start_flagpole():
 
 @pytest.fixture(scope="module")
 def example_server(tmp_path_factory):
-    """`flagpole serve --example` with the flagd port set as the README says, on free ports."""
+    """`flagpole serve --example --flags examples/flags.json` with the flagd port set as the
+    README says, on free ports."""
     grpc_port = free_port()
-    fp = FlagpoleProcess(tmp_path_factory.mktemp("readme"), extra_args=["--example"],
+    flags = str(REPO / "examples" / "flags.json")
+    fp = FlagpoleProcess(tmp_path_factory.mktemp("readme"),
+                         extra_args=["--example", "--flags", flags],
                          env={"FLAGPOLE": json.dumps({"grpc": {"port": grpc_port}})})
     fp.grpc_port = grpc_port
     fp.start(wait=True)

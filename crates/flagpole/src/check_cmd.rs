@@ -15,6 +15,7 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let env: Vec<(String, String)> = std::env::vars().collect();
     let options = ServeOptions {
         config: args.config.clone(),
+        flags: args.flags.clone(),
         ..Default::default()
     };
     match check(&options, &env) {

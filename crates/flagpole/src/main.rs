@@ -49,6 +49,10 @@ pub(crate) struct ServeArgs {
     /// Serve an environment document from this file (repeatable); reloaded when it changes.
     #[arg(long)]
     pub document: Vec<std::path::PathBuf>,
+    /// Serve a flagd flag-definition file (repeatable; later files win on a key, as flagd
+    /// merges sources); keyless to the OpenFeature doors, reloaded when it changes.
+    #[arg(long)]
+    pub flags: Vec<String>,
     /// Address to listen on (overrides server.host).
     #[arg(long)]
     pub host: Option<String>,
@@ -66,6 +70,10 @@ pub(crate) struct CheckArgs {
     /// The configuration file (default: $CONFIG_PATH, else ./config.json if present).
     #[arg(long)]
     pub config: Option<std::path::PathBuf>,
+    /// A flagd flag file `serve --flags` would serve (repeatable): compiled, or exit 2 naming
+    /// the file and the JSON path of the fault.
+    #[arg(long)]
+    pub flags: Vec<String>,
 }
 
 #[derive(Args)]
@@ -173,6 +181,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     let options = flagpole_server::ServeOptions {
         config: args.config,
         documents: args.document,
+        flags: args.flags,
         host: args.host,
         port: args.port,
         example: args.example,

@@ -19,6 +19,8 @@ pub struct ServeOptions {
     pub config: Option<PathBuf>,
     /// `--document`, served after `flagpole.documents`.
     pub documents: Vec<PathBuf>,
+    /// `--flags`: flagd flag files, served after the `flags` list.
+    pub flags: Vec<String>,
     pub host: Option<String>,
     pub port: Option<u16>,
     /// `--example`: serve the bundled example environment, whatever else is configured.
@@ -62,6 +64,9 @@ pub fn start(loaded: Loaded, options: &ServeOptions) -> Result<Startup, ConfigEr
         .environments
         .documents
         .extend(options.documents.iter().cloned());
+    config
+        .flags
+        .extend(options.flags.iter().map(super::flags::FlagSource::from_uri));
     if let Some(host) = &options.host {
         config.server.host = host.clone();
     }
@@ -70,18 +75,22 @@ pub fn start(loaded: Loaded, options: &ServeOptions) -> Result<Startup, ConfigEr
     }
     super::rules::listeners(&config, options.port.is_some())?;
     let envs = &config.environments;
-    let configured =
-        !envs.key_pairs.is_empty() || !envs.documents.is_empty() || envs.proxy_key.is_some();
+    // Flag sets alone are something to serve: a flagd user needs no Flagsmith environment.
+    let configured = !envs.key_pairs.is_empty()
+        || !envs.documents.is_empty()
+        || envs.proxy_key.is_some()
+        || !config.flags.is_empty();
     let example = if options.example {
         Example::Asked
-    } else if sources.is_empty() && options.documents.is_empty() {
+    } else if sources.is_empty() && options.documents.is_empty() && config.flags.is_empty() {
         Example::NothingConfigured
     } else if configured {
         Example::No
     } else {
         return Err(ConfigError(format!(
             "no environment to serve: no environment_key_pairs, proxy_key or \
-             flagpole.documents (read: {sources}); configure one, pass --document FILE, or pass \
+             flagpole.documents, and no flags (read: {sources}); configure one, pass --document \
+             FILE or --flags FILE, or pass \
              --example to serve the bundled example"
         )));
     };
@@ -126,7 +135,7 @@ mod tests {
         assert!(
             e.0.starts_with(
                 "no environment to serve: no environment_key_pairs, proxy_key or \
-                 flagpole.documents (read: file config.json);"
+                 flagpole.documents, and no flags (read: file config.json);"
             ),
             "{e}"
         );

@@ -31,6 +31,7 @@ use tonic::Status;
 use super::wire::{self, LEN};
 use super::{proto, resolve, sets};
 use crate::api::authorise::Authorised;
+use crate::api::openfeature::flagsmith;
 use crate::api::openfeature::mapping::{self, Resolution};
 use crate::api::AppState;
 use crate::flagsets::FlagView;
@@ -101,13 +102,13 @@ pub(super) fn answer(
 /// then the value's `AnyFlag` field.
 fn prepare(out: &mut Vec<u8>, source: &SourcedValue<'_>, parse_json_strings: bool) {
     let enabled = json_truthy(source.enabled);
-    let value = mapping::value(enabled, source.value, parse_json_strings);
+    let value = flagsmith::value(enabled, source.value, parse_json_strings);
     let mut field = Vec::new();
     proto_value(&mut field, value.as_deref());
     out.push(u8::from(!field.is_empty()) | u8::from(enabled) << 1);
     let variant = source
         .variant_key
-        .map(|key| mapping::variant_text(enabled, VariantChoice::Key(key), true, source.value));
+        .map(|key| flagsmith::variant_text(enabled, VariantChoice::Key(key), true, source.value));
     let variant = variant.as_deref().unwrap_or("");
     wire::varint(out, variant.len() as u64);
     out.extend_from_slice(variant.as_bytes());
@@ -287,7 +288,7 @@ fn piece<'a>(
             let variant = if defaulted {
                 Cow::Borrowed(&b""[..])
             } else if variant.is_empty() {
-                match mapping::variant_text(enabled, flag.variant, split, flag.value) {
+                match flagsmith::variant_text(enabled, flag.variant, split, flag.value) {
                     Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
                     Cow::Owned(text) => Cow::Owned(text.into_bytes()),
                 }
@@ -297,7 +298,7 @@ fn piece<'a>(
             return Piece {
                 key: flag.key,
                 reason: mapping::when_stale(
-                    mapping::reason(enabled, &flag.reason, prepared.can_vary),
+                    flagsmith::reason(enabled, &flag.reason, prepared.can_vary),
                     options.stale,
                     !defaulted,
                 ),
@@ -314,17 +315,17 @@ fn piece<'a>(
         Some(prepared) => prepared.can_vary,
         None => snapshot.env.can_vary(flag.key),
     };
-    let r = mapping::resolve(flag, kind, options.parse_json_strings, can_vary);
+    let r = flagsmith::resolve(flag, kind, options.parse_json_strings, can_vary);
     let mut value = Vec::new();
     match options.form {
         Form::Proto { .. } => proto_value(&mut value, r.value.as_deref()),
         Form::Json => json_value(&mut value, r.value.as_deref()),
     }
-    let defaulted = value.is_empty() && !r.enabled;
+    let defaulted = value.is_empty() && !r.enabled();
     let variant = if defaulted {
         Cow::Borrowed(&b""[..])
     } else {
-        match r.variant {
+        match r.variant.clone().unwrap_or(Cow::Borrowed("")) {
             Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
             Cow::Owned(text) => Cow::Owned(text.into_bytes()),
         }
@@ -389,13 +390,13 @@ fn json_value(out: &mut Vec<u8>, value: Option<&Value>) {
 /// A flag's metadata members, in key order (a `Struct` is a sorted map).
 fn metadata<'a>(r: &Resolution<'a>) -> [(&'static str, Option<Meta<'a>>); 4] {
     [
-        ("flagsmithEnabled", Some(Meta::Bool(r.enabled))),
+        ("flagsmithEnabled", Some(Meta::Bool(r.enabled()))),
         (
             "flagsmithFeatureId",
-            r.feature_id.and_then(Value::as_f64).map(Meta::Number),
+            r.feature_id().and_then(Value::as_f64).map(Meta::Number),
         ),
-        ("flagsmithReason", r.engine_reason.map(Meta::Text)),
-        ("flagsmithSegment", r.segment.map(Meta::Text)),
+        ("flagsmithReason", r.engine_reason().map(Meta::Text)),
+        ("flagsmithSegment", r.segment().map(Meta::Text)),
     ]
 }
 
@@ -411,7 +412,7 @@ fn resolution<'a>(
     kind: KeyKind,
     options: Options,
 ) -> Resolution<'a> {
-    mapping::resolve(flag, kind, options.parse_json_strings, can_vary)
+    flagsmith::resolve(flag, kind, options.parse_json_strings, can_vary)
 }
 
 /// A Flagsmith flag's metadata members as a `Struct`'s body.

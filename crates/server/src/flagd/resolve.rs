@@ -17,6 +17,7 @@ use tonic::Status;
 use super::proto;
 use crate::api::authorise::Authorised;
 use crate::api::openfeature::context::{self, Input};
+use crate::api::openfeature::flagsmith;
 use crate::api::openfeature::mapping::{self, Resolution};
 use crate::api::AppState;
 use crate::snapshot::{KeyKind, Snapshot};
@@ -120,7 +121,7 @@ fn mapped<'a>(
     kind: KeyKind,
 ) -> Resolution<'a> {
     let can_vary = snapshot.env.can_vary(flag.key);
-    mapping::resolve(flag, kind, state.config.ofrep.parse_json_strings, can_vary)
+    flagsmith::resolve(flag, kind, state.config.ofrep.parse_json_strings, can_vary)
 }
 
 /// One flag's answer before flagd's typing, whichever engine gave it.
@@ -151,23 +152,23 @@ pub(super) enum Fractions {
 /// The Flagsmith answer, mapped as OFREP maps it.
 fn answer<'a>(r: &'a Resolution<'a>) -> Answer<'a> {
     let mut metadata = BTreeMap::new();
-    if let Some(id) = r.feature_id.and_then(Value::as_f64) {
+    if let Some(id) = r.feature_id().and_then(Value::as_f64) {
         metadata.insert("flagsmithFeatureId".to_owned(), proto::number(id));
     }
-    metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled));
-    if let Some(reason) = r.engine_reason {
+    metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled()));
+    if let Some(reason) = r.engine_reason() {
         metadata.insert("flagsmithReason".to_owned(), proto::string(reason));
     }
-    if let Some(segment) = r.segment {
+    if let Some(segment) = r.segment() {
         metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
     }
     Answer {
         key: r.key,
         value: r.value.as_deref(),
         reason: r.reason,
-        variant: &r.variant,
+        variant: r.variant_text(),
         metadata: Struct { fields: metadata },
-        lenient: !r.enabled,
+        lenient: !r.enabled(),
         fractions: Fractions::Refused,
     }
 }

@@ -17,17 +17,22 @@
 //! every replica), flagd's sync `flag_configuration` bytes and per-flag fingerprints
 //! ([`FlagView::changed_keys`]).
 
+mod facts;
 mod selector;
 pub(crate) mod sources;
 mod view;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::flags::FlagSource;
+use crate::store::Revision;
+pub(crate) use facts::SourceFacts;
 pub(crate) use selector::Selector;
 pub(crate) use view::FlagView;
 use view::{SourceContent, Views};
@@ -66,6 +71,10 @@ impl Source {
         self.content.lock().is_some()
     }
 
+    pub(crate) fn is_stale(&self) -> bool {
+        self.stale.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn updated_at_ms(&self) -> Option<u64> {
         self.content.lock().as_ref().map(|c| c.updated_at_ms)
     }
@@ -80,6 +89,9 @@ pub(crate) struct FlagSets {
     version: tokio::sync::watch::Sender<u64>,
     /// One rebuild at a time, so views are never published out of order.
     rebuild: Mutex<()>,
+    /// Per selector some change stream follows: its current revision.
+    announced: Mutex<HashMap<String, tokio::sync::watch::Sender<Option<Arc<Revision>>>>>,
+    stop: CancellationToken,
 }
 
 impl FlagSets {
@@ -107,6 +119,8 @@ impl FlagSets {
             views: ArcSwap::from_pointee(Views::default()),
             version: tokio::sync::watch::channel(0).0,
             rebuild: Mutex::new(()),
+            announced: Mutex::new(HashMap::new()),
+            stop: CancellationToken::new(),
         }
     }
 
@@ -128,21 +142,85 @@ impl FlagSets {
         selector: Option<&str>,
         bearer: Option<&str>,
     ) -> Result<(), Refused> {
+        self.admit_by(selector, bearer.is_some(), |token| {
+            bearer.is_some_and(|b| constant_time_eq(token.as_bytes(), b.as_bytes()))
+        })
+        .map(drop)
+    }
+
+    /// The view `selector` picks when the credential presented (`presented`: one was) is
+    /// accepted, for every guarded source it reads, by `accepts(one of its tokens)`. Change
+    /// streams use it with the URL token derived from a set token.
+    pub(crate) fn admit_by(
+        &self,
+        selector: Option<&str>,
+        presented: bool,
+        accepts: impl Fn(&str) -> bool,
+    ) -> Result<Arc<FlagView>, Refused> {
         let view = self.view(selector).ok_or(Refused::UnknownSelector)?;
         for &index in &view.sources {
             let tokens = &self.sources[index].config.tokens;
             if tokens.is_empty() {
                 continue;
             }
-            let bearer = bearer.ok_or(Refused::MissingToken)?;
-            if !tokens
-                .iter()
-                .any(|t| constant_time_eq(t.as_bytes(), bearer.as_bytes()))
-            {
+            if !presented {
+                return Err(Refused::MissingToken);
+            }
+            if !tokens.iter().any(|t| accepts(t)) {
                 return Err(Refused::WrongToken);
             }
         }
-        Ok(())
+        Ok(view)
+    }
+
+    /// Whether the set `selector` picks wants a token (some source it reads has `tokens`); the
+    /// first such token, for deriving a change stream's URL token.
+    pub(crate) fn guard(&self, selector: Option<&str>) -> Option<&str> {
+        let view = self.view(selector)?;
+        view.sources
+            .iter()
+            .find_map(|&i| self.sources[i].config.tokens.first().map(String::as_str))
+    }
+
+    /// The content revisions of the set `selector` picks, as change streams follow them (the
+    /// same cell shape as an environment's: a new revision or a staleness switch is a change).
+    pub(crate) fn revisions(
+        &self,
+        selector: Option<&str>,
+    ) -> tokio::sync::watch::Receiver<Option<Arc<Revision>>> {
+        let key = Selector::parse(selector).key();
+        let mut cells = self.announced.lock();
+        cells
+            .entry(key)
+            .or_insert_with_key(|key| tokio::sync::watch::channel(self.revision_of(key)).0)
+            .subscribe()
+    }
+
+    /// Cancelled at shutdown: change streams on flag sets end with it.
+    pub(crate) fn stopping(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
+    fn revision_of(&self, key: &str) -> Option<Arc<Revision>> {
+        let view = self.views.load().by_key.get(key).cloned()?;
+        Some(Arc::new(Revision {
+            updated_at_ms: view.updated_at_ms,
+            content_revision: view.revision.clone(),
+            stale: view.stale(),
+        }))
+    }
+
+    /// Tells every followed selector its current revision (only a change wakes its streams).
+    fn announce(&self) {
+        for (key, cell) in self.announced.lock().iter() {
+            let now = self.revision_of(key);
+            cell.send_if_modified(|current| {
+                let changed = *current != now;
+                *current = now;
+                changed
+            });
+        }
+        self.version.send_modify(|v| *v += 1);
     }
 
     /// Bumped on each new set of views and on each staleness switch.
@@ -200,7 +278,7 @@ impl FlagSets {
     /// Marks a polled source stale or fresh; a switch is announced without rebuilding.
     pub(crate) fn set_stale(&self, index: usize, stale: bool) {
         if self.sources[index].stale.swap(stale, Ordering::Relaxed) != stale {
-            self.version.send_modify(|v| *v += 1);
+            self.announce();
         }
     }
 
@@ -222,7 +300,7 @@ impl FlagSets {
             })
             .collect();
         self.views.store(Arc::new(view::build(&inputs)));
-        self.version.send_modify(|v| *v += 1);
+        self.announce();
     }
 }
 

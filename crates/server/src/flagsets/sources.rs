@@ -42,6 +42,11 @@ pub(crate) async fn start(
     shutdown: &Shutdown,
 ) -> Result<Arc<FlagSets>, String> {
     let sets = Arc::new(FlagSets::new(&config.flags));
+    let (stop, stopping) = (shutdown.requested.clone(), sets.stopping());
+    shutdown.spawn(async move {
+        stop.cancelled().await;
+        stopping.cancel();
+    });
     let mut watched: Vec<WatchedFile> = Vec::new();
     for (index, text) in files.into_iter().enumerate() {
         let Some(text) = text else { continue };

@@ -150,15 +150,52 @@ impl Streams {
         heartbeat: Duration,
         max: usize,
     ) -> Option<EventStream> {
+        let announcements = self
+            .of(&env.client_key)
+            .map_or_else(Arc::default, |s| s.announcements.clone());
+        let followed = Followed {
+            revisions: env.revisions.subscribe(),
+            stop: env.stop.clone(),
+            announcements,
+        };
+        self.open_on(followed, format, last_id, heartbeat, max)
+    }
+
+    /// Opens an OFREP stream on a flagd flag set's revisions (`flagsets`), ending at `stop`.
+    pub(crate) fn open_flag_set(
+        &self,
+        revisions: tokio::sync::watch::Receiver<Option<Arc<crate::store::Revision>>>,
+        stop: tokio_util::sync::CancellationToken,
+        last_id: Option<&str>,
+        heartbeat: Duration,
+        max: usize,
+    ) -> Option<EventStream> {
+        let followed = Followed {
+            revisions,
+            stop,
+            announcements: Arc::default(),
+        };
+        self.open_on(followed, Format::Ofrep, last_id, heartbeat, max)
+    }
+
+    fn open_on(
+        &self,
+        followed: Followed,
+        format: Format,
+        last_id: Option<&str>,
+        heartbeat: Duration,
+        max: usize,
+    ) -> Option<EventStream> {
         if self.open.fetch_add(1, Ordering::AcqRel) >= max {
             self.open.fetch_sub(1, Ordering::AcqRel);
             return None;
         }
         let guard = OpenGuard(self.open.clone());
-        let announcements = self
-            .of(&env.client_key)
-            .map_or_else(Arc::default, |s| s.announcements.clone());
-        let revisions = env.revisions.subscribe();
+        let Followed {
+            revisions,
+            stop,
+            announcements,
+        } = followed;
         let current = revisions.borrow().clone();
         let mut first = b"retry: 5000\n: flagpole change stream\n\n".to_vec();
         let told = current.clone();
@@ -180,11 +217,18 @@ impl Streams {
             changes: WatchStream::from_changes(revisions),
             told,
             announcements,
-            stopped: Box::pin(env.stop.clone().cancelled_owned()),
+            stopped: Box::pin(stop.cancelled_owned()),
             ticks,
             _guard: guard,
         })
     }
+}
+
+/// What a stream follows: a revision cell, when it ends, and the shared renderings.
+struct Followed {
+    revisions: tokio::sync::watch::Receiver<Option<Arc<crate::store::Revision>>>,
+    stop: tokio_util::sync::CancellationToken,
+    announcements: Arc<Announcements>,
 }
 
 /// `t`: the first 22 characters of unpadded base64url of

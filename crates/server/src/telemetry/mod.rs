@@ -16,6 +16,7 @@
 //! by the same [`init`] when an endpoint is configured.
 
 pub(crate) mod environments;
+pub(crate) mod flag_sets;
 pub(crate) mod flagd;
 pub(crate) mod fleet;
 pub(crate) mod http;

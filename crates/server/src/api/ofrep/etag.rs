@@ -35,9 +35,35 @@ pub(super) fn etag(
     if stale {
         described["stale"] = Value::Bool(true);
     }
+    digest(&described)
+}
+
+/// The same for a flagd flag set: its view's revision, the selector, the flag asked (or all),
+/// staleness, the whole context (flagd rules may read any member) and the settings.
+pub(super) fn flag_set_etag(
+    revision: &str,
+    selector: &str,
+    flag: Option<&str>,
+    stale: bool,
+    context: &Value,
+    settings: &str,
+) -> String {
+    digest(&json!({
+        "v": 1,
+        "op": if flag.is_some() { "flag" } else { "bulk" },
+        "flag": flag,
+        "set": selector,
+        "rev": revision,
+        "cfg": settings,
+        "in": context,
+        "stale": stale,
+    }))
+}
+
+fn digest(described: &Value) -> String {
     let mut bytes = Vec::with_capacity(256);
     // Typed: a trait `1` and a trait `1.0` evaluate differently, so they must not share an ETag.
-    canonical::write_with(&mut bytes, &described, canonical::Numbers::Typed);
+    canonical::write_with(&mut bytes, described, canonical::Numbers::Typed);
     let digest: [u8; 32] = Sha256::digest(&bytes).into();
     format!("W/\"{}\"", canonical::hex(&digest, 16))
 }

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::etag::{etag, matches_etag};
 use super::freshness::freshen;
 use super::{authorise, Asked, Failure};
-use crate::api::openfeature::{context, mapping};
+use crate::api::openfeature::{context, flagsmith, mapping};
 use crate::api::request_body::{self, BodyError};
 use crate::api::{full, AppState, Response};
 use crate::config::OfrepConfig;
@@ -33,6 +33,10 @@ pub(crate) async fn evaluate(
     request: Request<Incoming>,
     flag: Option<&str>,
 ) -> Response {
+    if let Some(bearer) = super::for_flag_sets(state, request.headers()) {
+        let bearer = bearer.map(str::to_owned);
+        return super::flag_sets::evaluate(state, request, flag, bearer).await;
+    }
     let asked = flag.map_or(Asked::Bulk, Asked::Flag);
     let mut known = None;
     match evaluation(state, request, flag, &mut known).await {
@@ -159,7 +163,12 @@ async fn evaluation(
                     )
                 })?;
             let resolved = write_mapped(&mut out, &snapshot, flag, kind, config, stale);
-            traced = FlagEvaluated::note(key, &resolved.variant, resolved.reason, input.identifier);
+            traced = FlagEvaluated::note(
+                key,
+                resolved.variant_text(),
+                resolved.reason,
+                input.identifier,
+            );
         }
         None => {
             let mut flags: Vec<_> = result
@@ -214,7 +223,7 @@ fn write_mapped<'a>(
     stale: bool,
 ) -> mapping::Resolution<'a> {
     let can_vary = snapshot.env.can_vary(flag.key);
-    let mut resolved = mapping::resolve(flag, kind, config.parse_json_strings, can_vary);
+    let mut resolved = flagsmith::resolve(flag, kind, config.parse_json_strings, can_vary);
     resolved.reason = mapping::when_stale(resolved.reason, stale, resolved.value.is_some());
     mapping::write_flag(out, &resolved);
     resolved
@@ -230,7 +239,15 @@ fn write_event_streams(
     stale: bool,
 ) {
     let since = crate::streams::event_id(snapshot.updated_at_ms, &snapshot.content_revision, stale);
-    let uri = format!("/{EVENTS_PATH}?t={token}&since={since}");
+    write_event_stream_at(
+        out,
+        config,
+        &format!("/{EVENTS_PATH}?t={token}&since={since}"),
+    );
+}
+
+/// `,"eventStreams":[…]` naming `uri` (a path and query on this server).
+pub(super) fn write_event_stream_at(out: &mut Vec<u8>, config: &OfrepConfig, uri: &str) {
     let place = match &config.public_base_url {
         Some(base) => json!({"url": format!("{base}{uri}")}),
         None => json!({"endpoint": {"requestUri": uri}}),
@@ -259,7 +276,7 @@ fn usage_resource(identified: bool) -> crate::usage::Resource {
     }
 }
 
-fn success_headers(h: &mut HeaderMap, etag: &str) {
+pub(super) fn success_headers(h: &mut HeaderMap, etag: &str) {
     if let Ok(v) = HeaderValue::from_str(etag) {
         h.insert(header::ETAG, v);
     }

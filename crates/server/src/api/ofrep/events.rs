@@ -38,6 +38,14 @@ fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, 
                 .map(|(_, v)| v.into_owned())
         })
     };
+    // A flag set's stream: no environment token, and a selector or no environment key.
+    let env_token = query("t").and_then(|t| state.streams.by_token(&t));
+    if env_token.is_none()
+        && state.flag_sets.is_configured()
+        && (query("selector").is_some() || super::for_flag_sets(state, &request.headers).is_some())
+    {
+        return super::flag_sets::stream(state, request, &query);
+    }
     let env = match query("t") {
         Some(token) => state
             .streams

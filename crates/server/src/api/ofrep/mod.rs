@@ -8,12 +8,14 @@
 //! single-flag endpoint).
 //!
 //! Files: `evaluate.rs` the two evaluation endpoints, `etag.rs` their ETags, `freshness.rs` the
-//! freshness hints a client sends, `events.rs` the change stream; here, what they share: the
-//! key a request presents and the OFREP error shape.
+//! freshness hints a client sends, `events.rs` the change stream, `flag_sets.rs` the same on
+//! flagd flag sets (a request with no key, or a set's token); here, what they share: the key a
+//! request presents and the OFREP error shape.
 
 mod etag;
 mod evaluate;
 mod events;
+mod flag_sets;
 mod freshness;
 
 pub(crate) use evaluate::evaluate;
@@ -119,33 +121,7 @@ fn authorise(
         state.store.unrecognised.count();
         unauthorised(details)
     };
-    let mut presented: Option<&str> = None;
-    let candidates = [
-        headers.get("x-api-key").and_then(|v| v.to_str().ok()),
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| match v.trim().split_once(' ') {
-                Some((scheme, key)) if scheme.eq_ignore_ascii_case("bearer") => key,
-                Some(_) => "",
-                None => v,
-            }),
-        headers
-            .get("x-environment-key")
-            .and_then(|v| v.to_str().ok()),
-    ];
-    for key in candidates.into_iter().flatten().map(str::trim) {
-        if key.is_empty() {
-            continue;
-        }
-        match presented {
-            Some(other) if other != key => {
-                return Err(unrecognised("the request presents two different keys"))
-            }
-            _ => presented = Some(key),
-        }
-    }
-    let key = presented.ok_or_else(|| {
+    let key = presented(headers).map_err(unrecognised)?.ok_or_else(|| {
         unrecognised("missing key: send X-API-Key, Authorization: Bearer, or X-Environment-Key")
     })?;
     let gate = Gate {
@@ -173,4 +149,47 @@ fn authorise(
             ),
         })?;
     Ok((authorised.kind, authorised.env, authorised.snapshot))
+}
+
+/// Whether a request is for the flagd flag sets, and with which bearer token: flag sets are
+/// configured and the request presents no key, or one that opens no environment (a set's
+/// token). A request with an environment's key goes to its environment.
+fn for_flag_sets<'h>(state: &AppState, headers: &'h HeaderMap) -> Option<Option<&'h str>> {
+    if !state.flag_sets.is_configured() {
+        return None;
+    }
+    match presented(headers) {
+        Ok(None) => Some(None),
+        Ok(Some(key)) if state.store.lookup(key).is_none() => Some(Some(key)),
+        _ => None,
+    }
+}
+
+/// The one key a request presents, if any; two different ones are refused.
+fn presented(headers: &HeaderMap) -> Result<Option<&str>, &'static str> {
+    let mut presented: Option<&str> = None;
+    let candidates = [
+        headers.get("x-api-key").and_then(|v| v.to_str().ok()),
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| match v.trim().split_once(' ') {
+                Some((scheme, key)) if scheme.eq_ignore_ascii_case("bearer") => key,
+                Some(_) => "",
+                None => v,
+            }),
+        headers
+            .get("x-environment-key")
+            .and_then(|v| v.to_str().ok()),
+    ];
+    for key in candidates.into_iter().flatten().map(str::trim) {
+        if key.is_empty() {
+            continue;
+        }
+        match presented {
+            Some(other) if other != key => return Err("the request presents two different keys"),
+            _ => presented = Some(key),
+        }
+    }
+    Ok(presented)
 }

@@ -1,74 +1,91 @@
-//! One Flagsmith flag → one OpenFeature resolution (value, reason, variant, metadata), as
-//! both the OFREP and the flagd front doors answer it; and the OFREP object written straight to
-//! bytes in the order `key, value, reason, variant, metadata`.
+//! One OpenFeature resolution, whatever engine answered it: key, value, variant, reason, error
+//! and metadata (a Flagsmith flag's fields, or a flagd flag's metadata map), as every
+//! OpenFeature front door answers it; and the OFREP object written straight to bytes in the
+//! order `key, value, reason, variant, metadata` (a failure: `key, errorCode, errorDetails,
+//! metadata`). The engines' mappings are beside it: `flagsmith.rs` (a Flagsmith flag) and
+//! `flagd.rs` (a flagd flag).
 //!
-//! Flagsmith flags have an on/off bit and an optional value; OpenFeature has a typed value, a
-//! reason and a variant. The on/off bit drives valueless and boolean flags (a disabled flag reads
-//! `false`: a kill switch), a disabled flag with a real value sends no value (the code default
-//! applies), and the variant is always present because the Python OFREP provider requires it.
-//! `STATIC` is only for a feature that can vary by nothing: caching providers (flagd's) keep a
-//! `STATIC` answer by flag key alone, whatever the context.
-//!
-//! While the environment's document is stale (`store::StaleRule`) an answer with a value says
-//! `STALE` instead ([`when_stale`]); the caching providers keep nothing but `STATIC` answers.
+//! While the source is stale (`store::StaleRule` for environments, a polled flag source past
+//! its period plus grace for flag sets) an answer with a value says `STALE` instead
+//! ([`when_stale`]); the caching providers keep nothing but `STATIC` answers.
 
 use std::borrow::Cow;
 
-use flagpole_engine::{FlagResult, Reason, VariantChoice};
-use serde_json::Value;
-use sha2::{Digest, Sha256};
+use serde_json::{Map, Value};
 
 use crate::canonical;
-use crate::snapshot::KeyKind;
 
 /// A flag as OpenFeature sees it, borrowing from the evaluation.
 #[derive(Debug)]
 pub(crate) struct Resolution<'a> {
     pub key: &'a str,
-    /// The on/off bit (`flagsmithEnabled`).
-    pub enabled: bool,
-    /// `None`: disabled with a real value (the code default applies).
+    /// `None`: no value for the caller (its default applies).
     pub value: Option<Cow<'a, Value>>,
     /// One of the OpenFeature reasons (`STATIC`, `DEFAULT`, `TARGETING_MATCH`, `SPLIT`,
-    /// `DISABLED`, `UNKNOWN`).
+    /// `DISABLED`, `ERROR`, `UNKNOWN`, `STALE`).
     pub reason: &'static str,
-    /// Never empty (`"disabled"` for a disabled flag).
-    pub variant: Cow<'a, str>,
+    /// `None`: no variant (a flagd answer without one; a Flagsmith flag always has one).
+    pub variant: Option<Cow<'a, str>>,
+    /// An evaluation error: the OpenFeature code (`FLAG_NOT_FOUND`, `TYPE_MISMATCH`,
+    /// `PARSE_ERROR`, `GENERAL`) and a message.
+    pub error: Option<(&'static str, Cow<'a, str>)>,
+    pub metadata: Metadata<'a>,
+}
+
+/// A resolution's metadata, as its engine has it.
+#[derive(Debug)]
+pub(crate) enum Metadata<'a> {
+    Flagsmith(FlagsmithMetadata<'a>),
+    /// flagd: the flag's metadata over its set's, values keeping their JSON types.
+    Map(&'a Map<String, Value>),
+}
+
+/// What a Flagsmith flag adds: its on/off bit and where the answer came from.
+#[derive(Debug)]
+pub(crate) struct FlagsmithMetadata<'a> {
+    /// The on/off bit (`flagsmithEnabled`).
+    pub enabled: bool,
     /// `flagsmithFeatureId`, when the document gives a number.
     pub feature_id: Option<&'a Value>,
-    /// Server keys only: the engine's reason text (`flagsmithReason`) and, on a targeting match,
-    /// the segment (`flagsmithSegment`).
+    /// Server keys only: the engine's reason text (`flagsmithReason`) and, on a targeting
+    /// match, the segment (`flagsmithSegment`).
     pub engine_reason: Option<&'a str>,
     pub segment: Option<&'a str>,
 }
 
-/// Maps one evaluated flag; `can_vary` is [`flagpole_engine::Environment::can_vary`] of it.
-pub(crate) fn resolve<'a>(
-    flag: &'a FlagResult<'a>,
-    kind: KeyKind,
-    parse_json_strings: bool,
-    can_vary: bool,
-) -> Resolution<'a> {
-    let enabled = flagpole_engine::value::json_truthy(flag.enabled);
-    let server = kind == KeyKind::Server;
-    let segment = match flag.reason {
-        Reason::TargetingMatch(text) if server => {
-            Some(text.split_once("segment=").map_or(text, |(_, s)| s))
+impl<'a> Resolution<'a> {
+    /// The Flagsmith on/off bit; a flagd flag is "on" unless disabled.
+    pub(crate) fn enabled(&self) -> bool {
+        match &self.metadata {
+            Metadata::Flagsmith(m) => m.enabled,
+            Metadata::Map(_) => self.reason != "DISABLED",
         }
-        _ => None,
-    };
-    Resolution {
-        key: flag.key,
-        enabled,
-        value: value(enabled, flag.value, parse_json_strings),
-        reason: reason(enabled, &flag.reason, can_vary),
-        variant: variant(enabled, flag),
-        feature_id: flag
-            .metadata
-            .and_then(|m| m.get("id"))
-            .filter(|id| id.is_number()),
-        engine_reason: server.then(|| flag.reason.as_str()),
-        segment,
+    }
+
+    pub(crate) fn feature_id(&self) -> Option<&'a Value> {
+        match &self.metadata {
+            Metadata::Flagsmith(m) => m.feature_id,
+            Metadata::Map(_) => None,
+        }
+    }
+
+    pub(crate) fn engine_reason(&self) -> Option<&'a str> {
+        match &self.metadata {
+            Metadata::Flagsmith(m) => m.engine_reason,
+            Metadata::Map(_) => None,
+        }
+    }
+
+    pub(crate) fn segment(&self) -> Option<&'a str> {
+        match &self.metadata {
+            Metadata::Flagsmith(m) => m.segment,
+            Metadata::Map(_) => None,
+        }
+    }
+
+    /// The variant, or "" where there is none.
+    pub(crate) fn variant_text(&self) -> &str {
+        self.variant.as_deref().unwrap_or("")
     }
 }
 
@@ -76,6 +93,15 @@ pub(crate) fn resolve<'a>(
 pub(crate) fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
     out.extend_from_slice(b"{\"key\":");
     crate::json::write(out, flag.key);
+    if let Some((code, details)) = &flag.error {
+        out.extend_from_slice(b",\"errorCode\":");
+        crate::json::write(out, *code);
+        out.extend_from_slice(b",\"errorDetails\":");
+        crate::json::write(out, details.as_ref());
+        write_metadata(out, &flag.metadata);
+        out.push(b'}');
+        return;
+    }
     if let Some(value) = &flag.value {
         out.extend_from_slice(b",\"value\":");
         // Canonical member order and number spelling: the body must depend only on what the
@@ -84,74 +110,59 @@ pub(crate) fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
     }
     out.extend_from_slice(b",\"reason\":\"");
     out.extend_from_slice(flag.reason.as_bytes());
-    out.extend_from_slice(b"\",\"variant\":");
-    crate::json::write(out, flag.variant.as_ref());
-    out.extend_from_slice(b",\"metadata\":{");
-    if let Some(id) = flag.feature_id {
-        out.extend_from_slice(b"\"flagsmithFeatureId\":");
-        crate::json::write(out, id);
-        out.push(b',');
+    out.push(b'"');
+    if let Some(variant) = &flag.variant {
+        out.extend_from_slice(b",\"variant\":");
+        crate::json::write(out, variant.as_ref());
     }
-    out.extend_from_slice(if flag.enabled {
-        b"\"flagsmithEnabled\":true"
-    } else {
-        b"\"flagsmithEnabled\":false"
-    });
-    if let Some(reason) = flag.engine_reason {
-        out.extend_from_slice(b",\"flagsmithReason\":");
-        crate::json::write(out, reason);
-    }
-    if let Some(segment) = flag.segment {
-        out.extend_from_slice(b",\"flagsmithSegment\":");
-        crate::json::write(out, segment);
-    }
-    out.extend_from_slice(b"}}");
+    write_metadata(out, &flag.metadata);
+    out.push(b'}');
 }
 
-/// The value sent, or `None` (disabled with a real value: the code default applies).
-pub(crate) fn value<'v>(
-    enabled: bool,
-    value: &'v Value,
-    parse_json_strings: bool,
-) -> Option<Cow<'v, Value>> {
-    let empty = matches!(value, Value::Null) || value.as_str() == Some("");
-    if enabled {
-        if empty {
-            return Some(Cow::Owned(Value::Bool(true)));
-        }
-        if parse_json_strings {
-            if let Some(text) = value.as_str().filter(|t| t.starts_with(['{', '['])) {
-                if let Ok(parsed) = serde_json::from_str::<Value>(text) {
-                    if parsed.is_object() || parsed.is_array() {
-                        return Some(Cow::Owned(parsed));
-                    }
+fn write_metadata(out: &mut Vec<u8>, metadata: &Metadata<'_>) {
+    out.extend_from_slice(b",\"metadata\":");
+    match metadata {
+        Metadata::Map(map) => {
+            out.push(b'{');
+            for (i, (name, value)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
                 }
+                crate::json::write(out, name.as_str());
+                out.push(b':');
+                canonical::write_with(out, value, canonical::Numbers::Typed);
             }
+            out.push(b'}');
         }
-        return Some(Cow::Borrowed(value));
+        Metadata::Flagsmith(m) => {
+            out.push(b'{');
+            if let Some(id) = m.feature_id {
+                out.extend_from_slice(b"\"flagsmithFeatureId\":");
+                crate::json::write(out, id);
+                out.push(b',');
+            }
+            out.extend_from_slice(if m.enabled {
+                b"\"flagsmithEnabled\":true"
+            } else {
+                b"\"flagsmithEnabled\":false"
+            });
+            if let Some(reason) = m.engine_reason {
+                out.extend_from_slice(b",\"flagsmithReason\":");
+                crate::json::write(out, reason);
+            }
+            if let Some(segment) = m.segment {
+                out.extend_from_slice(b",\"flagsmithSegment\":");
+                crate::json::write(out, segment);
+            }
+            out.push(b'}');
+        }
     }
-    (empty || value.is_boolean()).then(|| Cow::Owned(Value::Bool(false)))
 }
 
-/// The OpenFeature reason (only the OFREP enum's members are ever sent).
-pub(crate) fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'static str {
-    if !enabled {
-        return "DISABLED";
-    }
-    match reason {
-        Reason::Static | Reason::Default if can_vary => "DEFAULT",
-        Reason::Static | Reason::Default => "STATIC",
-        Reason::TargetingMatch(_) => "TARGETING_MATCH",
-        Reason::Split(_) => "SPLIT",
-        Reason::CircularDependency => "UNKNOWN",
-    }
-}
-
-/// The reason sent: `STALE` in place of `reason` while the environment's document is stale,
-/// for an answer that carries a value. One without (a disabled flag: the caller's default
-/// applies) keeps `DISABLED`: the Python and JS flagd providers return the caller's default only
-/// for that reason (or `DEFAULT`) with an empty variant, and would otherwise return the empty
-/// wire value.
+/// The reason sent: `STALE` in place of `reason` while the source is stale, for an answer that
+/// carries a value. One without (a disabled flag: the caller's default applies) keeps its
+/// reason: the Python and JS flagd providers return the caller's default only for `DISABLED`
+/// (or `DEFAULT`) with an empty variant, and would otherwise return the empty wire value.
 pub(crate) fn when_stale(reason: &'static str, stale: bool, has_value: bool) -> &'static str {
     if stale && has_value {
         "STALE"
@@ -160,93 +171,9 @@ pub(crate) fn when_stale(reason: &'static str, stale: bool, has_value: bool) -> 
     }
 }
 
-/// The variant, always present.
-fn variant<'a>(enabled: bool, flag: &FlagResult<'a>) -> Cow<'a, str> {
-    let split = matches!(flag.reason, Reason::Split(_));
-    variant_text(enabled, flag.variant, split, flag.value)
-}
-
-/// The variant of a flag with this on/off bit, engine variant and value; `split`: the flag's
-/// engine reason is a split.
-pub(crate) fn variant_text<'a>(
-    enabled: bool,
-    choice: VariantChoice<'a>,
-    split: bool,
-    value: &Value,
-) -> Cow<'a, str> {
-    if !enabled {
-        return Cow::Borrowed("disabled");
-    }
-    match choice {
-        VariantChoice::Control => Cow::Borrowed("control"),
-        VariantChoice::Key(Value::String(key)) => Cow::Borrowed(key),
-        VariantChoice::Key(key) if !key.is_null() => Cow::Owned(key.to_string()),
-        _ if split => {
-            let mut bytes = Vec::new();
-            canonical::write(&mut bytes, value);
-            let digest: [u8; 32] = Sha256::digest(&bytes).into();
-            Cow::Owned(format!("mv-{}", canonical::hex(&digest, 4)))
-        }
-        _ => Cow::Borrowed("enabled"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn values_follow_the_on_off_bit() {
-        assert_eq!(
-            value(true, &Value::Null, false).unwrap().as_ref(),
-            &json!(true)
-        );
-        assert_eq!(
-            value(true, &json!(""), false).unwrap().as_ref(),
-            &json!(true)
-        );
-        assert_eq!(value(true, &json!(10), false).unwrap().as_ref(), &json!(10));
-        assert_eq!(
-            value(false, &Value::Null, false).unwrap().as_ref(),
-            &json!(false)
-        );
-        assert_eq!(
-            value(false, &json!(true), false).unwrap().as_ref(),
-            &json!(false)
-        );
-        assert!(value(false, &json!("Hi"), false).is_none());
-        assert_eq!(
-            value(true, &json!("{\"a\":1}"), true).unwrap().as_ref(),
-            &json!({"a": 1})
-        );
-        assert_eq!(
-            value(true, &json!("{\"a\":1}"), false).unwrap().as_ref(),
-            &json!("{\"a\":1}")
-        );
-        assert_eq!(
-            value(true, &json!("[oops"), true).unwrap().as_ref(),
-            &json!("[oops")
-        );
-    }
-
-    #[test]
-    fn reasons_are_the_ofrep_enum() {
-        assert_eq!(
-            reason(false, &Reason::TargetingMatch("x"), true),
-            "DISABLED"
-        );
-        assert_eq!(reason(true, &Reason::Default, false), "STATIC");
-        assert_eq!(reason(true, &Reason::Static, false), "STATIC");
-        // A feature some context could change is never STATIC: caching providers would keep it.
-        assert_eq!(reason(true, &Reason::Default, true), "DEFAULT");
-        assert_eq!(reason(true, &Reason::Static, true), "DEFAULT");
-        assert_eq!(
-            reason(true, &Reason::Split("SPLIT; weight=50"), true),
-            "SPLIT"
-        );
-        assert_eq!(reason(true, &Reason::CircularDependency, false), "UNKNOWN");
-    }
 
     #[test]
     fn stale_answers_say_so_unless_the_callers_default_applies() {
@@ -256,6 +183,25 @@ mod tests {
         assert_eq!(
             when_stale("TARGETING_MATCH", false, true),
             "TARGETING_MATCH"
+        );
+    }
+
+    #[test]
+    fn failures_are_ofrep_failure_objects() {
+        let metadata = Map::new();
+        let r = Resolution {
+            key: "k",
+            value: None,
+            reason: "ERROR",
+            variant: None,
+            error: Some(("FLAG_NOT_FOUND", Cow::Borrowed("flag: k not found"))),
+            metadata: Metadata::Map(&metadata),
+        };
+        let mut out = Vec::new();
+        write_flag(&mut out, &r);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"key":"k","errorCode":"FLAG_NOT_FOUND","errorDetails":"flag: k not found","metadata":{}}"#
         );
     }
 }

@@ -9,6 +9,9 @@
 //!   and during an upstream outage those (and OpenFeature's `STALE`) are what clients need; the
 //!   strict rule would take every replica out of the Service at once. Staleness stays visible
 //!   in the body, the metrics and the status page.
+//!
+//! flagd flag sources count as environments do: each loaded at least once (both), none stale
+//! (strict). A proxy serving flag sets alone is ready with no environment.
 
 use std::time::SystemTime;
 
@@ -57,9 +60,18 @@ pub(crate) fn readiness(state: &AppState, kind: Readiness) -> Response {
             _ => reason = Some("environment document(s) not updated."),
         }
     }
-    if envs_empty {
+    let flags = &state.flag_sets;
+    if envs_empty && !(flags.is_configured() && state.config.environments.proxy_key.is_none()) {
         // With `proxy_key`, until discovery has listed an environment.
         reason = Some("no environments.");
+    }
+    let flag_sources = flags.sources.len();
+    let flags_loaded = flags.sources.iter().filter(|s| s.loaded()).count();
+    let flags_stale = flags.sources.iter().filter(|s| s.is_stale()).count();
+    if flags_loaded < flag_sources {
+        reason = Some("flag source(s) not loaded.");
+    } else if flags_stale > 0 && kind == Readiness::Strict {
+        reason.get_or_insert("flag source(s) stale.");
     }
     if state.store.is_shutting_down() {
         reason = Some("shutting down.");
@@ -72,9 +84,14 @@ pub(crate) fn readiness(state: &AppState, kind: Readiness) -> Response {
     } else {
         StatusCode::OK
     };
-    let body = json!({"status": if reason.is_some() { "error" } else { "ok" }, "reason": reason, "last_successful_update": last,
+    let mut body = json!({"status": if reason.is_some() { "error" } else { "ok" }, "reason": reason, "last_successful_update": last,
         "progress": format!("{loaded}/{total} environments loaded"),
         "stale": format!("{stale}/{total} environments stale")});
+    if flags.is_configured() {
+        body["flag_sources"] = json!(format!(
+            "{flags_loaded}/{flag_sources} flag sources loaded, {flags_stale} stale"
+        ));
+    }
     json_response(status, &body)
 }
 

@@ -26,6 +26,7 @@ pub(crate) fn metrics(state: &AppState) -> Option<Response> {
         text.push('\n');
     }
     telemetry::summary::render(&mut text, &facts);
+    telemetry::flag_sets::render(&mut text, &state.flag_sets);
     if state.config.telemetry.metrics_per_environment {
         environments::render(&mut text, &facts, state.streams.open_count());
     } else {

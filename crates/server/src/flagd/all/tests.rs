@@ -78,7 +78,7 @@ macro_rules! expected {
                     continue;
                 }
                 let can_vary = snapshot.env.can_vary(flag.key);
-                let r = mapping::resolve(flag, kind, o.parse_json_strings, can_vary);
+                let r = flagsmith::resolve(flag, kind, o.parse_json_strings, can_vary);
                 let value = match r.value.as_deref() {
                     Some(Value::Bool(b)) => Some(V::BoolValue(*b)),
                     Some(Value::String(s)) => Some(V::StringValue(s.clone())),
@@ -86,21 +86,21 @@ macro_rules! expected {
                     Some(Value::Object(o)) => Some(V::ObjectValue(proto::object(o))),
                     _ => None,
                 };
-                let defaulted = value.is_none() && !r.enabled;
+                let defaulted = value.is_none() && !r.enabled();
                 let variant = if defaulted {
                     String::new()
                 } else {
-                    r.variant.clone().into_owned()
+                    r.variant_text().to_owned()
                 };
                 let mut metadata = BTreeMap::new();
-                if let Some(id) = r.feature_id.and_then(Value::as_f64) {
+                if let Some(id) = r.feature_id().and_then(Value::as_f64) {
                     metadata.insert("flagsmithFeatureId".to_owned(), proto::number(id));
                 }
-                metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled));
-                if let Some(reason) = r.engine_reason {
+                metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled()));
+                if let Some(reason) = r.engine_reason() {
                     metadata.insert("flagsmithReason".to_owned(), proto::string(reason));
                 }
-                if let Some(segment) = r.segment {
+                if let Some(segment) = r.segment() {
                     metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
                 }
                 let flag_message = AnyFlag {

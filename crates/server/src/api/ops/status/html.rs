@@ -261,6 +261,7 @@ pub(super) fn page(report: &Report) -> String {
         pagination(&mut out, report.page, report.pages);
     }
     fleet(&mut out, report);
+    flag_sources(&mut out, report);
     analytics(&mut out, report);
     let generated = report
         .now
@@ -321,6 +322,45 @@ fn fleet(out: &mut String, report: &Report) {
         );
     }
     out.push_str("</dl>\n");
+}
+
+/// The flagd flag sources, when any is configured.
+fn flag_sources(out: &mut String, report: &Report) {
+    if report.flag_sources.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h2>Flag sources</h2>\n<div class=\"table\"><table \
+         data-section=\"flag_sources\"><thead><tr><th>Source</th><th>Kind</th><th>Flags</th>\
+         <th>Updated</th><th>Stale</th><th>Refused</th><th>Last error</th></tr></thead><tbody>\n",
+    );
+    for f in &report.flag_sources {
+        let updated = f.updated_at_ms.map_or_else(
+            || "not loaded".to_owned(),
+            |ms| when(UNIX_EPOCH + Duration::from_millis(ms)),
+        );
+        out.push_str("<tr>");
+        cell(
+            out,
+            "flag_source",
+            "",
+            &format!("<code>{}</code>", escape(&f.uri)),
+        );
+        cell(out, "flag_source_kind", "", f.kind);
+        cell(out, "flag_source_flags", "num", &grouped(f.flags as u64));
+        cell(out, "flag_source_updated", "", &escape(&updated));
+        cell(
+            out,
+            "flag_source_stale",
+            "",
+            if f.stale { "stale" } else { "" },
+        );
+        cell(out, "flag_source_refused", "num", &grouped(f.refused));
+        let error = f.last_error.as_deref().unwrap_or("");
+        cell(out, "flag_source_last_error", "error", &escape(error));
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
 }
 
 /// The flag analytics table, when any environment has reported.

@@ -145,6 +145,17 @@ fn to_json(report: &Report) -> Value {
             "upstream_fetches_saved": f.upstream_fetches_saved,
             "store_values_refused": f.store_values_refused,
         })),
+        "flag_sources": report.flag_sources.iter().map(|f| json!({
+            "uri": f.uri,
+            "kind": f.kind,
+            "loaded": f.loaded,
+            "flags": f.flags,
+            "updated_at": f.updated_at_ms.map(|ms| rfc3339(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))),
+            "stale": f.stale,
+            "refused_loads": f.refused,
+            "last_error": f.last_error,
+        })).collect::<Vec<_>>(),
         "page": report.page,
         "pages": report.pages,
         "page_size": report::PAGE_SIZE,

@@ -31,6 +31,8 @@ pub(super) struct Report {
     pub pages: usize,
     /// The fleet's shared store, when this replica is in one.
     pub fleet: Option<crate::sources::fleet::figures::Facts>,
+    /// flagd flag sources, in configuration order.
+    pub flag_sources: Vec<crate::flagsets::SourceFacts>,
 }
 
 impl Report {
@@ -70,6 +72,7 @@ impl Report {
             page,
             pages,
             fleet: state.fleet.as_ref().map(|f| f.facts()),
+            flag_sources: state.flag_sets.facts(),
         }
     }
 }
