@@ -55,7 +55,13 @@ fn settable() -> Vec<&'static str> {
 /// Refuses variables that look like a misspelt one Flagpole reads, naming the one meant.
 pub(super) fn check_names(env: &[(String, String)]) -> Result<(), ConfigError> {
     let keys = settable();
-    let mut known: Vec<String> = keys.iter().map(|k| k.to_ascii_uppercase()).collect();
+    // `FLAGS` is read when spelt exactly, but is no typo target: `CFLAGS` and `LDFLAGS`, the
+    // compilers' variables, are within two edits of it and belong to other tools.
+    let mut known: Vec<String> = keys
+        .iter()
+        .filter(|k| **k != "flags")
+        .map(|k| k.to_ascii_uppercase())
+        .collect();
     known.push(CONFIG_PATH.to_owned());
     let known: Vec<&str> = known.iter().map(String::as_str).collect();
     let mut typos = Vec::new();
@@ -289,6 +295,9 @@ mod tests {
             "HTTP_PROXY",
             "HTTPS_PROXY",
             "NO_PROXY",
+            "CFLAGS",
+            "LDFLAGS",
+            "FLAG",
             "RUST_LOG",
             "RUSTC_LOG",
             "RUST_LOG_STYLE",

@@ -62,7 +62,9 @@ pub struct FlagSourceFile {
     /// A name for `source=<name>` selectors (the `uri` always works too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Seconds between polls of a URL source (conditional requests with `If-None-Match`).
+    /// Seconds between polls of a URL source (conditional requests with `If-None-Match`); 5 when
+    /// not given, as in flagd. Stale (OpenFeature `STALE`, strict readiness 503) once its last
+    /// good answer is older than this plus `health_check.environment_update_grace_period_seconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 86400))]
     pub interval: Option<u64>,

@@ -94,6 +94,35 @@ fn flag_count(sets: &FlagSets, index: usize) -> usize {
         .map_or(0, |v| v.set.len())
 }
 
+/// Publishes new text of source `index`, compiled and the views built on the blocking pool
+/// (every view is compiled again: CPU work no request should wait behind).
+async fn publish(
+    sets: &Arc<FlagSets>,
+    index: usize,
+    text: String,
+) -> Result<bool, flagpole_flagd::DefinitionError> {
+    let sets = sets.clone();
+    crate::background::run(move || {
+        let key = format!("source={}", sets.sources[index].name());
+        let before = sets.view(Some(&key));
+        let published = sets.publish(index, &text)?;
+        if let (Some(before), Some(after)) = (before, sets.view(Some(&key))) {
+            let changed = after.changed_keys(&before);
+            if !changed.is_empty() {
+                tracing::info!(source = %sets.sources[index].config.uri, changed = ?changed, "flags changed");
+            }
+        }
+        Ok(published)
+    })
+    .await
+        .unwrap_or_else(|e| {
+            Err(flagpole_flagd::DefinitionError {
+                path: "$".into(),
+                message: format!("building the flag sets failed: {e}"),
+            })
+        })
+}
+
 /// A file source, as the file watcher reloads it.
 struct FileSource {
     sets: Arc<FlagSets>,
@@ -112,7 +141,7 @@ impl Watched for FileSource {
             })
             .await;
             match read {
-                Ok(Ok(text)) => self.take(&path, &text),
+                Ok(Ok(text)) => self.take(&path, text).await,
                 Ok(Err(e)) => {
                     tracing::warn!(file = %path.display(), error = %e, "cannot read the flag file; the last good flags are kept")
                 }
@@ -125,8 +154,8 @@ impl Watched for FileSource {
 }
 
 impl FileSource {
-    fn take(&self, path: &Path, text: &str) {
-        match self.sets.publish(self.index, text) {
+    async fn take(&self, path: &Path, text: String) {
+        match publish(&self.sets, self.index, text).await {
             Ok(true) => tracing::info!(
                 file = %path.display(),
                 flags = flag_count(&self.sets, self.index),
@@ -171,7 +200,7 @@ async fn poll(
         .unwrap_or_else(|_| Err("timed out".into()));
         match fetched {
             Ok(Fetched::NotModified) => last_good = Some(Instant::now()),
-            Ok(Fetched::Body { text, etag: tag }) => match sets.publish(index, &text) {
+            Ok(Fetched::Body { text, etag: tag }) => match publish(&sets, index, text).await {
                 Ok(changed) => {
                     last_good = Some(Instant::now());
                     etag = tag;

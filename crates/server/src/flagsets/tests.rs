@@ -158,7 +158,9 @@ fn staleness_is_announced_without_a_rebuild() {
     let before = *rx.borrow();
     s.set_stale(0, true);
     assert!(view.stale());
-    assert!(s.any_stale());
+    assert!(s.sources[0].is_stale());
+    // Change streams follow the selector's revision cell: the switch reached it too.
+    assert!(s.revisions(None).borrow().as_ref().unwrap().stale);
     assert_eq!(*rx.borrow(), before + 1);
     s.set_stale(0, true);
     assert_eq!(*rx.borrow(), before + 1);

@@ -27,6 +27,7 @@ pub(crate) struct FlagView {
     /// The definitions as flagd's sync service sends them (`FetchAllFlags`/`SyncFlags`
     /// `flag_configuration`: `{"flags": {key: definition}}`, `$ref`s resolved, each flag's
     /// metadata merged over the set's), written once.
+    #[allow(dead_code, reason = "flagd's sync service sends it")]
     pub configuration: Bytes,
     /// Indexes (configuration order) of the sources that contributed (tokens, status page).
     pub sources: Vec<usize>,

@@ -145,6 +145,7 @@ fn to_json(report: &Report) -> Value {
             "upstream_fetches_saved": f.upstream_fetches_saved,
             "store_values_refused": f.store_values_refused,
         })),
+        "flag_sets": report.flag_sets,
         "flag_sources": report.flag_sources.iter().map(|f| json!({
             "uri": f.uri,
             "kind": f.kind,

@@ -33,6 +33,8 @@ pub(super) struct Report {
     pub fleet: Option<crate::sources::fleet::figures::Facts>,
     /// flagd flag sources, in configuration order.
     pub flag_sources: Vec<crate::flagsets::SourceFacts>,
+    /// The selectors flag sets answer to ("" for all merged).
+    pub flag_sets: Vec<String>,
 }
 
 impl Report {
@@ -73,6 +75,7 @@ impl Report {
             pages,
             fleet: state.fleet.as_ref().map(|f| f.facts()),
             flag_sources: state.flag_sets.facts(),
+            flag_sets: state.flag_sets.selectors(),
         }
     }
 }
