@@ -31,6 +31,7 @@ use tonic::Status;
 use super::wire::{self, LEN};
 use super::{proto, resolve, sets};
 use crate::api::authorise::Authorised;
+use crate::api::openfeature;
 use crate::api::openfeature::flagsmith;
 use crate::api::openfeature::mapping::{self, Resolution};
 use crate::api::AppState;
@@ -243,23 +244,26 @@ pub(super) fn flag_sets(
         .map(|flag| (flag.key(), view.set.evaluate(flag.key(), &context)))
         .filter(|(_, evaluation)| evaluation.error.is_none())
         .collect();
-    let pieces: Vec<Piece<'_>> = evaluations
+    // As every OpenFeature door maps a flagd answer (staleness applied here, with the value).
+    let resolutions: Vec<Resolution<'_>> = evaluations
         .iter()
-        .map(|(key, evaluation)| {
+        .map(|(key, evaluation)| openfeature::flagd::resolve(key, evaluation, false))
+        .collect();
+    let pieces: Vec<Piece<'_>> = resolutions
+        .iter()
+        .zip(&evaluations)
+        .map(|(r, (_, evaluation))| {
             let mut value = Vec::new();
             match form {
-                Form::Proto { .. } => proto_value(&mut value, evaluation.value),
-                Form::Json => json_value(&mut value, evaluation.value),
+                Form::Proto { .. } => proto_value(&mut value, r.value.as_deref()),
+                Form::Json => json_value(&mut value, r.value.as_deref()),
             }
             let defaulted = value.is_empty();
-            let variant = match evaluation.variant.filter(|_| !defaulted) {
-                Some(variant) => Cow::Borrowed(variant.as_bytes()),
-                None => Cow::Borrowed(&b""[..]),
-            };
+            let variant = if defaulted { "" } else { r.variant_text() };
             Piece {
-                key,
-                reason: mapping::when_stale(evaluation.reason.as_str(), options.stale, !defaulted),
-                variant,
+                key: r.key,
+                reason: mapping::when_stale(r.reason, options.stale, !defaulted),
+                variant: Cow::Borrowed(variant.as_bytes()),
                 value: Cow::Owned(value),
                 metadata: Metadata::Object(evaluation.metadata),
             }

@@ -18,7 +18,7 @@ use super::proto;
 use crate::api::authorise::Authorised;
 use crate::api::openfeature::context::{self, Input};
 use crate::api::openfeature::flagsmith;
-use crate::api::openfeature::mapping::{self, Resolution};
+use crate::api::openfeature::mapping::{self, Metadata, Resolution};
 use crate::api::AppState;
 use crate::snapshot::{KeyKind, Snapshot};
 use crate::telemetry::otel::spans::FlagEvaluated;
@@ -81,7 +81,9 @@ pub(super) fn one(
         if !snapshot.is_visible(kinds, flag.key, flag.enabled) {
             return Err(not_found());
         }
-        typed(answer(&mapped(state, snapshot, flag, kinds)), kind, stale)
+        let r = mapped(state, snapshot, flag, kinds);
+        // A disabled Flagsmith flag reads `false` whatever its type: never a mismatch.
+        typed(answer(&r, !r.enabled(), Fractions::Refused), kind, stale)
     };
     let mut resolved = match &identity {
         Some(identity) => {
@@ -149,27 +151,34 @@ pub(super) enum Fractions {
     Truncated,
 }
 
-/// The Flagsmith answer, mapped as OFREP maps it.
-fn answer<'a>(r: &'a Resolution<'a>) -> Answer<'a> {
-    let mut metadata = BTreeMap::new();
-    if let Some(id) = r.feature_id().and_then(Value::as_f64) {
-        metadata.insert("flagsmithFeatureId".to_owned(), proto::number(id));
-    }
-    metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled()));
-    if let Some(reason) = r.engine_reason() {
-        metadata.insert("flagsmithReason".to_owned(), proto::string(reason));
-    }
-    if let Some(segment) = r.segment() {
-        metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
-    }
+/// An engine-neutral resolution as flagd's typing reads it: `lenient` and `fractions` are the
+/// engine's rules (see [`Answer`]).
+pub(super) fn answer<'a>(r: &'a Resolution<'a>, lenient: bool, fractions: Fractions) -> Answer<'a> {
+    let metadata = match &r.metadata {
+        Metadata::Map(map) => proto::object(map),
+        Metadata::Flagsmith(_) => {
+            let mut metadata = BTreeMap::new();
+            if let Some(id) = r.feature_id().and_then(Value::as_f64) {
+                metadata.insert("flagsmithFeatureId".to_owned(), proto::number(id));
+            }
+            metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled()));
+            if let Some(reason) = r.engine_reason() {
+                metadata.insert("flagsmithReason".to_owned(), proto::string(reason));
+            }
+            if let Some(segment) = r.segment() {
+                metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
+            }
+            Struct { fields: metadata }
+        }
+    };
     Answer {
         key: r.key,
         value: r.value.as_deref(),
         reason: r.reason,
         variant: r.variant_text(),
-        metadata: Struct { fields: metadata },
-        lenient: !r.enabled(),
-        fractions: Fractions::Refused,
+        metadata,
+        lenient,
+        fractions,
     }
 }
 

@@ -15,14 +15,15 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use flagpole_flagd::{Context, ErrorCode, Evaluation};
+use flagpole_flagd::{Context, ErrorCode};
 use prost_types::Struct;
 use serde_json::{Map, Value};
 use tonic::metadata::MetadataMap;
 use tonic::Status;
 
-use super::resolve::{self, Answer, Fractions, Kind, Resolved};
+use super::resolve::{self, Fractions, Kind, Resolved};
 use super::{keys, proto};
+use crate::api::openfeature;
 use crate::api::AppState;
 use crate::flagsets::{FlagView, Refused};
 use crate::telemetry::otel::spans::FlagEvaluated;
@@ -112,23 +113,13 @@ pub(super) fn one(
             None => status,
         });
     }
-    let mut resolved = resolve::typed(answer(key, &evaluation), kind, view.stale())?;
+    // Staleness is `typed`'s to apply: only an answer of the asked type has a value.
+    let resolution = openfeature::flagd::resolve(key, &evaluation, false);
+    let answer = resolve::answer(&resolution, false, Fractions::Truncated);
+    let mut resolved = resolve::typed(answer, kind, view.stale())?;
     let targeting_key = attributes.get("targetingKey").and_then(Value::as_str);
     resolved.traced = FlagEvaluated::note(key, &resolved.variant, resolved.reason, targeting_key);
     Ok(resolved)
-}
-
-/// An evaluation as the flagd door's typing reads it.
-pub(super) fn answer<'a>(key: &'a str, evaluation: &'a Evaluation<'a>) -> Answer<'a> {
-    Answer {
-        key,
-        value: evaluation.value,
-        reason: evaluation.reason.as_str(),
-        variant: evaluation.variant.unwrap_or_default(),
-        metadata: proto::object(evaluation.metadata),
-        lenient: false,
-        fractions: Fractions::Truncated,
-    }
 }
 
 /// An engine error as flagd's status codes carry it.

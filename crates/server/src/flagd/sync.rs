@@ -141,7 +141,7 @@ async fn follow(
         changes.borrow_and_update();
         let view = sets.view(selector);
         // Until the first load a set may be merely not there yet: nothing is sent.
-        let ready = view.is_some() || sets.all_loaded();
+        let ready = view.is_some() || sets.sources.iter().all(|s| s.loaded());
         let now = view.as_ref().map_or_else(
             || Bytes::from_static(EMPTY.as_bytes()),
             |v| v.configuration.clone(),

@@ -276,3 +276,39 @@ fn stale_answers_are_the_same_messages_saying_stale() {
     let want: std::collections::BTreeSet<String> = ["DISABLED", "STALE"].map(String::from).into();
     assert_eq!(reasons, want);
 }
+
+/// A flag set's `ResolveAll`, in Connect's JSON: the flags flagd includes (a disabled one with
+/// no value, none without a default variant), per-flag metadata when asked, the set's own.
+#[test]
+fn a_flag_sets_answer_is_flagds() {
+    use crate::config::flags::FlagSource;
+    use crate::flagsets::FlagSets;
+    let sets = FlagSets::new(&[FlagSource::from_uri("shop.json")]);
+    sets.publish(
+        0,
+        r#"{"metadata": {"flagSetId": "shop"}, "flags": {
+            "on": {"state": "ENABLED", "variants": {"y": true, "n": false}, "defaultVariant": "y",
+                   "metadata": {"team": "a"}},
+            "n": {"state": "ENABLED", "variants": {"three": 3}, "defaultVariant": "three"},
+            "off": {"state": "DISABLED", "variants": {"y": true}, "defaultVariant": "y"},
+            "unset": {"state": "ENABLED", "variants": {"a": "A"}, "defaultVariant": null},
+            "list": {"state": "ENABLED", "variants": {"a": [1]}, "defaultVariant": "a"}}}"#,
+    )
+    .unwrap();
+    let view = sets.view(None).unwrap();
+    let answer = flag_sets(&view, None, Form::Json, true);
+    let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(
+        answer,
+        serde_json::json!({
+            "flags": {
+                "n": {"reason": "STATIC", "variant": "three", "doubleValue": 3.0,
+                      "metadata": {"flagSetId": "shop"}},
+                "off": {"reason": "DISABLED", "variant": "", "metadata": {"flagSetId": "shop"}},
+                "on": {"reason": "STATIC", "variant": "y", "boolValue": true,
+                       "metadata": {"flagSetId": "shop", "team": "a"}},
+            },
+            "metadata": {"flagSetId": "shop"}
+        })
+    );
+}

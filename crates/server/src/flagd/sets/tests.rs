@@ -30,7 +30,12 @@ fn resolved(key: &str, kind: Kind, stale: bool) -> Result<Resolved, Status> {
     if let Some((code, message)) = &evaluation.error {
         return Err(failed(*code, key, message));
     }
-    resolve::typed(answer(key, &evaluation), kind, stale)
+    let resolution = openfeature::flagd::resolve(key, &evaluation, false);
+    resolve::typed(
+        resolve::answer(&resolution, false, Fractions::Truncated),
+        kind,
+        stale,
+    )
 }
 
 fn ok(key: &str, kind: Kind) -> Resolved {
