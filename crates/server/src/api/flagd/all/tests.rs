@@ -90,7 +90,7 @@ macro_rules! expected {
                 let variant = if defaulted {
                     String::new()
                 } else {
-                    r.variant.clone().into_owned()
+                    r.variant_text().to_owned()
                 };
                 let mut metadata = BTreeMap::new();
                 if let Some(id) = r.feature_id().and_then(Value::as_f64) {
