@@ -225,6 +225,21 @@ def test_url_sources_are_polled_with_if_none_match(flagpole, flag_server):
     assert ofrep(fp, "color").json()["value"] == "#c00"
 
 
+def test_url_sources_warm_start_from_the_snapshot_dir(flagpole, flag_server, tmp_path):
+    config = {"flags": [{"uri": flag_server.url, "interval": 1}],
+              "flagpole": {"snapshot_dir": str(tmp_path / "snapshots")}}
+    first = flagpole(config=config, workdir=tmp_path / "first")
+    first.wait_ready()
+    assert ofrep(first, "color").json()["value"] == "#00c"
+    assert first.stop() == 0
+    flag_server.set(status=500)
+    second = flagpole(config=config, workdir=tmp_path / "second")
+    wait_until(lambda: second.get("/proxy/health/serving").status == 200, EVENT_TIMEOUT,
+               "the warm-start copy was not served")
+    assert ofrep(second, "color").json()["value"] == "#00c"
+    assert "warm-start copy" in second.stderr_text()
+
+
 def test_readiness_waits_for_flag_sources_and_staleness_fails_strict(flagpole, flag_server):
     flag_server.set(status=500)
     config = {"flags": [{"uri": flag_server.url, "interval": 1}], "api_poll_frequency_seconds": 1,

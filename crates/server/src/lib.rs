@@ -107,6 +107,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let warm = warm_start(&config)?;
     load_documents(plan, warm.clone(), &shutdown).await?;
+    // flagd flag sets: the files the preflight compiled, warm-start copies of URL sources, then
+    // the watcher and a poller per URL.
+    let flag_sets = flagsets::sources::start(&config, ready.flags, warm.clone(), &shutdown).await?;
     let (fleet, from_fleet) = start_fleet(&config, &store, warm.as_deref(), &shutdown).await?;
     // Once the start-up loads are done, so that it says where each document came from.
     banner::print(
@@ -124,7 +127,6 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             .clone()
             .judge_staleness_until_shutdown(store::StaleRule::of(&config)),
     );
-    let flag_sets = flagsets::sources::start(&config, ready.flags, &shutdown).await?;
     let state = front_doors(
         &config,
         &store,

@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::shutdown::Shutdown;
 use crate::sources::file_watcher::{Watched, WatchedFile};
 use crate::sources::poll_schedule::PollSchedule;
+use crate::sources::warm_start::WarmStart;
 
 use super::FlagSets;
 
@@ -39,6 +40,7 @@ pub(crate) fn read_files(sources: &[FlagSource]) -> Result<Vec<Option<String>>, 
 pub(crate) async fn start(
     config: &Arc<Config>,
     files: Vec<Option<String>>,
+    warm: Option<Arc<WarmStart>>,
     shutdown: &Shutdown,
 ) -> Result<Arc<FlagSets>, String> {
     let sets = Arc::new(FlagSets::new(&config.flags));
@@ -76,11 +78,25 @@ pub(crate) async fn start(
     if !urls.is_empty() {
         let client = crate::sources::upstream::client();
         for index in urls {
+            // The last good answer saved in the snapshot directory is served until the URL
+            // answers (or when it never does), as environments warm-start.
+            let uri = &sets.sources[index].config.uri;
+            if let Some(text) = warm.as_ref().and_then(|w| w.read_flags(uri)) {
+                match publish(&sets, index, text).await {
+                    Ok(_) => {
+                        tracing::info!(url = %uri, "serving the flag source's warm-start copy until it answers")
+                    }
+                    Err(e) => {
+                        tracing::warn!(url = %uri, path = %e.path, reason = %e.message, "ignoring the flag source's warm-start copy")
+                    }
+                }
+            }
             shutdown.spawn(poll(
                 sets.clone(),
                 index,
                 client.clone(),
                 config.clone(),
+                warm.clone(),
                 shutdown.requested.clone(),
             ));
         }
@@ -182,6 +198,7 @@ async fn poll(
     index: usize,
     client: reqwest::Client,
     config: Arc<Config>,
+    warm: Option<Arc<WarmStart>>,
     stop: tokio_util::sync::CancellationToken,
 ) {
     let source = sets.sources[index].clone();
@@ -200,23 +217,28 @@ async fn poll(
         .unwrap_or_else(|_| Err("timed out".into()));
         match fetched {
             Ok(Fetched::NotModified) => last_good = Some(Instant::now()),
-            Ok(Fetched::Body { text, etag: tag }) => match publish(&sets, index, text).await {
-                Ok(changed) => {
-                    last_good = Some(Instant::now());
-                    etag = tag;
-                    if changed {
-                        tracing::info!(url = %source.config.uri, flags = flag_count(&sets, index), "flag source loaded");
+            Ok(Fetched::Body { text, etag: tag }) => {
+                match publish(&sets, index, text.clone()).await {
+                    Ok(changed) => {
+                        last_good = Some(Instant::now());
+                        etag = tag;
+                        if changed {
+                            tracing::info!(url = %source.config.uri, flags = flag_count(&sets, index), "flag source loaded");
+                            if let Some(warm) = &warm {
+                                warm.save_flags(&source.config.uri, text).await;
+                            }
+                        }
                     }
+                    Err(e) => tracing::warn!(
+                        url = %source.config.uri,
+                        path = %e.path,
+                        reason = %e.message,
+                        "flag source refused ({}: {}); the last good flags are kept",
+                        e.path,
+                        e.message
+                    ),
                 }
-                Err(e) => tracing::warn!(
-                    url = %source.config.uri,
-                    path = %e.path,
-                    reason = %e.message,
-                    "flag source refused ({}: {}); the last good flags are kept",
-                    e.path,
-                    e.message
-                ),
-            },
+            }
             Err(reason) => {
                 *source.last_error.lock() = Some(reason.clone());
                 tracing::warn!(url = %source.config.uri, %reason, "flag source fetch failed; the last good flags are kept");

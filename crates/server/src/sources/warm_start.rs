@@ -86,6 +86,30 @@ impl WarmStart {
     }
 }
 
+impl WarmStart {
+    /// Where a flagd URL source's last good answer is kept: a hash of its URL.
+    fn flag_source(&self, uri: &str) -> PathBuf {
+        self.dir.join(format!(
+            "flags-{:032x}.json",
+            xxhash_rust::xxh3::xxh3_128(uri.as_bytes())
+        ))
+    }
+
+    /// Saves a flagd URL source's last good answer (atomically, on the blocking pool).
+    pub(crate) async fn save_flags(&self, uri: &str, text: String) {
+        let path = self.flag_source(uri);
+        let result = crate::background::run(move || write_atomic(&path, text.as_bytes())).await;
+        if let Ok(Err(e)) = result {
+            tracing::warn!(error = %e, "cannot save the flag source's warm-start copy");
+        }
+    }
+
+    /// A flagd URL source's saved answer, if any.
+    pub(crate) fn read_flags(&self, uri: &str) -> Option<String> {
+        std::fs::read_to_string(self.flag_source(uri)).ok()
+    }
+}
+
 /// Write to a temporary file, fsync it, rename it over the target, fsync the directory.
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use flagpole_engine::Identity;
-use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use http::{header, HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
-use serde_json::{json, Value};
 
+use super::answer::{success_headers, write_event_stream_at};
 use super::etag::{etag, matches_etag};
 use super::freshness::freshen;
 use super::{authorise, Asked, Failure};
@@ -246,26 +246,6 @@ fn write_event_streams(
     );
 }
 
-/// `,"eventStreams":[…]` naming `uri` (a path and query on this server).
-pub(super) fn write_event_stream_at(out: &mut Vec<u8>, config: &OfrepConfig, uri: &str) {
-    let place = match &config.public_base_url {
-        Some(base) => json!({"url": format!("{base}{uri}")}),
-        None => json!({"endpoint": {"requestUri": uri}}),
-    };
-    let mut entry = serde_json::Map::new();
-    entry.insert("type".into(), "sse".into());
-    if let Value::Object(place) = place {
-        entry.extend(place);
-    }
-    entry.insert(
-        "inactivityDelaySec".into(),
-        config.sse.inactivity_delay_sec.into(),
-    );
-    out.extend_from_slice(b",\"eventStreams\":[");
-    crate::json::write(out, &entry);
-    out.push(b']');
-}
-
 /// How an OFREP evaluation counts in usage: with an identity like `/identities`, else like
 /// `/flags`.
 fn usage_resource(identified: bool) -> crate::usage::Resource {
@@ -274,14 +254,4 @@ fn usage_resource(identified: bool) -> crate::usage::Resource {
     } else {
         crate::usage::Resource::Flags
     }
-}
-
-pub(super) fn success_headers(h: &mut HeaderMap, etag: &str) {
-    if let Ok(v) = HeaderValue::from_str(etag) {
-        h.insert(header::ETAG, v);
-    }
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("private, no-cache"),
-    );
 }

@@ -9,8 +9,8 @@ use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::{Map, Value};
 
+use super::answer::{success_headers, write_event_stream_at};
 use super::etag::{flag_set_etag, matches_etag};
-use super::evaluate::{success_headers, write_event_stream_at};
 use super::{Asked, Failure};
 use crate::api::openfeature::{flagd, mapping};
 use crate::api::request_body::{self, BodyError};

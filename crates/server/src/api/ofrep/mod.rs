@@ -8,10 +8,11 @@
 //! single-flag endpoint).
 //!
 //! Files: `evaluate.rs` the two evaluation endpoints, `etag.rs` their ETags, `freshness.rs` the
-//! freshness hints a client sends, `events.rs` the change stream, `flag_sets.rs` the same on
+//! freshness hints a client sends, `events.rs` the change stream, `answer.rs` what both write alike, `flag_sets.rs` the same on
 //! flagd flag sets (a request with no key, or a set's token); here, what they share: the key a
 //! request presents and the OFREP error shape.
 
+mod answer;
 mod etag;
 mod evaluate;
 mod events;
