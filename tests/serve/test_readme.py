@@ -4,7 +4,7 @@ README.md marks the blocks this test runs with an HTML comment (invisible once r
 line before the fence:
 
 - `<!-- runnable -->`: a `sh`, `python`, `js`, `go` or `java` block, run against one `flagpole serve
-  --example` (from the repository root) with the flagd port set as the README's flagd section says
+  --example --flags examples/flags.json` (from the repository root) with the flagd port set as the README's flagd section says
   (`FLAGPOLE='{"grpc": {"port": 8013}}'`). It passes when it exits 0 on its own and prints
   something; `<!-- runnable: expect "TEXT" -->` also wants TEXT in what it printed. Every `python`,
   `js`, `go` and `java` block must be marked runnable: a snippet in a programming language is a
