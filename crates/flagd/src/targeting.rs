@@ -88,6 +88,9 @@ impl Engine {
         let data = data(&arena, flag_key, context);
         match self.0.evaluate(rule, &*data, &arena) {
             Ok(result) => variant_of(result),
+            // An operation nobody knows is found when reached, as the reference finds it
+            // (its `ReferenceError`, a `PARSE_ERROR`).
+            Err(e) if e.tag() == "InvalidOperator" => Outcome::Invalid(e.to_string()),
             Err(e) => Outcome::Failed(e.to_string()),
         }
     }

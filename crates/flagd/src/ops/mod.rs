@@ -96,6 +96,9 @@ pub(crate) fn rewrite(rule: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(rewrite).collect()),
         Value::Object(map) if map.len() == 1 => {
             let (op, args) = map.iter().next().expect("one member");
+            if let Some(rule) = var_with_default(op, args) {
+                return rule;
+            }
             let name = OPS
                 .iter()
                 .find(|(rule_name, _, _)| rule_name == op)
@@ -106,6 +109,24 @@ pub(crate) fn rewrite(rule: &Value) -> Value {
         }
         other => other.clone(),
     }
+}
+
+/// `{"var": [path, default]}`: the reference answers the default for a `null` as for a
+/// missing value, datalogic only for a missing one; so the rule becomes "the default when the
+/// value is `null`" (both sides are pure, so reading the path twice changes nothing).
+fn var_with_default(op: &str, args: &Value) -> Option<Value> {
+    let Value::Array(items) = args else {
+        return None;
+    };
+    if op != "var" || items.len() < 2 {
+        return None;
+    }
+    let read = serde_json::json!({"var": [rewrite(&items[0])]});
+    Some(serde_json::json!({"if": [
+        {"flagd ===": [read.clone(), null]},
+        rewrite(&items[1]),
+        read,
+    ]}))
 }
 
 struct Custom(Op);
