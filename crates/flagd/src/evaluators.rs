@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::definition::DefinitionError;
+use crate::refusal::DefinitionError;
 
 /// How deep evaluators may refer to each other (a cycle would never end).
 const MAX_DEPTH: usize = 32;

@@ -23,12 +23,15 @@
 
 #![forbid(unsafe_code)]
 
+mod context;
 mod definition;
 mod evaluate;
 mod evaluators;
 mod ops;
+mod refusal;
 mod targeting;
 
+pub use context::Context;
 pub use definition::{DefinitionError, Flag, FlagSet, State};
-pub use evaluate::{Context, ErrorCode, Evaluation, Reason};
+pub use evaluate::{ErrorCode, Evaluation, Reason};
 pub use ops::bucket;

@@ -10,7 +10,7 @@ use datalogic_rs::{DataValue, Logic};
 use flagpole_engine::python::{float_repr, write_str_of_json};
 use serde_json::Value;
 
-use crate::evaluate::Context;
+use crate::context::Context;
 use crate::ops;
 
 /// The datalogic engine of a flag set.
