@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-import random
+import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-#: Seed of the random files and contexts (FLAGPOLE_FLAGD_DIFF_SEED, default random). Always printed.
-SEED: int = int(os.environ.get("FLAGPOLE_FLAGD_DIFF_SEED") or random.SystemRandom().randrange(2**32))
-#: Number of random flag files (FLAGPOLE_FLAGD_DIFF_FILES, default 300).
-N_FILES: int = int(os.environ.get("FLAGPOLE_FLAGD_DIFF_FILES") or 300)
-REPORT: list[str] = []
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from flagd_diff_common import N_FILES, REPO, REPORT, SEED  # noqa: E402
 
 
 def pytest_report_header(config):

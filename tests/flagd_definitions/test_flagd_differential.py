@@ -15,9 +15,9 @@ import random
 import subprocess
 from pathlib import Path
 
-import conftest
-import corner_cases
-import gen
+import flagd_corner_cases as corner_cases
+import flagd_diff_common as common
+import gen_flagd_files as gen
 
 HERE = Path(__file__).resolve().parent
 NOW = 1_764_000_000
@@ -85,21 +85,21 @@ def test_corner_cases_agree_with_the_reference(flagpole_bin, reference_python, t
         n, p = compare_file(flagpole_bin, reference_python, tmp_path, f"corner-{i}", file, contexts)
         compared += n
         problems += p
-    conftest.REPORT.append(f"corner cases: {compared} answers compared, {len(problems)} disagreements")
+    common.REPORT.append(f"corner cases: {compared} answers compared, {len(problems)} disagreements")
     assert not problems, "\n".join(problems[:10])
 
 
 def test_random_definitions_agree_with_the_reference(flagpole_bin, reference_python, tmp_path):
     problems, compared, refused = [], 0, 0
-    for i in range(conftest.N_FILES):
-        r = random.Random(f"{conftest.SEED}-{i}")
+    for i in range(common.N_FILES):
+        r = random.Random(f"{common.SEED}-{i}")
         file = gen.flag_file(r)
         contexts = [gen.context(r) for _ in range(CONTEXTS_PER_FILE)]
         n, p = compare_file(flagpole_bin, reference_python, tmp_path, f"random-{i}", file, contexts)
         refused += n == 0 and not p
         compared += n
         problems += p
-    conftest.REPORT.append(f"random: {conftest.N_FILES} files ({refused} refused by both), {compared} answers "
+    common.REPORT.append(f"random: {common.N_FILES} files ({refused} refused by both), {compared} answers "
                            f"compared, {len(problems)} disagreements")
     assert compared > 0
     assert not problems, f"{len(problems)} disagreements; first:\n" + "\n".join(problems[:5])
