@@ -8,13 +8,13 @@ errorCode, metadata. A file the reference refuses gives one line `{"loadError": 
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 
 from openfeature.evaluation_context import EvaluationContext
 from openfeature.exception import OpenFeatureError
 from openfeature.contrib.tools.flagd.core import FlagdCore
-from openfeature.contrib.tools.flagd.core.targeting import targeting as targeting_module
 
 
 class _Clock:
@@ -29,6 +29,8 @@ class _Clock:
 
 def main() -> None:
     path, now = sys.argv[1], int(sys.argv[2])
+    # The module, not the function of the same name its package exports.
+    targeting_module = importlib.import_module("openfeature.contrib.tools.flagd.core.targeting.targeting")
     targeting_module.time = _Clock(now)
     core = FlagdCore()
     try:
