@@ -66,16 +66,18 @@ pub(crate) fn to_number(v: &DataValue<'_>) -> Num {
     }
 }
 
-/// `to_string`: floats as `'%.15g'`, `null`/`true`/`false`, lists joined by commas, objects as
-/// `[object Object]`.
+/// `to_string`: floats as `'%.15g'`, `null`, booleans as Python writes them (`True`), lists
+/// joined by commas, objects as `[object Object]`.
 pub(crate) fn to_string(v: &DataValue<'_>, out: &mut String) {
     match v {
         DataValue::String(s) => out.push_str(s),
         DataValue::Number(NumberValue::Integer(i)) => out.push_str(&i.to_string()),
         DataValue::Number(NumberValue::Float(f)) => out.push_str(&format_g15(*f)),
         DataValue::Null => out.push_str("null"),
-        DataValue::Bool(true) => out.push_str("true"),
-        DataValue::Bool(false) => out.push_str("false"),
+        // Python's `str()`: the reference tests `isinstance(value, int)` before `value is True`,
+        // and a bool is an int.
+        DataValue::Bool(true) => out.push_str("True"),
+        DataValue::Bool(false) => out.push_str("False"),
         DataValue::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
