@@ -179,6 +179,20 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# flagd's reference evaluator (tests/flagd_definitions) in a venv of its own: the flagd provider
+# above needs openfeature-flagd-core 2.x, the differential test compares with 1.0.0.
+echo "== python venv (.venv-flagd-reference)"
+if [ ! -x .venv-flagd-reference/bin/python ]; then
+  "$PYTHON" -m venv .venv-flagd-reference
+fi
+stamp=.venv-flagd-reference/.requirements.sha
+want=$(sha256sum tests/flagd_definitions/requirements-reference.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv-flagd-reference/bin/python -m pip install --quiet -r tests/flagd_definitions/requirements-reference.txt
+  echo "$want" > "$stamp"
+fi
+export FLAGPOLE_FLAGD_REFERENCE_PYTHON="$PWD/.venv-flagd-reference/bin/python"
+
 echo "== python bindings wheel (bindings/python, installed into .venv)"
 wheels=bindings/python/target/wheels
 rm -f "$wheels"/*.whl

@@ -1,26 +1,12 @@
-//! One flag evaluated for one context, as flagd evaluates it: state, targeting, default
-//! variant, and the reason and error code flagd gives.
+//! One flag evaluated for one context, as the reference evaluates it (`FlagdCore._resolve`,
+//! untyped: the front doors check the requested type): state, targeting, default variant,
+//! and the reason and error code it gives.
 
 use serde_json::{Map, Value};
 
-use crate::definition::{FlagSet, State};
-
-/// What a caller evaluates against: the OpenFeature evaluation context (`targetingKey` and
-/// the rest, as flagd receives it) and the time `$flagd.timestamp` reads (Unix seconds).
-#[derive(Debug, Clone, Copy)]
-pub struct Context<'a> {
-    pub attributes: &'a Map<String, Value>,
-    pub now_unix_secs: u64,
-}
-
-impl<'a> Context<'a> {
-    pub fn new(attributes: &'a Map<String, Value>, now_unix_secs: u64) -> Context<'a> {
-        Context {
-            attributes,
-            now_unix_secs,
-        }
-    }
-}
+use crate::context::Context;
+use crate::definition::{Flag, FlagSet, State};
+use crate::targeting::Outcome;
 
 /// The OpenFeature reasons flagd gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +15,7 @@ pub enum Reason {
     Static,
     /// The targeting rule named a variant.
     TargetingMatch,
-    /// The rule named none (or there is none and no default variant): the default variant.
+    /// The rule named none, or there is no default variant: the default variant, or no value.
     Default,
     /// The flag is `DISABLED`: no value, the caller's default applies.
     Disabled,
@@ -81,19 +67,37 @@ pub struct Evaluation<'a> {
     pub metadata: &'a Map<String, Value>,
 }
 
+impl<'a> Evaluation<'a> {
+    fn failed(
+        code: ErrorCode,
+        message: String,
+        metadata: &'a Map<String, Value>,
+    ) -> Evaluation<'a> {
+        Evaluation {
+            value: None,
+            variant: None,
+            reason: Reason::Error,
+            error: Some((code, message)),
+            metadata,
+        }
+    }
+}
+
 impl FlagSet {
     /// Evaluates the flag `key` for `context`.
     pub fn evaluate<'a>(&'a self, key: &str, context: &Context<'_>) -> Evaluation<'a> {
-        let Some(flag) = self.flags.get(key) else {
-            return Evaluation {
-                value: None,
-                variant: None,
-                reason: Reason::Error,
-                error: Some((ErrorCode::FlagNotFound, format!("flag: {key} not found"))),
-                metadata: &self.metadata,
-            };
-        };
-        let _ = context;
+        match self.flags.get(key) {
+            Some(flag) => self.evaluate_flag(flag, context),
+            None => Evaluation::failed(
+                ErrorCode::FlagNotFound,
+                format!("Flag with key {key} not present in flag store."),
+                &self.metadata,
+            ),
+        }
+    }
+
+    /// Evaluates one of this set's flags.
+    pub fn evaluate_flag<'a>(&'a self, flag: &'a Flag, context: &Context<'_>) -> Evaluation<'a> {
         if flag.state == State::Disabled {
             return Evaluation {
                 value: None,
@@ -103,29 +107,55 @@ impl FlagSet {
                 metadata: &flag.metadata,
             };
         }
-        // Targeting is not compiled yet: every flag answers its default variant.
-        let reason = if flag.targeting.is_none() {
-            Reason::Static
-        } else {
-            Reason::Default
+        let Some(targeting) = &flag.targeting else {
+            return default_variant(flag, Reason::Static);
         };
-        let (variant, value) = match flag.default_variant.as_deref() {
-            Some(name) => match flag.variants.get_key_value(name) {
-                Some((name, value)) => (Some(name.as_str()), Some(value)),
-                None => (None, None),
+        match self.engine.run(targeting, &flag.key, context) {
+            Outcome::NoVariant => default_variant(flag, Reason::Default),
+            Outcome::Variant(name) => match flag.variants.get_key_value(name.as_str()) {
+                Some((_, Value::Null)) | None => Evaluation::failed(
+                    ErrorCode::General,
+                    format!("Resolved variant {name} not in variants config."),
+                    &flag.metadata,
+                ),
+                Some((name, value)) => Evaluation {
+                    value: Some(value),
+                    variant: Some(name),
+                    reason: Reason::TargetingMatch,
+                    error: None,
+                    metadata: &flag.metadata,
+                },
             },
-            None => (None, None),
-        };
-        Evaluation {
-            value,
-            variant,
-            reason: if variant.is_none() {
-                Reason::Default
-            } else {
-                reason
-            },
+            Outcome::Invalid(why) => Evaluation::failed(ErrorCode::ParseError, why, &flag.metadata),
+            Outcome::Failed(why) => Evaluation::failed(ErrorCode::General, why, &flag.metadata),
+        }
+    }
+}
+
+/// The default variant with `reason`; none: no value and `DEFAULT`; one that is no variant:
+/// `GENERAL`.
+fn default_variant(flag: &Flag, reason: Reason) -> Evaluation<'_> {
+    let Some(name) = flag.default_variant.as_deref() else {
+        return Evaluation {
+            value: None,
+            variant: None,
+            reason: Reason::Default,
             error: None,
             metadata: &flag.metadata,
-        }
+        };
+    };
+    match flag.variants.get_key_value(name) {
+        Some((name, value)) => Evaluation {
+            value: Some(value),
+            variant: Some(name),
+            reason,
+            error: None,
+            metadata: &flag.metadata,
+        },
+        None => Evaluation::failed(
+            ErrorCode::General,
+            format!("Resolved variant {name} not in variants config."),
+            &flag.metadata,
+        ),
     }
 }

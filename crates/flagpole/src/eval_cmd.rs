@@ -31,6 +31,7 @@ pub(crate) fn run(cmd: EvalCommand) -> ExitCode {
     let outcome = match cmd {
         EvalCommand::Context(args) => run_context(&args),
         EvalCommand::Identity(args) => run_identity(&args),
+        EvalCommand::Flagd(args) => return crate::flagd_eval_cmd::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

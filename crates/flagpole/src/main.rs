@@ -5,6 +5,7 @@ mod allocator;
 mod check_cmd;
 mod config_cmd;
 mod eval_cmd;
+mod flagd_eval_cmd;
 mod health_cmd;
 
 use std::process::ExitCode;
@@ -109,6 +110,29 @@ pub(crate) enum EvalCommand {
     Context(ContextArgs),
     /// Evaluate an identity against an environment document and print the `/api/v1/identities` body.
     Identity(IdentityArgs),
+    /// Evaluate flags of a flagd flag file and print each answer (value, variant, reason,
+    /// error, metadata) as JSON.
+    Flagd(FlagdArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct FlagdArgs {
+    /// The flagd flag file (`flags`, `$evaluators`, `metadata`).
+    #[arg(long)]
+    pub flags: String,
+    /// The flag to evaluate (without `--batch`).
+    #[arg(long, required_unless_present = "batch")]
+    pub flag: Option<String>,
+    /// The evaluation context as a JSON object (`targetingKey` and attributes).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// The time `$flagd.timestamp` reads, in Unix seconds (default: now).
+    #[arg(long)]
+    pub now: Option<u64>,
+    /// Read JSON Lines `{"flag": KEY, "context": {...}}` on standard input and answer each on
+    /// a line.
+    #[arg(long)]
+    pub batch: bool,
 }
 
 #[derive(Args)]
