@@ -263,12 +263,14 @@ def test_readiness_waits_for_flag_sources_and_staleness_fails_strict(flagpole, f
 
 def test_a_broken_file_stops_the_start_naming_file_and_path(tmp_path):
     broken = tmp_path / "broken.json"
-    write_json(broken, {"flags": {"x": {"state": "ENABLED", "variants": {"a": 1}, "defaultVariant": "b"}}})
+    # No variants: flagd's reference refuses the file (a default variant naming no variant it
+    # takes, failing each evaluation that falls back to it).
+    write_json(broken, {"flags": {"x": {"state": "ENABLED", "variants": {}, "defaultVariant": "b"}}})
     for command in (["serve", "--port", "0", "--flags", str(broken)], ["check", "--flags", str(broken)]):
         proc = subprocess.run([str(binary_path()), *command], capture_output=True, text=True, timeout=30,
                               cwd=tmp_path)
         assert proc.returncode == 2, proc
-        assert str(broken) in proc.stderr and "$.flags.x.defaultVariant" in proc.stderr, proc.stderr
+        assert str(broken) in proc.stderr and "$.flags.x.variants" in proc.stderr, proc.stderr
 
 
 def metric(fp, name: str) -> float:
