@@ -86,7 +86,7 @@ impl Engine {
         };
         let arena = Bump::new();
         let data = data(&arena, flag_key, context);
-        match self.0.evaluate(rule, &*data, &arena) {
+        match self.0.evaluate(rule, data, &arena) {
             Ok(result) => variant_of(result),
             // An operation nobody knows is found when reached, as the reference finds it
             // (its `ReferenceError`, a `PARSE_ERROR`).

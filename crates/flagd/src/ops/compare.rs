@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn orderings_pick_numbers_then_strings() {
-        assert!(Order::Lt.holds(&DataValue::String("10"), &DataValue::from_i64(9)) == false);
+        assert!(!Order::Lt.holds(&DataValue::String("10"), &DataValue::from_i64(9)));
         assert!(Order::Lt.holds(&DataValue::String("10"), &DataValue::String("9")));
         assert!(Order::Le.holds(&DataValue::Null, &DataValue::from_i64(0)));
     }

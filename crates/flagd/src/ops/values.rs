@@ -127,7 +127,7 @@ pub(crate) fn format_g15(f: f64) -> String {
     let sci = format!("{:.*e}", (P - 1) as usize, f);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    if exp < -4 || exp >= P {
+    if !(-4..P).contains(&exp) {
         let mantissa = trim_zeros(mantissa);
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{mantissa}e{sign}{:02}", exp.abs())
