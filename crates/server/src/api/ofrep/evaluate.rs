@@ -10,12 +10,12 @@ use flagpole_engine::Identity;
 use http::{header, HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
 
+use super::answer::read_body;
 use super::answer::{success_headers, write_event_stream_at};
 use super::etag::{etag, matches_etag};
 use super::freshness::freshen;
 use super::{authorise, Asked, Failure};
 use crate::api::openfeature::{context, flagsmith, mapping};
-use crate::api::request_body::{self, BodyError};
 use crate::api::{full, AppState, Response};
 use crate::config::OfrepConfig;
 use crate::snapshot::etag_memo::EtagMemo;
@@ -72,20 +72,7 @@ async fn evaluation(
     let (kind, env, mut snapshot) = authorise(state, &parts.headers)?;
     *known = Some(env.clone());
     let stream = state.streams.of(&env.client_key);
-    let body = request_body::read(body, config.max_body_bytes)
-        .await
-        .map_err(|e| match e {
-            BodyError::TooLarge => Failure::general(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is larger than the limit of {} bytes (ofrep.max_body_bytes)",
-                    config.max_body_bytes
-                ),
-            ),
-            BodyError::Unreadable(message) => {
-                Failure::new(StatusCode::BAD_REQUEST, "PARSE_ERROR", message)
-            }
-        })?;
+    let body = read_body(body, config).await?;
     if flag.is_none() {
         if let Some(fresher) = freshen(&env, &snapshot, parts.uri.query(), config).await {
             snapshot = fresher;

@@ -68,12 +68,6 @@ fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, 
             std::time::Duration::from_secs(sse.heartbeat_sec),
             sse.max_connections,
         )
-        .ok_or_else(|| Failure {
-            retry_after: 30,
-            ..Failure::general(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many open change streams",
-            )
-        })?;
+        .ok_or_else(super::answer::too_many_streams)?;
     Ok(stream_response(body))
 }

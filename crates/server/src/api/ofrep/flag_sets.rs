@@ -9,11 +9,10 @@ use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::{Map, Value};
 
-use super::answer::{success_headers, write_event_stream_at};
+use super::answer::{read_body, success_headers, too_many_streams, write_event_stream_at};
 use super::etag::{flag_set_etag, matches_etag};
 use super::{Asked, Failure};
 use crate::api::openfeature::{flagd, mapping};
-use crate::api::request_body::{self, BodyError};
 use crate::api::{full, stream_response, AppState, Response};
 use crate::flagsets::{FlagView, Refused, Selector};
 use crate::telemetry::otel::spans::FlagEvaluated;
@@ -95,20 +94,7 @@ async fn evaluation(
         .flag_sets
         .view(selector)
         .ok_or_else(|| refused(state, Refused::UnknownSelector))?;
-    let body = request_body::read(body, config.max_body_bytes)
-        .await
-        .map_err(|e| match e {
-            BodyError::TooLarge => Failure::general(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is larger than the limit of {} bytes (ofrep.max_body_bytes)",
-                    config.max_body_bytes
-                ),
-            ),
-            BodyError::Unreadable(message) => {
-                Failure::new(StatusCode::BAD_REQUEST, "PARSE_ERROR", message)
-            }
-        })?;
+    let body = read_body(body, config).await?;
     let body = crate::api::openfeature::context::parse_body(&body)
         .map_err(|(code, details)| Failure::new(StatusCode::BAD_REQUEST, code, details))?;
     let context = match body.get("context") {
@@ -261,12 +247,6 @@ pub(super) fn stream(
             std::time::Duration::from_secs(sse.heartbeat_sec),
             sse.max_connections,
         )
-        .ok_or_else(|| Failure {
-            retry_after: 30,
-            ..Failure::general(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many open change streams",
-            )
-        })?;
+        .ok_or_else(too_many_streams)?;
     Ok(stream_response(body))
 }
