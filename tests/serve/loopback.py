@@ -18,10 +18,20 @@ HOST = "127.0.0.1"
 EVENT_TIMEOUT = 60.0
 
 
+# Ports this process has handed out. The kernel may give the port it just released to the next
+# bind, so two calls in a row (an HTTP and a gRPC port for one server) could return the same one.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on now and this process has not handed out before."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def wait_until(pred: Callable[[], Any], timeout: float, message: str, interval: float = 0.05) -> Any:
