@@ -1,4 +1,5 @@
-//! Generates the flagd evaluation services (v1 and v2) from the vendored schemas in `proto/`,
+//! Generates the flagd evaluation services (v1 and v2) and flagd's sync service from the
+//! vendored schemas in `proto/`,
 //! with a vendored `protoc`, so building needs nothing installed beyond Rust.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -8,22 +9,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "proto/flagd/evaluation/v1/evaluation.proto",
         "proto/flagd/evaluation/v2/evaluation.proto",
+        "proto/flagd/sync/v1/sync.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");
     }
     let includes = ["proto", include.to_str().ok_or("include path")?];
-    // `ResolveAll` answers are written straight to bytes (`api/flagd/all`): the service sends
+    // `ResolveAll` answers are written straight to bytes (`flagd/all`): the service sends
     // them as they are.
     tonic_prost_build::configure()
         .build_client(false)
         .extern_path(
             ".flagd.evaluation.v1.ResolveAllResponse",
-            "crate::api::flagd::wire::Encoded",
+            "crate::flagd::wire::Encoded",
         )
         .extern_path(
             ".flagd.evaluation.v2.ResolveAllResponse",
-            "crate::api::flagd::wire::Encoded",
+            "crate::flagd::wire::Encoded",
         )
         .compile_protos(&protos, &includes)?;
     // The messages as prost writes them (maps sorted), which the tests compare those bytes with.

@@ -25,6 +25,7 @@ mod snapshot;
 mod store;
 // … what feeds and watches the store …
 mod analytics;
+mod flagsets;
 mod shadow;
 mod sources;
 mod streams;
@@ -32,6 +33,8 @@ mod telemetry;
 // … the front doors, and the listener they are served on.
 mod api;
 mod server;
+// … the flagd front door, with a listener of its own.
+mod flagd;
 // … what `serve` (and `flagpole check`) checks before it listens, and what `serve` prints once
 // it listens.
 mod banner;
@@ -121,7 +124,16 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             .clone()
             .judge_staleness_until_shutdown(store::StaleRule::of(&config)),
     );
-    let state = front_doors(&config, &store, pollers.as_ref(), fleet, &shutdown).await;
+    let flag_sets = flagsets::sources::start(&config, ready.flags, &shutdown).await?;
+    let state = front_doors(
+        &config,
+        &store,
+        pollers.as_ref(),
+        fleet,
+        flag_sets,
+        &shutdown,
+    )
+    .await;
     run(ports, state, &config, &shutdown).await;
     Ok(())
 }
@@ -133,6 +145,7 @@ struct Ports {
     tls: Option<Arc<server::tls::Tls>>,
     plain: Option<tokio::net::TcpListener>,
     grpc: Option<tokio::net::TcpListener>,
+    sync: Option<tokio::net::TcpListener>,
 }
 
 /// Binds every port at once, so orchestrators see a live process while documents load (a
@@ -148,6 +161,14 @@ async fn listen(config: &Config, tls: Option<Arc<server::tls::Tls>>) -> Result<P
         ),
         None => None,
     };
+    let sync = match config.server.sync_port {
+        Some(port) => Some(
+            bind(&config.server.host, port)
+                .await
+                .map_err(|e| format!("{e} (flagpole.grpc.sync_port)"))?,
+        ),
+        None => None,
+    };
     let plain = match config.server.tls.as_ref().and_then(|t| t.plain_port) {
         Some(port) => Some(bind(&config.server.host, port).await?),
         None => None,
@@ -158,6 +179,7 @@ async fn listen(config: &Config, tls: Option<Arc<server::tls::Tls>>) -> Result<P
         tls,
         plain,
         grpc,
+        sync,
     })
 }
 
@@ -181,7 +203,7 @@ async fn load_documents(
     shutdown: &Shutdown,
 ) -> Result<(), String> {
     let deferred = background::hold_deferred().await;
-    let mut files = Vec::new();
+    let mut files: Vec<sources::file_watcher::WatchedFile> = Vec::new();
     let mut loads = Vec::new();
     for (slot, source) in plan {
         match source {
@@ -306,6 +328,7 @@ async fn front_doors(
     store: &Arc<Store>,
     pollers: Option<&upstream::Pollers>,
     fleet: Option<Arc<sources::fleet::Fleet>>,
+    flag_sets: Arc<flagsets::FlagSets>,
     shutdown: &Shutdown,
 ) -> api::AppState {
     let streams = Arc::new(streams::Streams::new(config, store));
@@ -354,28 +377,46 @@ async fn front_doors(
         analytics,
         shadow,
         fleet,
+        flag_sets,
     }
 }
 
 /// Serves until a signal, then drains: the listeners, then the background work's last steps,
 /// all within one budget (`shutdown_timeout_seconds`).
 async fn run(ports: Ports, state: api::AppState, config: &Arc<Config>, shutdown: &Shutdown) {
-    let grpc = ports.grpc.map(|listener| {
-        if let Ok(address) = listener.local_addr() {
-            tracing::info!(%address, "flagd (gRPC) listening");
-        }
-        let flagd = api::flagd::Flagd::new(
-            state.clone(),
-            shutdown.requested.clone(),
-            shutdown.tasks.clone(),
-        );
-        shutdown.tasks.spawn(server::grpc::serve(
-            listener,
-            flagd,
-            config.clone(),
-            shutdown.requested.clone(),
-        ))
-    });
+    let flagd_ports = [
+        (
+            ports.grpc,
+            flagd::listener::Services::All,
+            "flagd (gRPC) listening",
+        ),
+        (
+            ports.sync,
+            flagd::listener::Services::SyncOnly,
+            "flagd sync listening",
+        ),
+    ];
+    let flagd_doors: Vec<_> = flagd_ports
+        .into_iter()
+        .filter_map(|(listener, services, what)| {
+            let listener = listener?;
+            if let Ok(address) = listener.local_addr() {
+                tracing::info!(%address, "{what}");
+            }
+            let flagd = flagd::Flagd::new(
+                state.clone(),
+                shutdown.requested.clone(),
+                shutdown.tasks.clone(),
+            );
+            Some(shutdown.tasks.spawn(flagd::listener::serve(
+                listener,
+                flagd,
+                services,
+                config.clone(),
+                shutdown.requested.clone(),
+            )))
+        })
+        .collect();
     let api = api::Api::new(state);
     shutdown.spawn(shutdown::request_on_signal(shutdown.requested.clone()));
     let listeners = server::Listeners {
@@ -384,8 +425,8 @@ async fn run(ports: Ports, state: api::AppState, config: &Arc<Config>, shutdown:
         plain: ports.plain,
     };
     let deadline = server::serve(listeners, api, config, shutdown.requested.clone()).await;
-    if let Some(grpc) = grpc {
-        let _ = tokio::time::timeout_at(deadline.into(), grpc).await;
+    for door in flagd_doors {
+        let _ = tokio::time::timeout_at(deadline.into(), door).await;
     }
     shutdown.finish(deadline).await;
 }

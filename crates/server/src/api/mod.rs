@@ -12,7 +12,6 @@
 pub(crate) mod authorise;
 mod cors;
 pub(crate) mod error;
-pub(crate) mod flagd;
 pub(crate) mod flagsmith;
 mod observe;
 pub(crate) mod ofrep;
@@ -51,6 +50,8 @@ pub(crate) struct AppState {
     pub shadow: Option<Arc<crate::shadow::Shadow>>,
     /// The fleet's shared store (`flagpole.fleet`), for the status page.
     pub fleet: Option<Arc<crate::sources::fleet::Fleet>>,
+    /// flagd flag sets (`flags`, `--flags`): every OpenFeature door's keyless sets.
+    pub flag_sets: Arc<crate::flagsets::FlagSets>,
 }
 
 /// A response with a status and a body.

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use super::analytics::AnalyticsSection;
+use super::flags::FlagSourceFile;
 use super::ofrep::OfrepFile;
 use super::settings::{Config, KeyPair};
 use super::shadow::ShadowSection;
@@ -80,6 +81,8 @@ pub(super) struct File {
     flagpole: Option<Object<FlagpoleFile>>,
     /// OpenFeature Remote Evaluation Protocol (`/ofrep/v1/…`).
     ofrep: Option<Object<OfrepFile>>,
+    /// flagd flag-definition sources (files watched, http(s) URLs polled), merged as flagd merges its sources and served keyless to the OpenFeature front doors; `flagpole serve --flags PATH` adds files.
+    flags: Option<Vec<Object<FlagSourceFile>>>,
 }
 
 /// One environment: the server key Flagpole fetches with, and the client key.
@@ -207,6 +210,10 @@ pub(super) struct FlagpoleFile {
 pub(super) struct GrpcFile {
     /// Its port, on `server.host`; `null`: not served. Must differ from the other listeners' ports.
     port: Option<Port>,
+    /// flagd's sync service (`flagd.sync.v1.FlagSyncService`, which the flagd providers'
+    /// in-process mode reads flag sets from) on a port of its own as well, as flagd serves it on
+    /// 8015; `null`: only on `port`. Must differ from the other listeners' ports.
+    sync_port: Option<Port>,
 }
 
 #[derive(Deserialize, Serialize, JsonSchema, Default)]
@@ -374,6 +381,12 @@ impl File {
         if let Some(Object(ofrep)) = self.ofrep {
             c.ofrep = ofrep.settings(warnings);
         }
+        c.flags = self
+            .flags
+            .unwrap_or_default()
+            .iter()
+            .map(|Object(f)| f.to_settings())
+            .collect();
         c
     }
 
@@ -420,6 +433,12 @@ impl File {
             proxy_key: c.environments.proxy_key.clone(),
             flagpole: Some(Object(FlagpoleFile::from_settings(c))),
             ofrep: Some(Object(OfrepFile::from_settings(&c.ofrep))),
+            flags: Some(
+                c.flags
+                    .iter()
+                    .map(|f| Object(FlagSourceFile::from_settings(f)))
+                    .collect(),
+            ),
             ..File::default()
         }
     }
@@ -468,8 +487,13 @@ impl FlagpoleFile {
         if let Some(n) = self.identity_cache.and_then(|c| c.0.max_bytes) {
             c.limits.identity_cache_bytes = n;
         }
-        if let Some(Port(port)) = self.grpc.and_then(|g| g.0.port) {
-            c.server.grpc_port = Some(port);
+        if let Some(grpc) = self.grpc.map(|g| g.0) {
+            if let Some(Port(port)) = grpc.port {
+                c.server.grpc_port = Some(port);
+            }
+            if let Some(Port(port)) = grpc.sync_port {
+                c.server.sync_port = Some(port);
+            }
         }
         if let Some(metrics) = self.metrics.map(|m| m.0) {
             if let Some(on) = metrics.enabled {
@@ -535,6 +559,7 @@ impl FlagpoleFile {
             shadow: Some(Object(super::shadow::ShadowFile::from_settings(&c.shadow))),
             grpc: Some(Object(GrpcFile {
                 port: c.server.grpc_port.map(Port),
+                sync_port: c.server.sync_port.map(Port),
             })),
             fleet: c
                 .fleet

@@ -18,6 +18,7 @@ mod analytics;
 mod bounds;
 mod env;
 mod file;
+pub mod flags;
 mod fleet;
 mod ofrep;
 mod reference;

@@ -34,6 +34,7 @@ pub(super) fn listeners(c: &Config, from_command_line: bool) -> Result<(), Confi
     let ports = [
         (main, Some(c.server.port)),
         ("flagpole.grpc.port", c.server.grpc_port),
+        ("flagpole.grpc.sync_port", c.server.sync_port),
         (
             "server.tls.plain_port",
             c.server.tls.as_ref().and_then(|t| t.plain_port),

@@ -206,7 +206,7 @@ mod tests {
             keys(&["flagpole", "identity_cache"]).unwrap(),
             ["max_bytes"]
         );
-        assert_eq!(keys(&["flagpole", "grpc"]).unwrap(), ["port"]);
+        assert_eq!(keys(&["flagpole", "grpc"]).unwrap(), ["port", "sync_port"]);
         assert_eq!(
             keys(&["flagpole", "metrics"]).unwrap(),
             ["enabled", "per_environment"]

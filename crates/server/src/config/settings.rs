@@ -34,6 +34,10 @@ pub struct Config {
     pub fleet: Option<super::fleet::FleetConfig>,
     /// `flagpole.telemetry` and the `OTEL_*` variables: OpenTelemetry export.
     pub otel: super::telemetry::OtelConfig,
+    /// `flags` and `--flags`: flagd flag-definition sources, in merge order (tokens and
+    /// headers are secrets: left out of this form; the file form redacts them).
+    #[serde(skip)]
+    pub flags: Vec<super::flags::FlagSource>,
 }
 
 /// Which environments are served.
@@ -86,6 +90,9 @@ pub struct Server {
     /// `flagpole.grpc.port`: the flagd-compatible listener (gRPC and Connect) on the same host;
     /// `None` (the default) = not served.
     pub grpc_port: Option<u16>,
+    /// `flagpole.grpc.sync_port`: flagd's sync service alone on a port of its own (as flagd's
+    /// 8015); `None` (the default) = only on the flagd listener.
+    pub sync_port: Option<u16>,
     /// HTTPS on `port` (`server.tls`); `None` = plain HTTP.
     pub tls: Option<super::TlsConfig>,
 }
@@ -156,6 +163,7 @@ impl Default for Config {
                 shutdown_timeout: Duration::from_secs(10),
                 allow_origins: None,
                 grpc_port: None,
+                sync_port: None,
                 tls: None,
             },
             limits: Limits {
@@ -186,6 +194,7 @@ impl Default for Config {
             shadow: ShadowConfig::default(),
             fleet: None,
             otel: super::telemetry::OtelConfig::default(),
+            flags: Vec::new(),
         }
     }
 }

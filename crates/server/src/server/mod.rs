@@ -9,12 +9,7 @@
 //! bounded by the same header read timeout, and then the very same code reads the decrypted
 //! stream; an optional plain-HTTP port beside it serves the operators' routes (`plain_port`).
 
-mod coalesce;
 pub(crate) mod direct_stream;
-pub(crate) mod grpc;
-mod grpc_dispatch;
-mod grpc_h2;
-mod grpc_unary;
 pub(crate) mod plain_port;
 pub(crate) mod tls;
 

@@ -4,7 +4,7 @@
 //! key sees the flag, whether its feature can vary ([`Environment::can_vary`]) and its place
 //! among the features sorted by name.
 //!
-//! The flagd front door's `ResolveAll` keeps each flag's encoded value here (`api/flagd/all`):
+//! The flagd front door's `ResolveAll` keeps each flag's encoded value here (`flagd/all`):
 //! an answer copies prepared bytes and finds the rest by index instead of converting values and
 //! hashing each flag's name per request. The bytes are the front door's own; this table only
 //! holds them. Written on the first call that needs it (an environment nobody asks this way

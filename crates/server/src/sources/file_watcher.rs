@@ -1,6 +1,6 @@
-//! One watcher for every local document file: one OS thread and one inotify instance (on
-//! Linux) for the whole process, one watch per distinct directory, and events routed to the
-//! environments by file name. A watcher per file would cost a thread and an inotify instance
+//! One watcher for every local file the proxy serves (environment documents and flagd flag
+//! files): one OS thread and one inotify instance (on Linux) for the whole process, one watch
+//! per distinct directory, and events routed to whoever reads the file ([`Watched`]) by name. A watcher per file would cost a thread and an inotify instance
 //! each, and Linux allows 128 instances per user by default, so an organisation-wide proxy with
 //! hundreds of documents would silently lose hot reload for all but the first hundred or so.
 
@@ -14,6 +14,31 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sources::local_file;
 use crate::store::EnvSlot;
+
+/// What reads a watched file and reloads it when it changes.
+pub(crate) trait Watched: Send + Sync {
+    /// Reads the file again and publishes what it holds (refusals are the reader's to report).
+    fn reload(
+        self: Arc<Self>,
+        path: PathBuf,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+}
+
+impl Watched for EnvSlot {
+    fn reload(
+        self: Arc<Self>,
+        path: PathBuf,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            if !self.stop.is_cancelled() {
+                local_file::load(&self, &path).await;
+            }
+        })
+    }
+}
+
+/// A watched file: who reloads it, and its path.
+pub(crate) type WatchedFile = (Arc<dyn Watched>, PathBuf);
 
 /// How long a burst of writes to the same files is left to settle before they are read.
 const SETTLE: Duration = Duration::from_millis(150);
@@ -32,12 +57,12 @@ fn watched_path(path: &Path) -> PathBuf {
     }
 }
 
-/// Watches every `(environment, file)`: the watches are in place when this returns (so a change
+/// Watches every `(reader, file)`: the watches are in place when this returns (so a change
 /// made once the proxy reports ready is seen), and the returned future reloads an environment
 /// when its file changes, until `stop` is cancelled. Directories are watched rather than files:
 /// editors and `mv` replace a file instead of writing into it.
 pub(crate) fn watch(
-    files: Vec<(Arc<EnvSlot>, PathBuf)>,
+    files: Vec<WatchedFile>,
     stop: CancellationToken,
 ) -> impl std::future::Future<Output = ()> {
     let watching = (!files.is_empty()).then(|| start(&files)).flatten();
@@ -50,12 +75,12 @@ pub(crate) fn watch(
 
 /// The watcher, with a watch on every directory, and where it sends the index of a changed file.
 fn start(
-    files: &[(Arc<EnvSlot>, PathBuf)],
+    files: &[WatchedFile],
 ) -> Option<(
     notify::RecommendedWatcher,
     tokio::sync::mpsc::UnboundedReceiver<usize>,
 )> {
-    // Full watched path → the environments reading that file (usually one).
+    // Full watched path → the readers of that file (usually one).
     let mut routes: HashMap<PathBuf, Vec<usize>> = HashMap::new();
     for (index, (_, path)) in files.iter().enumerate() {
         routes.entry(watched_path(path)).or_default().push(index);
@@ -110,7 +135,7 @@ fn start(
 /// Reloads each changed file (a burst of writes settled first) until `stop`; the watcher lives as
 /// long as this runs.
 async fn reload_on_change(
-    files: Vec<(Arc<EnvSlot>, PathBuf)>,
+    files: Vec<WatchedFile>,
     _watcher: notify::RecommendedWatcher,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<usize>,
     stop: CancellationToken,
@@ -131,12 +156,8 @@ async fn reload_on_change(
             changed.insert(index);
         }
         let reloads = changed.into_iter().map(|index| {
-            let (slot, path) = &files[index];
-            async move {
-                if !slot.stop.is_cancelled() {
-                    local_file::load(slot, path).await;
-                }
-            }
+            let (reader, path) = &files[index];
+            reader.clone().reload(path.clone())
         });
         crate::sources::startup::bounded(reloads).await;
     }

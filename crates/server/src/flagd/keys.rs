@@ -43,6 +43,12 @@ pub(super) fn presented(metadata: &MetadataMap) -> Result<Option<String>, Status
     Ok(key)
 }
 
+/// The bearer token of `authorization` (a flag set's token), if any.
+pub(super) fn bearer(metadata: &MetadataMap) -> Option<String> {
+    let value = metadata.get("authorization")?.to_str().ok()?;
+    from_authorization(value).filter(|t| !t.is_empty())
+}
+
 fn missing() -> Status {
     Status::unauthenticated(
         "missing key: send flagd-selector, authorization (Bearer or Basic), x-api-key or \

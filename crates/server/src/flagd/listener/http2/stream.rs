@@ -14,10 +14,10 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
 use http_body::{Body as HttpBody, Frame};
 
-use super::super::grpc_dispatch::{dispatch, Front};
+use super::super::dispatch::{dispatch, Front};
 
 /// A request body arriving on an `h2` stream, after what was already taken from it (`read`).
-pub(in crate::server) struct Incoming {
+pub(in crate::flagd) struct Incoming {
     read: Option<Bytes>,
     stream: RecvStream,
     data_done: bool,

@@ -3,11 +3,11 @@
 //! hyper hands every stream to a task of its own and pipes its answer back through the
 //! connection's task: for a unary call of 60 bytes that is a spawn, two wake-ups and two more
 //! polls of the connection, each a large share of what the call costs. Here the hot calls (the
-//! typed resolvers and `ResolveAll`, as `grpc_unary` serves them) are answered on the
+//! typed resolvers and `ResolveAll`, as `unary` serves them) are answered on the
 //! connection's own task as they are accepted: their whole body has nearly always arrived with
 //! the head, and the methods do no I/O. Everything else (`EventStream`, Connect, a body still on
 //! its way, a compressed one, any call while spans are exported) goes to a task of its own and
-//! through the same dispatch as an HTTP/1.1 request (`grpc_dispatch`), its answer piped back
+//! through the same dispatch as an HTTP/1.1 request (`dispatch`), its answer piped back
 //! (`stream`). The settings are hyper's defaults, so clients see the same server as before.
 
 mod stream;
@@ -27,9 +27,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
 use super::coalesce::Turns;
-use super::grpc_dispatch::{is_grpc, Front};
-use super::grpc_unary::{self, Answered, Unary};
-use crate::api::flagd::Connection;
+use super::dispatch::Front;
+use super::unary::{self, Answered};
+use crate::flagd::Connection;
 
 /// hyper's HTTP/2 server defaults (`hyper::proto::h2::server`), which the listener had before.
 const WINDOW: u32 = 1024 * 1024;
@@ -109,12 +109,13 @@ async fn call(
     parts.extensions.insert(caller.presented.clone());
     let mut read = None;
     // With spans exported every call goes through `dispatch`, where its span is made.
-    let hot = crate::telemetry::otel::tracer().is_none()
-        && is_grpc(&parts.headers)
-        && grpc_unary::takes(&parts.headers);
-    if let Some(unary) = hot.then(|| Unary::of(parts.uri.path())).flatten() {
+    let hot = crate::telemetry::otel::tracer().is_none();
+    if let Some(unary) = hot
+        .then(|| front.hot(&parts.headers, parts.uri.path()))
+        .flatten()
+    {
         match whole(&mut body) {
-            Body::Whole(data) => match grpc_unary::call(&front.flagd, unary, parts, data).await {
+            Body::Whole(data) => match unary::call(&front.flagd, unary, parts, data).await {
                 Ok(answered) => return send(respond, answered),
                 // Not a message of this path's: tonic reads it again, from the start.
                 Err((back, data)) => {
@@ -167,7 +168,7 @@ fn send(mut respond: SendResponse<Bytes>, answered: Answered) {
             if let Ok(mut out) = respond.send_response(http::Response::from_parts(head, ()), false)
             {
                 if out.send_data(message, false).is_ok() {
-                    let _ = out.send_trailers(grpc_unary::ok_trailers());
+                    let _ = out.send_trailers(unary::ok_trailers());
                 }
             }
         }

@@ -6,7 +6,7 @@
 //! server the whole loopback TCP path (the receiving side runs on the sender's core). So writes
 //! go to a buffer here, and a flush in a turn (one poll of the connection's task) that read
 //! something is held back. [`Turns::drive`] then polls once more at once when every call read
-//! was answered on the connection's task (`grpc_h2`), or, when one was handed to a task of its
+//! was answered on the connection's task (`h2`), or, when one was handed to a task of its
 //! own, wakes the task instead, so that the new task runs first and its answer joins the same
 //! send. A flush in any other turn sends at once, so nothing waits for more than one turn.
 

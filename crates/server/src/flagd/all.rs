@@ -22,16 +22,18 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use flagpole_engine::value::json_truthy;
 use flagpole_engine::{FlagResult, Identity, Reason, SourcedValue, VariantChoice};
+use flagpole_flagd::{Context, Evaluation};
 use prost_types::Struct;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tonic::metadata::MetadataMap;
 use tonic::Status;
 
 use super::wire::{self, LEN};
-use super::{proto, resolve};
+use super::{proto, resolve, sets};
 use crate::api::authorise::Authorised;
 use crate::api::openfeature::mapping::{self, Resolution};
 use crate::api::AppState;
+use crate::flagsets::FlagView;
 use crate::snapshot::by_source::{BySource, Prepared};
 use crate::snapshot::{KeyKind, Snapshot};
 
@@ -112,15 +114,25 @@ fn prepare(out: &mut Vec<u8>, source: &SourcedValue<'_>, parse_json_strings: boo
     out.extend_from_slice(&field);
 }
 
-/// One flag of the answer.
+/// One flag of the answer, whichever engine gave it.
 struct Piece<'a> {
-    flag: &'a FlagResult<'a>,
+    key: &'a str,
     reason: &'static str,
     /// Empty when the caller's default applies (disabled, no value).
     variant: Cow<'a, [u8]>,
     /// The value's part of the flag: an `AnyFlag` field, or a JSON member with its comma.
     value: Cow<'a, [u8]>,
-    can_vary: bool,
+    /// Where its metadata comes from, written only when asked for.
+    metadata: Metadata<'a>,
+}
+
+/// A flag's metadata: a Flagsmith flag's, mapped when written, or a flag set's flag's own.
+enum Metadata<'a> {
+    Flagsmith {
+        flag: &'a FlagResult<'a>,
+        can_vary: bool,
+    },
+    Object(&'a Map<String, Value>),
 }
 
 /// The answer's bytes for these evaluated flags.
@@ -165,15 +177,94 @@ pub(super) fn write(
     let mut pieces: Vec<Piece<'_>> = slots.into_iter().flatten().collect();
     if !rest.is_empty() {
         pieces.extend(rest);
-        pieces.sort_by(|a, b| a.flag.key.as_bytes().cmp(b.flag.key.as_bytes()));
-        pieces.dedup_by(|a, b| a.flag.key == b.flag.key);
+        pieces.sort_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
+        pieces.dedup_by(|a, b| a.key == b.key);
     }
+    written(&pieces, kind, None, options)
+}
+
+/// The answer's bytes for these pieces, in their order; `set`: the flag set's metadata (the
+/// response's own `metadata`), for flag sets.
+fn written(
+    pieces: &[Piece<'_>],
+    kind: KeyKind,
+    set: Option<&Map<String, Value>>,
+    options: Options,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + pieces.len() * 48);
     match options.form {
-        Form::Proto { v2 } => write_proto(&mut out, &pieces, kind, v2, options),
-        Form::Json => write_json(&mut out, &pieces, kind, options),
+        Form::Proto { v2 } => write_proto(&mut out, pieces, kind, v2, options),
+        Form::Json => write_json(&mut out, pieces, kind, options),
+    }
+    if let Some(set) = set.filter(|m| !m.is_empty()) {
+        match options.form {
+            Form::Proto { .. } => wire::nested(&mut out, 2, |body| wire::object(body, set)),
+            Form::Json => {
+                // Into the object closed last: `…}}` becomes `…},"metadata":{…}}`.
+                out.pop();
+                out.extend_from_slice(b",\"metadata\":");
+                crate::json::write(&mut out, &proto::to_json(&proto::object(set)));
+                out.push(b'}');
+            }
+        }
     }
     out
+}
+
+/// The answer to a `ResolveAll` call on a flag set, as flagd answers it: every flag whose
+/// default variant is a boolean, string, number or object (flagd's types), a disabled one
+/// with reason `DISABLED` and no value; a flag without a default variant and one whose
+/// evaluation failed are left out. The set's metadata rides in the response's `metadata`.
+pub(super) fn flag_sets(
+    view: &FlagView,
+    context: Option<&Struct>,
+    form: Form,
+    metadata: bool,
+) -> Bytes {
+    let attributes = sets::attributes(context);
+    let context = Context::new(&attributes, sets::now());
+    let options = Options {
+        form,
+        metadata,
+        parse_json_strings: false,
+        stale: view.stale(),
+    };
+    let evaluations: Vec<(&str, Evaluation<'_>)> = view
+        .set
+        .flags()
+        .filter(|flag| {
+            let default = flag.default_variant().and_then(|v| flag.variants().get(v));
+            matches!(
+                default,
+                Some(Value::Bool(_) | Value::String(_) | Value::Number(_) | Value::Object(_))
+            )
+        })
+        .map(|flag| (flag.key(), view.set.evaluate(flag.key(), &context)))
+        .filter(|(_, evaluation)| evaluation.error.is_none())
+        .collect();
+    let pieces: Vec<Piece<'_>> = evaluations
+        .iter()
+        .map(|(key, evaluation)| {
+            let mut value = Vec::new();
+            match form {
+                Form::Proto { .. } => proto_value(&mut value, evaluation.value),
+                Form::Json => json_value(&mut value, evaluation.value),
+            }
+            let defaulted = value.is_empty();
+            let variant = match evaluation.variant.filter(|_| !defaulted) {
+                Some(variant) => Cow::Borrowed(variant.as_bytes()),
+                None => Cow::Borrowed(&b""[..]),
+            };
+            Piece {
+                key,
+                reason: mapping::when_stale(evaluation.reason.as_str(), options.stale, !defaulted),
+                variant,
+                value: Cow::Owned(value),
+                metadata: Metadata::Object(evaluation.metadata),
+            }
+        })
+        .collect();
+    written(&pieces, KeyKind::Client, Some(view.set.metadata()), options).into()
 }
 
 /// A flag's piece: from its prepared bytes (protobuf only), or mapped on the spot.
@@ -204,7 +295,7 @@ fn piece<'a>(
                 Cow::Borrowed(variant)
             };
             return Piece {
-                flag,
+                key: flag.key,
                 reason: mapping::when_stale(
                     mapping::reason(enabled, &flag.reason, prepared.can_vary),
                     options.stale,
@@ -212,7 +303,10 @@ fn piece<'a>(
                 ),
                 variant,
                 value: Cow::Borrowed(value),
-                can_vary: prepared.can_vary,
+                metadata: Metadata::Flagsmith {
+                    flag,
+                    can_vary: prepared.can_vary,
+                },
             };
         }
     }
@@ -236,11 +330,11 @@ fn piece<'a>(
         }
     };
     Piece {
-        flag,
+        key: flag.key,
         reason: mapping::when_stale(r.reason, options.stale, !defaulted),
         variant,
         value: Cow::Owned(value),
-        can_vary,
+        metadata: Metadata::Flagsmith { flag, can_vary },
     }
 }
 
@@ -311,28 +405,42 @@ enum Meta<'a> {
     Text(&'a str),
 }
 
-fn resolution<'a>(p: &Piece<'a>, kind: KeyKind, options: Options) -> Resolution<'a> {
-    mapping::resolve(p.flag, kind, options.parse_json_strings, p.can_vary)
+fn resolution<'a>(
+    flag: &'a FlagResult<'a>,
+    can_vary: bool,
+    kind: KeyKind,
+    options: Options,
+) -> Resolution<'a> {
+    mapping::resolve(flag, kind, options.parse_json_strings, can_vary)
 }
 
-/// `ResolveAllResponse`: field 1, a map entry per flag (key 1, `AnyFlag` 2); no response
-/// metadata (field 2).
+/// A Flagsmith flag's metadata members as a `Struct`'s body.
+fn proto_metadata(meta: &mut Vec<u8>, r: &Resolution<'_>) {
+    for (name, value) in metadata(r) {
+        let Some(value) = value else { continue };
+        wire::nested(meta, 1, |entry| {
+            wire::bytes_field(entry, 1, name.as_bytes());
+            wire::nested(entry, 2, |body| match value {
+                Meta::Bool(b) => wire::bool_field(body, 4, b),
+                Meta::Number(n) => wire::double_field(body, 2, n),
+                Meta::Text(s) => wire::bytes_field(body, 3, s.as_bytes()),
+            });
+        });
+    }
+}
+
+/// `ResolveAllResponse`: field 1, a map entry per flag (key 1, `AnyFlag` 2); the response's
+/// metadata (field 2) is written by the caller.
 fn write_proto(out: &mut Vec<u8>, pieces: &[Piece<'_>], kind: KeyKind, v2: bool, options: Options) {
     let mut meta = Vec::new();
     for p in pieces {
-        let key = p.flag.key.as_bytes();
+        let key = p.key.as_bytes();
         meta.clear();
-        if options.metadata {
-            for (name, value) in metadata(&resolution(p, kind, options)) {
-                let Some(value) = value else { continue };
-                wire::nested(&mut meta, 1, |entry| {
-                    wire::bytes_field(entry, 1, name.as_bytes());
-                    wire::nested(entry, 2, |body| match value {
-                        Meta::Bool(b) => wire::bool_field(body, 4, b),
-                        Meta::Number(n) => wire::double_field(body, 2, n),
-                        Meta::Text(s) => wire::bytes_field(body, 3, s.as_bytes()),
-                    });
-                });
+        match (&p.metadata, options.metadata) {
+            (_, false) => {}
+            (Metadata::Object(map), true) => wire::object(&mut meta, map),
+            (Metadata::Flagsmith { flag, can_vary }, true) => {
+                proto_metadata(&mut meta, &resolution(flag, *can_vary, kind, options));
             }
         }
         // v1's `variant` is a plain string (left out when empty), v2's is `optional`.
@@ -379,16 +487,20 @@ fn write_json(out: &mut Vec<u8>, pieces: &[Piece<'_>], kind: KeyKind, options: O
         if i > 0 {
             out.push(b',');
         }
-        crate::json::write(out, p.flag.key);
+        crate::json::write(out, p.key);
         out.extend_from_slice(b":{\"reason\":\"");
         out.extend_from_slice(p.reason.as_bytes());
         out.extend_from_slice(b"\",\"variant\":");
         crate::json::write(out, &*String::from_utf8_lossy(&p.variant));
         out.extend_from_slice(&p.value);
-        if options.metadata {
+        if let (true, Metadata::Object(map)) = (options.metadata, &p.metadata) {
+            out.extend_from_slice(b",\"metadata\":");
+            crate::json::write(out, &proto::to_json(&proto::object(map)));
+        }
+        if let (true, Metadata::Flagsmith { flag, can_vary }) = (options.metadata, &p.metadata) {
             out.extend_from_slice(b",\"metadata\":{");
             let mut first = true;
-            for (name, value) in metadata(&resolution(p, kind, options)) {
+            for (name, value) in metadata(&resolution(flag, *can_vary, kind, options)) {
                 let Some(value) = value else { continue };
                 if !first {
                     out.push(b',');

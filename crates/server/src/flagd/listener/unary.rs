@@ -27,8 +27,8 @@ use http_body_util::BodyExt as _;
 use prost::Message;
 use tonic::{Request, Response, Status};
 
-use crate::api::flagd::connect::Body;
-use crate::api::flagd::{v1, v2, Flagd};
+use crate::flagd::connect::Body;
+use crate::flagd::{v1, v2, Flagd};
 
 /// tonic's default limit on a request message: past it, tonic answers `OUT_OF_RANGE`.
 const MAX_MESSAGE: usize = 4 * 1024 * 1024;
@@ -53,6 +53,13 @@ enum Resolver {
 }
 
 impl Unary {
+    /// The one test of a hot call, for both transports: a gRPC call of a resolver or
+    /// `ResolveAll` whose body this path can read (a compressed one is tonic's).
+    pub(super) fn hot(headers: &HeaderMap, path: &str) -> Option<Unary> {
+        let takes = is_grpc(headers) && !headers.contains_key("grpc-encoding");
+        takes.then(|| Unary::of(path)).flatten()
+    }
+
     /// The call a request path names, if it is one of the hot unary calls.
     pub(super) fn of(path: &str) -> Option<Unary> {
         let (v2, method) = match path.strip_prefix("/flagd.evaluation.v1.Service/") {
@@ -72,12 +79,15 @@ impl Unary {
     }
 }
 
-/// Whether this path may take a call with these headers: a compressed body is tonic's to read.
-pub(super) fn takes(headers: &HeaderMap) -> bool {
-    !headers.contains_key("grpc-encoding")
+/// Whether a call is gRPC (Connect is the rest of what the listener serves).
+pub(super) fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
 }
 
-/// Serves `request`, a call of `unary`; what this path does not take, `tonic` serves.
+/// Serves `request`, a hot call of `unary` (`Unary::hot`); what this path does not take (a
+/// compressed or malformed message, request trailers), `tonic` serves.
 pub(super) async fn serve<B, T, F>(
     flagd: &Flagd,
     unary: Unary,
@@ -90,13 +100,6 @@ where
     F: Future<Output = http::Response<Body>>,
 {
     let (parts, mut body) = request.into_parts();
-    if !takes(&parts.headers) {
-        return tonic(http::Request::from_parts(
-            parts,
-            Replay::new(None, None, Some(body)),
-        ))
-        .await;
-    }
     // The whole body: a unary request is one message, nearly always in one DATA frame.
     let mut read = Read::default();
     loop {

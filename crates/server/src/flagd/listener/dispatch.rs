@@ -1,5 +1,5 @@
 //! Where a flagd call goes, whichever protocol brought it (HTTP/1.1 on hyper, HTTP/2 on `h2`):
-//! a gRPC call of a resolver or `ResolveAll` to `grpc_unary`, any other gRPC call to the tonic
+//! a gRPC call of a resolver or `ResolveAll` to `unary`, any other gRPC call to the tonic
 //! service its path names (or tonic's router, which answers `UNIMPLEMENTED`), anything else to
 //! Connect; with spans exported, each call in its server span.
 
@@ -14,34 +14,59 @@ use tonic::service::Routes;
 use tonic::transport::server::TcpConnectInfo;
 use tower_service::Service as _;
 
-use super::grpc_unary::{self, Unary};
-use crate::api::flagd::{connect, v1, v2, Flagd};
+use super::unary::{self, is_grpc, Unary};
+use crate::flagd::{connect, sync_v1, v1, v2, Flagd};
 use crate::tasks::Tasks;
 use crate::telemetry::otel::spans::{Peer, ServerSpan};
 
 type V1 = v1::service_server::ServiceServer<Flagd>;
 type V2 = v2::service_server::ServiceServer<Flagd>;
+type SyncService = sync_v1::flag_sync_service_server::FlagSyncServiceServer<Flagd>;
+
+/// What a port serves: the flagd port everything (evaluation, gRPC and Connect, and sync), the
+/// sync port (flagd's 8015) the sync service alone, over gRPC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Services {
+    All,
+    SyncOnly,
+}
 
 /// What the calls of every connection share (one reference to clone per call).
 pub(super) struct Front {
     pub flagd: Flagd,
     /// Where a call that needs a task of its own runs (the drain waits for it).
     pub tasks: Tasks,
+    /// Whether this port evaluates (else it only syncs).
+    pub evaluates: bool,
     v1: V1,
     v2: V2,
+    sync: SyncService,
     /// What answers any other gRPC path (`UNIMPLEMENTED`).
     routes: Routes,
 }
 
 impl Front {
-    pub(super) fn new(flagd: Flagd, tasks: Tasks) -> Front {
+    pub(super) fn new(flagd: Flagd, tasks: Tasks, services: Services) -> Front {
+        let routes = match services {
+            Services::All => Routes::new(flagd.v1())
+                .add_service(flagd.v2())
+                .add_service(flagd.sync()),
+            Services::SyncOnly => Routes::new(flagd.sync()),
+        };
         Front {
             tasks,
+            evaluates: services == Services::All,
             v1: flagd.v1(),
             v2: flagd.v2(),
-            routes: Routes::new(flagd.v1()).add_service(flagd.v2()),
+            sync: flagd.sync(),
+            routes,
             flagd,
         }
+    }
+
+    /// The hot call a request is, on a port that evaluates.
+    pub(super) fn hot(&self, headers: &http::HeaderMap, path: &str) -> Option<Unary> {
+        self.evaluates.then(|| Unary::hot(headers, path)).flatten()
     }
 }
 
@@ -93,31 +118,25 @@ pub(super) async fn dispatch<B: RequestBody>(
     response
 }
 
-pub(super) fn is_grpc(headers: &http::HeaderMap) -> bool {
-    headers
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
-}
-
 async fn route<B: RequestBody>(
     front: Arc<Front>,
     request: http::Request<B>,
     local: Option<SocketAddr>,
     peer: SocketAddr,
 ) -> Result<http::Response<connect::Body>, Infallible> {
-    if is_grpc(request.headers()) {
-        if let Some(unary) = Unary::of(request.uri().path()) {
-            // Boxed: what the hot path does not take is rare, and tonic's future is large.
-            let tonic = |request| Box::pin(by_tonic(&front, request, local, peer));
-            return Ok(grpc_unary::serve(&front.flagd, unary, request, tonic).await);
-        }
+    if let Some(unary) = front.hot(request.headers(), request.uri().path()) {
+        // Boxed: what the hot path does not take is rare, and tonic's future is large.
+        let tonic = |request| Box::pin(by_tonic(&front, request, local, peer));
+        return Ok(unary::serve(&front.flagd, unary, request, tonic).await);
+    }
+    if is_grpc(request.headers()) || !front.evaluates {
         return Ok(by_tonic(&front, request, local, peer).await);
     }
     // Boxed: a Connect call's future is large, and every call's future is moved as it starts.
     Ok(Box::pin(connect::handle(&front.flagd, request, Some(peer))).await)
 }
 
-/// A gRPC call through tonic: `EventStream`, unknown paths, and what `grpc_unary` hands over.
+/// A gRPC call through tonic: `EventStream`, unknown paths, and what `unary` hands over.
 async fn by_tonic<B>(
     front: &Front,
     mut request: http::Request<B>,
@@ -141,8 +160,9 @@ where
         .get(1..)
         .and_then(|p| p.split_once('/'));
     let answered = match service.map(|(name, _)| name) {
-        Some(V1::NAME) => front.v1.clone().call(request).await,
-        Some(V2::NAME) => front.v2.clone().call(request).await,
+        Some(V1::NAME) if front.evaluates => front.v1.clone().call(request).await,
+        Some(V2::NAME) if front.evaluates => front.v2.clone().call(request).await,
+        Some(SyncService::NAME) => front.sync.clone().call(request).await,
         _ => front.routes.clone().call(request).await,
     };
     match answered {

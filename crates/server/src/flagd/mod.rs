@@ -9,15 +9,23 @@
 //! as protobuf (`proto`; `ResolveAll` written straight to bytes, `all` and `wire`), and changes
 //! arrive on a server stream (`events`). The two versions
 //! carry the same messages (v2 marks scalars `optional`), so one macro implements both.
+//!
+//! All of flagd's door is here, the port it listens on included (`listener`: HTTP/2 served on
+//! `h2` with the hot calls answered on the connection's task, HTTP/1.1 on hyper, gRPC and
+//! Connect dispatched), so it sits after the main listener in the layers and uses its
+//! connection plumbing (`server::direct_stream`).
 
 mod all;
 pub(crate) mod connect;
 mod connect_json;
 mod events;
 mod keys;
+pub(crate) mod listener;
 mod peers;
 mod proto;
 mod resolve;
+mod sets;
+mod sync;
 pub(crate) mod wire;
 
 use std::pin::Pin;
@@ -29,15 +37,15 @@ use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use super::authorise::Authorised;
-use super::AppState;
+use crate::api::authorise::Authorised;
+use crate::api::AppState;
 use crate::telemetry::flagd::{self as calls, Method};
 use crate::telemetry::otel::spans::FlagEvaluated;
 pub(crate) use peers::Connection;
 use resolve::{Kind, Resolved, Typed};
 
 /// The code generated from the vendored flagd schemas (`proto/`, by `build.rs`), one module
-/// per version.
+/// per service version.
 macro_rules! generated {
     ($($v:ident: $package:literal),+) => {$(
         #[allow(
@@ -53,7 +61,11 @@ macro_rules! generated {
     )+};
 }
 
-generated!(v1: "flagd.evaluation.v1", v2: "flagd.evaluation.v2");
+generated!(
+    v1: "flagd.evaluation.v1",
+    v2: "flagd.evaluation.v2",
+    sync_v1: "flagd.sync.v1"
+);
 
 /// Both services, on the proxy's state (cheap to clone).
 #[derive(Clone)]
@@ -93,6 +105,10 @@ impl Flagd {
         kind: Kind,
         parts: impl FnOnce(M) -> (String, Option<prost_types::Struct>),
     ) -> Result<Resolved, Status> {
+        if let Some(view) = sets::of_call(&self.state, request.metadata())? {
+            let (key, context) = parts(request.into_inner());
+            return sets::one(&view, &key, context.as_ref(), kind);
+        }
         let authorised = self.authorise(&request)?;
         let (key, context) = parts(request.into_inner());
         resolve::one(&self.state, &authorised, &key, context.as_ref(), kind)
@@ -108,8 +124,12 @@ impl Flagd {
     ) -> Result<bytes::Bytes, Status> {
         let started = Instant::now();
         let outcome = (|| {
-            let authorised = self.authorise(&request)?;
             let metadata = all::asks_metadata(request.metadata());
+            if let Some(view) = sets::of_call(&self.state, request.metadata())? {
+                let context = context(request.into_inner());
+                return Ok(all::flag_sets(&view, context.as_ref(), form, metadata));
+            }
+            let authorised = self.authorise(&request)?;
             let context = context(request.into_inner());
             all::answer(&self.state, &authorised, context.as_ref(), form, metadata)
         })();

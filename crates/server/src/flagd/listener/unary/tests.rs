@@ -17,17 +17,17 @@ use crate::config::Config;
 use crate::store::{EnvSlot, Source, Store};
 use crate::tasks::Tasks;
 
-const EXAMPLE: &str = include_str!("../../../../../examples/environment.json");
-pub(in crate::server) const CLIENT_KEY: &str = "example_client_key";
-pub(in crate::server) const SERVER_KEY: &str = "ser.example_server_key";
+const EXAMPLE: &str = include_str!("../../../../../../examples/environment.json");
+pub(in crate::flagd) const CLIENT_KEY: &str = "example_client_key";
+pub(in crate::flagd) const SERVER_KEY: &str = "ser.example_server_key";
 
 /// The flagd services on a store holding the example environment.
-pub(in crate::server) async fn flagd() -> Flagd {
+pub(in crate::flagd) async fn flagd() -> Flagd {
     flagd_stopping(CancellationToken::new()).await
 }
 
 /// The same, with event streams ending when `stopping` is cancelled.
-pub(in crate::server) async fn flagd_stopping(stopping: CancellationToken) -> Flagd {
+pub(in crate::flagd) async fn flagd_stopping(stopping: CancellationToken) -> Flagd {
     let config = Arc::new(Config::default());
     let store = Arc::new(Store::new(None, None, CancellationToken::new()));
     let env = store.add(
@@ -47,11 +47,12 @@ pub(in crate::server) async fn flagd_stopping(stopping: CancellationToken) -> Fl
         config,
         shadow: None,
         fleet: None,
+        flag_sets: Arc::new(crate::flagsets::FlagSets::new(&[])),
     };
     Flagd::new(state, stopping, Tasks::new())
 }
 
-pub(in crate::server) fn context(members: &[(&str, Kind)]) -> Option<Struct> {
+pub(in crate::flagd) fn context(members: &[(&str, Kind)]) -> Option<Struct> {
     let fields: BTreeMap<String, Value> = members
         .iter()
         .map(|(k, v)| {
@@ -68,17 +69,17 @@ pub(in crate::server) fn context(members: &[(&str, Kind)]) -> Option<Struct> {
     })
 }
 
-pub(in crate::server) fn text(s: &str) -> Kind {
+pub(in crate::flagd) fn text(s: &str) -> Kind {
     Kind::StringValue(s.to_owned())
 }
 
 /// One request's body as its frames (chunks of data, then trailers if any).
-pub(in crate::server) type Frames = Vec<Result<Frame<Bytes>, Infallible>>;
-pub(in crate::server) type TestBody =
+pub(in crate::flagd) type Frames = Vec<Result<Frame<Bytes>, Infallible>>;
+pub(in crate::flagd) type TestBody =
     StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>>;
 
 /// A gRPC message behind its prefix (flag byte `flag`, then the length).
-pub(in crate::server) fn prefixed(message: &[u8], flag: u8) -> Vec<u8> {
+pub(in crate::flagd) fn prefixed(message: &[u8], flag: u8) -> Vec<u8> {
     let mut data = vec![flag];
     data.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
     data.extend_from_slice(message);
@@ -87,7 +88,7 @@ pub(in crate::server) fn prefixed(message: &[u8], flag: u8) -> Vec<u8> {
 
 /// The request message of `method`: every resolver's is a flag key (1) and a context (2);
 /// `ResolveAll`'s is a context (1).
-pub(in crate::server) fn request_message(
+pub(in crate::flagd) fn request_message(
     method: &str,
     flag: &str,
     context: Option<&Struct>,
@@ -115,7 +116,7 @@ fn framed(message: &[u8], flag: u8, chunks: usize) -> Frames {
         .collect()
 }
 
-pub(in crate::server) fn request(
+pub(in crate::flagd) fn request(
     path: &str,
     key: Option<&str>,
     extra: &[(&str, &str)],
@@ -138,7 +139,7 @@ pub(in crate::server) fn request(
 
 /// Everything a caller sees of an answer.
 #[derive(Debug, PartialEq)]
-pub(in crate::server) struct Seen {
+pub(in crate::flagd) struct Seen {
     pub status: http::StatusCode,
     pub version: http::Version,
     pub headers: HeaderMap,
@@ -146,7 +147,7 @@ pub(in crate::server) struct Seen {
     pub trailers: Option<HeaderMap>,
 }
 
-pub(in crate::server) async fn seen(response: http::Response<Body>) -> Seen {
+pub(in crate::flagd) async fn seen(response: http::Response<Body>) -> Seen {
     let (parts, body) = response.into_parts();
     let collected = body.collect().await.expect("the answer's body");
     Seen {
@@ -158,7 +159,7 @@ pub(in crate::server) async fn seen(response: http::Response<Body>) -> Seen {
     }
 }
 
-pub(in crate::server) async fn by_tonic<B>(
+pub(in crate::flagd) async fn by_tonic<B>(
     flagd: &Flagd,
     request: http::Request<B>,
 ) -> http::Response<Body>
@@ -182,13 +183,22 @@ async fn both(
     extra: &[(&str, &str)],
     frames: impl Fn() -> Frames,
 ) -> (Seen, Seen, bool) {
-    let unary = Unary::of(path).expect("a hot path");
     let handed = Cell::new(false);
-    let fast = serve(flagd, unary, request(path, key, extra, frames()), |r| {
-        handed.set(true);
-        by_tonic(flagd, r)
-    })
-    .await;
+    let asked = request(path, key, extra, frames());
+    // As the listener decides: a call that is not hot goes to tonic as it is.
+    let fast = match Unary::hot(asked.headers(), path) {
+        Some(unary) => {
+            serve(flagd, unary, asked, |r| {
+                handed.set(true);
+                by_tonic(flagd, r)
+            })
+            .await
+        }
+        None => {
+            handed.set(true);
+            by_tonic(flagd, asked).await
+        }
+    };
     let fast = seen(fast).await;
     let reference = seen(by_tonic(flagd, request(path, key, extra, frames())).await).await;
     (fast, reference, handed.get())
@@ -199,7 +209,7 @@ fn grpc_status(seen: &Seen) -> String {
 }
 
 /// The `grpc-status` of an answer: in its head (trailers-only) or its trailers.
-pub(in crate::server) fn grpc_status_of(
+pub(in crate::flagd) fn grpc_status_of(
     headers: &HeaderMap,
     trailers: Option<&HeaderMap>,
 ) -> String {
@@ -328,4 +338,19 @@ fn only_the_resolvers_and_resolve_all_are_hot() {
         Unary::of("/flagd.sync.v1.FlagSyncService/FetchAllFlags"),
         None
     );
+    // Hot: gRPC (not Connect) and a body this path reads (not a compressed one).
+    let path = "/flagd.evaluation.v2.Service/ResolveInt";
+    let headers = |pairs: &[(&'static str, &'static str)]| {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.insert(*name, HeaderValue::from_static(value));
+        }
+        headers
+    };
+    let grpc = ("content-type", "application/grpc+proto");
+    assert!(Unary::hot(&headers(&[grpc]), path).is_some());
+    assert!(Unary::hot(&headers(&[grpc, ("grpc-encoding", "gzip")]), path).is_none());
+    assert!(Unary::hot(&headers(&[("content-type", "application/json")]), path).is_none());
+    assert!(Unary::hot(&headers(&[("content-type", "application/proto")]), path).is_none());
+    assert!(Unary::hot(&headers(&[]), path).is_none());
 }

@@ -1,7 +1,7 @@
 //! The flagd listener (`flagpole.grpc.port`): HTTP/1.1 and HTTP/2 without TLS on one port, as the
 //! flagd providers speak it in RPC mode. Each connection's first bytes say which: HTTP/2 is
-//! served on `h2` directly (`grpc_h2`: the hot calls answered on the connection's own task),
-//! HTTP/1.1 by hyper; where each call then goes is `grpc_dispatch`'s. Each request carries
+//! served on `h2` directly (`http2`: the hot calls answered on the connection's own task),
+//! HTTP/1.1 by hyper; where each call then goes is `dispatch`'s. Each request carries
 //! its connection's [`Connection`] (what the connection has presented keys for). TCP_NODELAY, the
 //! writes of each turn of an HTTP/2 connection sent together (`coalesce`: one send per unary
 //! call), and the main listener's shutdown: stop accepting, let calls in flight finish; event
@@ -11,6 +11,11 @@
 //! heads bounded by `limits.max_header_bytes` (HTTP/1.1 and HTTP/2 alike), a connection that
 //! has not said which protocol or sent an HTTP/1.1 head within the header read timeout is
 //! closed, and a write the client does not read for `limits.write_timeout` ends its connection.
+
+mod coalesce;
+mod dispatch;
+mod http2;
+mod unary;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,26 +28,28 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::coalesce::{Coalesced, Turns};
-use super::direct_stream::Prefixed;
-use super::grpc_dispatch::{dispatch, Front};
-use super::grpc_h2::{self, Caller};
-use crate::api::flagd::{Connection, Flagd};
 use crate::config::Config;
+use crate::flagd::{Connection, Flagd};
+use crate::server::direct_stream::Prefixed;
 use crate::tasks::Tasks;
+use coalesce::{Coalesced, Turns};
+pub(crate) use dispatch::Services;
+use dispatch::{dispatch, Front};
+use http2::Caller;
 
-/// Serves `flagd` on `listener` until `stopping` is cancelled and the calls in flight end (at
-/// most `config.server.shutdown_timeout`).
+/// Serves `flagd`'s `services` on `listener` until `stopping` is cancelled and the calls in
+/// flight end (at most `config.server.shutdown_timeout`).
 pub(crate) async fn serve(
     listener: TcpListener,
     flagd: Flagd,
+    services: Services,
     config: Arc<Config>,
     stopping: CancellationToken,
 ) {
     let drain = config.server.shutdown_timeout;
     // Every connection task, and every call on a task of its own: the drain waits for them.
     let connections = Tasks::new();
-    let front = Arc::new(Front::new(flagd, connections.clone()));
+    let front = Arc::new(Front::new(flagd, connections.clone(), services));
     let limits = Limits {
         max_header_bytes: config.limits.max_header_bytes,
         // An idle keep-alive connection is closed by the same timer.
@@ -55,7 +62,7 @@ pub(crate) async fn serve(
     let mut http1 = http1::Builder::new();
     http1
         .timer(TokioTimer::new())
-        .max_buf_size(super::direct_stream::hyper_head_limit(
+        .max_buf_size(crate::server::direct_stream::hyper_head_limit(
             limits.max_header_bytes,
         ))
         .header_read_timeout(limits.header_read_timeout)
@@ -99,7 +106,7 @@ pub(crate) async fn serve(
                     // Each turn's writes in one send (`coalesce`).
                     let turns = Turns::default();
                     let io = Coalesced::new(io, turns.clone());
-                    let connection = grpc_h2::serve(
+                    let connection = http2::serve(
                         io,
                         front,
                         caller,

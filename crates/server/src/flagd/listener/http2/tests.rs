@@ -1,5 +1,5 @@
 //! The flagd listener over a real loopback connection, spoken to by the `h2` client: every hot
-//! call answers as `grpc_unary` does on hyper (itself checked against tonic), whether its body
+//! call answers as `unary` does on hyper (itself checked against tonic), whether its body
 //! arrives with its head (answered on the connection's task) or after it (on a task of its own);
 //! an event stream and what tonic answers take the second way; HTTP/1.1 Connect calls share the
 //! port; and cancelling the listener lets the connection close.
@@ -15,12 +15,10 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use super::super::grpc_unary::tests::{
-    self as unary, flagd, flagd_stopping, CLIENT_KEY, SERVER_KEY,
-};
-use super::super::grpc_unary::{self, Unary};
-use crate::api::flagd::{v1, Flagd};
+use super::super::unary::tests::{self as fixtures, flagd, flagd_stopping, CLIENT_KEY, SERVER_KEY};
+use super::super::unary::{self, Unary};
 use crate::config::Config;
+use crate::flagd::{v1, Flagd};
 use crate::tasks::Tasks;
 
 /// What a caller sees of an answer (the HTTP version aside: h2 says 2 for every answer).
@@ -40,9 +38,10 @@ async fn listening(
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = Arc::new(Config::default());
-    let served = Tasks::new().spawn(super::super::grpc::serve(
+    let served = Tasks::new().spawn(super::super::serve(
         listener,
         flagd,
+        super::super::Services::All,
         config,
         stopping.clone(),
     ));
@@ -107,12 +106,12 @@ async fn call(
     }
 }
 
-/// The same call served by `grpc_unary` as hyper would hand it over.
+/// The same call served by `unary` as hyper would hand it over.
 async fn on_hyper(flagd: &Flagd, path: &str, key: Option<&str>, body: Bytes) -> Seen {
     let unary = Unary::of(path).expect("a hot path");
-    let request = unary::request(path, key, &[], vec![Ok(http_body::Frame::data(body))]);
-    let answered = grpc_unary::serve(flagd, unary, request, |r| unary::by_tonic(flagd, r)).await;
-    let seen = unary::seen(answered).await;
+    let request = fixtures::request(path, key, &[], vec![Ok(http_body::Frame::data(body))]);
+    let answered = unary::serve(flagd, unary, request, |r| fixtures::by_tonic(flagd, r)).await;
+    let seen = fixtures::seen(answered).await;
     Seen {
         status: seen.status,
         headers: seen.headers,
@@ -123,7 +122,7 @@ async fn on_hyper(flagd: &Flagd, path: &str, key: Option<&str>, body: Bytes) -> 
 
 /// A gRPC body: `message` behind its 5-byte prefix.
 fn framed(message: &[u8]) -> Bytes {
-    unary::prefixed(message, 0).into()
+    fixtures::prefixed(message, 0).into()
 }
 
 #[tokio::test]
@@ -132,9 +131,9 @@ async fn every_hot_call_answers_as_on_hyper_whenever_its_body_arrives() {
     let stopping = CancellationToken::new();
     let (addr, served) = listening(flagd.clone(), &stopping).await;
     let client = client(addr).await;
-    let targeted = unary::context(&[
-        ("targetingKey", unary::text("user-1")),
-        ("plan", unary::text("enterprise")),
+    let targeted = fixtures::context(&[
+        ("targetingKey", fixtures::text("user-1")),
+        ("plan", fixtures::text("enterprise")),
     ]);
     let mut codes = std::collections::BTreeSet::new();
     for version in ["v1", "v2"] {
@@ -150,7 +149,7 @@ async fn every_hot_call_answers_as_on_hyper_whenever_its_body_arrives() {
         ] {
             let path = format!("/flagd.evaluation.{version}.Service/{method}");
             for context in [None, targeted.clone()] {
-                let body = framed(&unary::request_message(method, flag, context.as_ref()));
+                let body = framed(&fixtures::request_message(method, flag, context.as_ref()));
                 for key in [
                     Some(SERVER_KEY),
                     Some(CLIENT_KEY),
@@ -162,7 +161,7 @@ async fn every_hot_call_answers_as_on_hyper_whenever_its_body_arrives() {
                         let seen = call(&client, head(&path, key), body.clone(), split).await;
                         assert_eq!(seen, expected, "{path} {flag} {key:?} split {split}");
                     }
-                    codes.insert(unary::grpc_status_of(
+                    codes.insert(fixtures::grpc_status_of(
                         &expected.headers,
                         expected.trailers.as_ref(),
                     ));
@@ -190,7 +189,7 @@ async fn what_the_connection_does_not_answer_itself_is_served_on_its_own_task() 
     let path = "/flagd.evaluation.v1.Service/ResolveBoolean";
     let mut message = Vec::new();
     prost::encoding::string::encode(1, &"new_checkout".to_owned(), &mut message);
-    let compressed = unary::prefixed(&message, 1);
+    let compressed = fixtures::prefixed(&message, 1);
     let seen = call(
         &client,
         head(path, Some(SERVER_KEY)),
@@ -213,7 +212,7 @@ async fn what_the_connection_does_not_answer_itself_is_served_on_its_own_task() 
     )
     .await;
     assert_eq!(
-        unary::grpc_status_of(&seen.headers, seen.trailers.as_ref()),
+        fixtures::grpc_status_of(&seen.headers, seen.trailers.as_ref()),
         "12"
     );
 

@@ -31,7 +31,7 @@ mod reference {
     }
 }
 
-const EXAMPLE: &str = include_str!("../../../../../../examples/environment.json");
+const EXAMPLE: &str = include_str!("../../../../../examples/environment.json");
 
 /// The example environment plus flags of every value kind flagd has and some it has not.
 fn document() -> Value {

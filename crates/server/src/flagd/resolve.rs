@@ -80,7 +80,7 @@ pub(super) fn one(
         if !snapshot.is_visible(kinds, flag.key, flag.enabled) {
             return Err(not_found());
         }
-        typed(&mapped(state, snapshot, flag, kinds), kind, stale)
+        typed(answer(&mapped(state, snapshot, flag, kinds)), kind, stale)
     };
     let mut resolved = match &identity {
         Some(identity) => {
@@ -123,44 +123,33 @@ fn mapped<'a>(
     mapping::resolve(flag, kind, state.config.ofrep.parse_json_strings, can_vary)
 }
 
-/// The mapped flag as the requested type (`STALE` while the document is `stale`).
-fn typed(r: &Resolution<'_>, kind: Kind, stale: bool) -> Result<Resolved, Status> {
-    let value = match (kind, r.value.as_deref()) {
-        (Kind::Bool, Some(Value::Bool(b))) => Some(Typed::Bool(*b)),
-        (Kind::String, Some(Value::String(s))) => Some(Typed::String(s.clone())),
-        (Kind::Int, Some(Value::Number(n))) => integer(n).map(Typed::Int),
-        (Kind::Float, Some(Value::Number(n))) => n.as_f64().map(Typed::Float),
-        (Kind::Object, Some(Value::Object(o))) => Some(Typed::Object(proto::object(o))),
-        _ => None,
-    };
-    match value {
-        Some(value) => Ok(finish(r, value, false, stale)),
-        None if !r.enabled => Ok(finish(r, Typed::None, true, stale)),
-        None => Err(Status::invalid_argument(format!(
-            "flag '{}' is not of type {}",
-            r.key,
-            match kind {
-                Kind::Bool => "boolean",
-                Kind::String => "string",
-                Kind::Int => "integer",
-                Kind::Float => "float",
-                Kind::Object => "object",
-            }
-        ))),
-    }
+/// One flag's answer before flagd's typing, whichever engine gave it.
+#[derive(Debug)]
+pub(super) struct Answer<'a> {
+    pub key: &'a str,
+    /// `None`: no value (disabled, no default variant): the caller's default applies.
+    pub value: Option<&'a Value>,
+    pub reason: &'static str,
+    pub variant: &'a str,
+    pub metadata: Struct,
+    /// A value of another type than the one asked for is the caller's default rather than a
+    /// type mismatch (a disabled Flagsmith flag reads `false` whatever its type).
+    pub lenient: bool,
+    /// How an integer resolver reads a number with a fraction.
+    pub fractions: Fractions,
 }
 
-/// An integer, or a float with no fraction that an `i64` holds.
-fn integer(n: &serde_json::Number) -> Option<i64> {
-    n.as_i64().or_else(|| {
-        n.as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
-            .map(|f| f as i64)
-    })
+/// How `ResolveInt` reads a number with a fraction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Fractions {
+    /// A type mismatch (Flagsmith values: only whole numbers are integers).
+    Refused,
+    /// Cut toward zero, as flagd (Go) reads every number as a float and converts it.
+    Truncated,
 }
 
-/// The response parts; `defaulted`: no value for the caller, so the variant is empty.
-fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool, stale: bool) -> Resolved {
+/// The Flagsmith answer, mapped as OFREP maps it.
+fn answer<'a>(r: &'a Resolution<'a>) -> Answer<'a> {
     let mut metadata = BTreeMap::new();
     if let Some(id) = r.feature_id.and_then(Value::as_f64) {
         metadata.insert("flagsmithFeatureId".to_owned(), proto::number(id));
@@ -172,15 +161,66 @@ fn finish(r: &Resolution<'_>, value: Typed, defaulted: bool, stale: bool) -> Res
     if let Some(segment) = r.segment {
         metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
     }
+    Answer {
+        key: r.key,
+        value: r.value.as_deref(),
+        reason: r.reason,
+        variant: &r.variant,
+        metadata: Struct { fields: metadata },
+        lenient: !r.enabled,
+        fractions: Fractions::Refused,
+    }
+}
+
+/// The answer as the requested type (`STALE` while its source is `stale`); another type is
+/// `INVALID_ARGUMENT`, the providers' TYPE_MISMATCH.
+pub(super) fn typed(a: Answer<'_>, kind: Kind, stale: bool) -> Result<Resolved, Status> {
+    let value = match (kind, a.value) {
+        (Kind::Bool, Some(Value::Bool(b))) => Some(Typed::Bool(*b)),
+        (Kind::String, Some(Value::String(s))) => Some(Typed::String(s.clone())),
+        (Kind::Int, Some(Value::Number(n))) => integer(n, a.fractions).map(Typed::Int),
+        (Kind::Float, Some(Value::Number(n))) => n.as_f64().map(Typed::Float),
+        (Kind::Object, Some(Value::Object(o))) => Some(Typed::Object(proto::object(o))),
+        _ => None,
+    };
+    match value {
+        Some(value) => Ok(finish(a, value, false, stale)),
+        None if a.value.is_none() || a.lenient => Ok(finish(a, Typed::None, true, stale)),
+        None => Err(Status::invalid_argument(format!(
+            "flag '{}' is not of type {}",
+            a.key,
+            match kind {
+                Kind::Bool => "boolean",
+                Kind::String => "string",
+                Kind::Int => "integer",
+                Kind::Float => "float",
+                Kind::Object => "object",
+            }
+        ))),
+    }
+}
+
+/// An integer, or a float an `i64` holds: with no fraction, or cut toward zero.
+fn integer(n: &serde_json::Number, fractions: Fractions) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.abs() < 9.2e18)
+            .filter(|f| f.fract() == 0.0 || fractions == Fractions::Truncated)
+            .map(|f| f.trunc() as i64)
+    })
+}
+
+/// The response parts; `defaulted`: no value for the caller, so the variant is empty.
+fn finish(a: Answer<'_>, value: Typed, defaulted: bool, stale: bool) -> Resolved {
     Resolved {
         value,
-        reason: mapping::when_stale(r.reason, stale, !defaulted),
+        reason: mapping::when_stale(a.reason, stale, !defaulted),
         variant: if defaulted {
             String::new()
         } else {
-            r.variant.clone().into_owned()
+            a.variant.to_owned()
         },
-        metadata: Struct { fields: metadata },
+        metadata: a.metadata,
         traced: None,
     }
 }

@@ -1,0 +1,141 @@
+//! flagd's answers for flag-set flags: each resolver against each value type, disabled flags,
+//! flags without a default variant, metadata, engine errors as status codes, `STALE`.
+
+use flagpole_flagd::FlagSet;
+use prost_types::value::Kind as Proto;
+use tonic::Code;
+
+use super::*;
+use crate::flagd::resolve::Typed;
+
+const FILE: &str = r#"{
+  "metadata": {"flagSetId": "shop", "team": "web", "version": 3},
+  "flags": {
+    "on": {"state": "ENABLED", "variants": {"on": true, "off": false}, "defaultVariant": "on",
+           "metadata": {"team": "checkout"}},
+    "whole": {"state": "ENABLED", "variants": {"a": 3, "b": 1.0}, "defaultVariant": "a"},
+    "one": {"state": "ENABLED", "variants": {"a": 3, "b": 1.0}, "defaultVariant": "b"},
+    "half": {"state": "ENABLED", "variants": {"a": -1.5}, "defaultVariant": "a"},
+    "text": {"state": "ENABLED", "variants": {"a": "A"}, "defaultVariant": "a"},
+    "object": {"state": "ENABLED", "variants": {"a": {"x": [1, "y"]}}, "defaultVariant": "a"},
+    "off": {"state": "DISABLED", "variants": {"a": "A"}, "defaultVariant": "a"},
+    "unset": {"state": "ENABLED", "variants": {"a": "A"}, "defaultVariant": null}
+  }
+}"#;
+
+fn resolved(key: &str, kind: Kind, stale: bool) -> Result<Resolved, Status> {
+    let set = FlagSet::from_json(FILE).unwrap();
+    let attributes = Map::new();
+    let evaluation = set.evaluate(key, &Context::new(&attributes, 0));
+    if let Some((code, message)) = &evaluation.error {
+        return Err(failed(*code, key, message));
+    }
+    resolve::typed(answer(key, &evaluation), kind, stale)
+}
+
+fn ok(key: &str, kind: Kind) -> Resolved {
+    resolved(key, kind, false).unwrap_or_else(|e| panic!("{key} {kind:?}: {e:?}"))
+}
+
+fn code(key: &str, kind: Kind) -> Code {
+    resolved(key, kind, false).expect_err(key).code()
+}
+
+#[test]
+fn values_of_the_asked_type() {
+    let r = ok("on", Kind::Bool);
+    assert!(matches!(r.value, Typed::Bool(true)));
+    assert_eq!((r.variant.as_str(), r.reason), ("on", "STATIC"));
+    assert!(matches!(ok("text", Kind::String).value, Typed::String(ref s) if s == "A"));
+    assert!(
+        matches!(ok("object", Kind::Object).value, Typed::Object(ref o) if o.fields.contains_key("x"))
+    );
+}
+
+#[test]
+fn numbers_as_flagd_reads_them() {
+    // Every number is a float to flagd: an integer resolver cuts toward zero, a float one
+    // takes integers.
+    assert!(matches!(ok("whole", Kind::Int).value, Typed::Int(3)));
+    assert!(matches!(ok("one", Kind::Int).value, Typed::Int(1)));
+    assert!(matches!(ok("half", Kind::Int).value, Typed::Int(-1)));
+    assert!(matches!(ok("whole", Kind::Float).value, Typed::Float(f) if f == 3.0));
+    assert!(matches!(ok("half", Kind::Float).value, Typed::Float(f) if f == -1.5));
+}
+
+#[test]
+fn another_type_is_a_type_mismatch() {
+    for (key, kind) in [
+        ("on", Kind::String),
+        ("on", Kind::Int),
+        ("text", Kind::Bool),
+        ("text", Kind::Float),
+        ("object", Kind::String),
+        ("whole", Kind::Object),
+    ] {
+        assert_eq!(code(key, kind), Code::InvalidArgument, "{key} {kind:?}");
+    }
+}
+
+#[test]
+fn no_value_is_the_callers_default_whatever_the_type() {
+    for kind in [Kind::Bool, Kind::String, Kind::Object] {
+        let r = ok("off", kind);
+        assert!(matches!(r.value, Typed::None), "{kind:?}");
+        assert_eq!((r.variant.as_str(), r.reason), ("", "DISABLED"));
+        let r = ok("unset", kind);
+        assert!(matches!(r.value, Typed::None), "{kind:?}");
+        assert_eq!((r.variant.as_str(), r.reason), ("", "DEFAULT"));
+    }
+}
+
+#[test]
+fn a_missing_flag_is_not_found() {
+    assert_eq!(code("nowhere", Kind::Bool), Code::NotFound);
+}
+
+#[test]
+fn metadata_is_the_sets_under_the_flags() {
+    let meta = ok("on", Kind::Bool).metadata.fields;
+    let text = |k: &str| match meta.get(k).and_then(|v| v.kind.as_ref()) {
+        Some(Proto::StringValue(s)) => s.clone(),
+        other => panic!("{k}: {other:?}"),
+    };
+    assert_eq!(text("team"), "checkout");
+    assert_eq!(text("flagSetId"), "shop");
+    assert!(matches!(
+        meta.get("version").and_then(|v| v.kind.as_ref()),
+        Some(Proto::NumberValue(n)) if *n == 3.0
+    ));
+}
+
+#[test]
+fn stale_answers_with_a_value_say_so() {
+    let r = resolved("text", Kind::String, true).unwrap();
+    assert_eq!(r.reason, "STALE");
+    // The caller's default is no stale value.
+    assert_eq!(
+        resolved("off", Kind::String, true).unwrap().reason,
+        "DISABLED"
+    );
+}
+
+#[test]
+fn engine_errors_carry_flagds_codes() {
+    for (error, code) in [
+        (ErrorCode::FlagNotFound, Code::NotFound),
+        (ErrorCode::TypeMismatch, Code::InvalidArgument),
+        (ErrorCode::ParseError, Code::DataLoss),
+        (ErrorCode::General, Code::Unknown),
+    ] {
+        assert_eq!(failed(error, "k", "why").code(), code, "{error:?}");
+    }
+}
+
+#[test]
+fn the_selector_is_the_header() {
+    let mut metadata = MetadataMap::new();
+    assert_eq!(selector(&metadata), None);
+    metadata.insert("flagd-selector", " flagSetId=shop ".parse().unwrap());
+    assert_eq!(selector(&metadata).as_deref(), Some("flagSetId=shop"));
+}
