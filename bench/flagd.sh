@@ -3,7 +3,7 @@
 # Flagpole, against OFREP single and bulk on the same Flagpole and document, and against flagd
 # itself (tests/flagd/ref) on an equivalent flag set: N boolean flags, one targeted by a rule, in
 # both formats (bench/flagd/gen_docs.py). Then the same definitions for both: Flagpole serving
-# flagd's own file (`serve --flags`) against flagd serving it, every call (OFREP too), and their
+# flagd's own file (config.json's `flags`) against flagd serving it, every call (OFREP too), and their
 # resident memory per 1,000 flags. Each server is pinned to one core (the last), the load
 # generator (bench/flagd/load, Go) to the others. gRPC calls are measured in two topologies: one
 # HTTP/2 connection carrying 50 concurrent calls (the defaults of ghz, the load tool the issue
@@ -115,14 +115,14 @@ fi
   -out "$OUT/answer-flagpole-metadata.bin"
 kill "$FP"; wait "$FP" 2>/dev/null || true
 
-# Flagpole serving flagd's own file (`serve --flags`, keyless), the definitions flagd serves below.
+# Flagpole serving flagd's own file (the `flags` list, keyless), the definitions flagd serves below.
 start_flagpole_flags() {  # file: starts it, sets FP, GRPC, HTTP
   GRPC=$(free_port); HTTP=$(free_port)
   cat > "$OUT/flagpole-flags.json" <<JSON
-{"logging": {"log_level": "WARNING"}, "flagpole": {"grpc": {"port": $GRPC}}}
+{"logging": {"log_level": "WARNING"}, "flags": [{"uri": "$1"}], "flagpole": {"grpc": {"port": $GRPC}}}
 JSON
   taskset -c "$SERVER_CPU" "$BIN" serve --host 127.0.0.1 --port "$HTTP" --config "$OUT/flagpole-flags.json" \
-    --flags "$1" 2>"$OUT/flagpole-flags.log" &
+    2>"$OUT/flagpole-flags.log" &
   FP=$!
   wait_port "$GRPC"; wait_port "$HTTP"; sleep 0.5
 }
@@ -213,7 +213,7 @@ for topology, label in (("shared", "1 connection, 50 calls in flight"), ("separa
 for call, mode in (("OFREP single (HTTP/1.1), same Flagpole", "ofrep-single"), ("OFREP bulk (HTTP/1.1), same Flagpole", "ofrep-bulk")):
     orr, oc = med("flagpole", mode, "rps"), med("flagpole", mode, "cpu_us_per_call")
     print(f"| {call} | a connection per caller | {orr:,.0f} | {oc:.1f} | | | | |")
-print("\nThe same definitions: Flagpole serving flagd's own flag file (`serve --flags`, keyless) and flagd "
+print("\nThe same definitions: Flagpole serving flagd's own flag file (config.json's `flags`, keyless) and flagd "
       "serving it:\n")
 print("| call | topology | Flagpole RPS | Flagpole CPU µs/call | flagd RPS | flagd CPU µs/call | CPU: flagd / Flagpole |")
 print("|---|---|---:|---:|---:|---:|---:|")

@@ -208,15 +208,16 @@ class FlagdServer:
 
 
 class FlagpoleServer:
-    """Flagpole serving one flag file (`serve --flags PATH`, keyless) on the ports flagd has:
-    its flagd listener (evaluation and sync services) and its HTTP port (OFREP)."""
+    """Flagpole serving one flag file (the `flags` list of config.json, keyless, no environment)
+    on the ports flagd has: its flagd listener (evaluation and sync services) and its HTTP port
+    (OFREP)."""
 
     name = "flagpole"
 
     def __init__(self, workdir: Path, flag_file: Path) -> None:
         self.grpc_port = free_port()
-        self.process = FlagdProcess(workdir, config={"flagpole": {"grpc": {"port": self.grpc_port}}},
-                                    extra_args=["--flags", str(flag_file)])
+        config = {"flags": [{"uri": str(flag_file)}], "flagpole": {"grpc": {"port": self.grpc_port}}}
+        self.process = FlagdProcess(workdir, config=config)
         self.ofrep_port = self.process.port
         self.sync_port = self.grpc_port
 
