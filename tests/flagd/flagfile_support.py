@@ -209,17 +209,17 @@ class FlagdServer:
 
 class FlagpoleServer:
     """Flagpole serving one flag file (the `flags` list of config.json, keyless, no environment)
-    on the ports flagd has: its flagd listener (evaluation and sync services) and its HTTP port
-    (OFREP)."""
+    on the ports flagd has: its flagd listener (evaluation), the sync service's own port (as
+    flagd's 8015: no selector needed) and its HTTP port (OFREP)."""
 
     name = "flagpole"
 
     def __init__(self, workdir: Path, flag_file: Path) -> None:
-        self.grpc_port = free_port()
-        config = {"flags": [{"uri": str(flag_file)}], "flagpole": {"grpc": {"port": self.grpc_port}}}
+        self.grpc_port, self.sync_port = free_port(), free_port()
+        config = {"flags": [{"uri": str(flag_file)}],
+                  "flagpole": {"grpc": {"port": self.grpc_port, "sync_port": self.sync_port}}}
         self.process = FlagdProcess(workdir, config=config)
         self.ofrep_port = self.process.port
-        self.sync_port = self.grpc_port
 
     def start(self) -> "FlagpoleServer":
         self.process.start()
