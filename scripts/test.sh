@@ -151,7 +151,8 @@ fi
 # it as a tool and says which version and why.
 FLAGD_VERSION=v0.16.0
 echo "== flagd $FLAGD_VERSION (flag-file suites)"
-if [ -x .tools/bin/flagd ] && grep -q "github.com/open-feature/flagd/flagd $FLAGD_VERSION" <(go version -m .tools/bin/flagd 2>/dev/null); then
+if [ -x .tools/bin/flagd ] &&
+   [ "$(go version -m .tools/bin/flagd 2>/dev/null | awk '$1 == "mod" {print $3}')" = "$FLAGD_VERSION" ]; then
   echo "found: .tools/bin/flagd"
 elif command -v go >/dev/null 2>&1; then
   # flagd's own modules are not all in the public checksum database: go.sum pins them instead.
