@@ -118,9 +118,9 @@ def answers(server, document: dict, ctxs: list[dict]) -> dict[tuple, dict]:
 
 
 # ------------------------------------------------------------------------------------------
-# Where flagd (the version scripts/test.sh builds) answers otherwise than the spec
-# (docs: the flagd spec's "Decisions"). Each rule names its rows and gives the spec's answer for a
-# row from flagd's answers; Flagpole must give that answer. Any other row: flagd's answer.
+# Where flagd (the version scripts/test.sh builds) answers otherwise than the spec (issue 39: a
+# DISABLED flag, a flag without a value). Each rule names its rows and gives the spec's answer
+# for a row from flagd's answers; Flagpole must give that answer. Any other row: flagd's answer.
 
 DISABLED = "disabled"
 
