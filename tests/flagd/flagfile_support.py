@@ -60,6 +60,12 @@ def rich_flag_file(revision: int = 0) -> dict:
             "targeting": {"if": [{"in": [{"var": "plan"}, ["pro", "team"]]},
                                  {"fractional": [{"var": "targetingKey"}, ["gold", 10], ["silver", 90]]},
                                  {"fractional": [["silver", 1], ["bronze", 3]]}]}},
+        # JSONLogic as a variant's name and as a weight (flagd warns: the schema has neither).
+        "fractional-computed": {
+            "state": "ENABLED", "variants": {"gold": "G", "silver": "S", "bronze": "B"}, "defaultVariant": "bronze",
+            "targeting": {"fractional": [{"var": "targetingKey"},
+                                         [{"if": [{"==": [{"var": "plan"}, "pro"]}, "gold", "silver"]}, 50],
+                                         ["bronze", {"if": [{"==": [{"var": "plan"}, "free"]}, 150, 50]}]]}},
         "starts-ends": {"state": "ENABLED", "variants": {"internal": "internal", "admin": "admin", "none": "none"},
                         "defaultVariant": "none",
                         "targeting": {"if": [{"ends_with": [{"var": "email"}, "@example.com"]}, "internal",
