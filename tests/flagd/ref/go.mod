@@ -1,3 +1,8 @@
+// flagd itself, the reference server of tests/flagd/test_flag_file_*.py and bench/flagd.sh.
+// v0.16.0: the newest flagd release the Go module proxy served when pinned (later tags were not
+// available from it). Where it answers otherwise than the spec (DISABLED flags, flags without a
+// value on v1), tests/flagd/test_flag_file_side_by_side.py names the rows.
+
 module flagpole-tests/flagd-ref
 
 go 1.25.5
