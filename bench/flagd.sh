@@ -267,4 +267,9 @@ for call, mode, topologies in SAME:
 if sys_fp is not None:
     print(f"\nwrite-family syscalls per ResolveBoolean response: Flagpole {sys_fp:.2f}, flagd {sys_fd:.2f}")
 print(f"errors: {errors}")
+# A run whose calls failed measured failures, not answers: name it and fail the bench.
+for r in rows:
+    if r.get("errors"):
+        print(f"  {r['server']} {r['mode']} ({r.get('topology', 'separate')}): {r['errors']:,} of {r['calls']:,} calls failed")
+sys.exit(1 if errors else 0)
 PY
