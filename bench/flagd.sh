@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # flagd front door benchmark: ResolveBoolean and ResolveAll (gRPC, flagd.evaluation.v1) on
 # Flagpole, against OFREP single and bulk on the same Flagpole and document, and against flagd
-# itself (v0.11.2) on an equivalent flag set: N boolean flags, one targeted by a rule, in both
-# formats (bench/flagd/gen_docs.py). Each server is pinned to one core (the last), the load
+# itself (tests/flagd/ref) on an equivalent flag set: N boolean flags, one targeted by a rule, in
+# both formats (bench/flagd/gen_docs.py). Then the same definitions for both: Flagpole serving
+# flagd's own file (config.json's `flags`) against flagd serving it, every call (OFREP too), and their
+# resident memory per 1,000 flags. Each server is pinned to one core (the last), the load
 # generator (bench/flagd/load, Go) to the others. gRPC calls are measured in two topologies: one
 # HTTP/2 connection carrying 50 concurrent calls (the defaults of ghz, the load tool the issue
 # measured with; one provider in a busy service), and 16 callers with a connection each (16
@@ -38,9 +40,12 @@ BIN="${FLAGPOLE_BIN:-target/release/flagpole}"
 [ -n "${FLAGPOLE_BIN:-}" ] || cargo build --release --quiet -p flagpole
 python3 bench/flagd/gen_docs.py "$OUT" "$FLAGS"
 (cd bench/flagd/load && GOFLAGS=-mod=mod go build -o "../../../$OUT/flagd-load" .)
-# flagd's modules are not all in the public checksum database: go.sum pins them instead.
-(cd bench/flagd/ref && GOFLAGS=-mod=mod GONOSUMDB=github.com/open-feature,buf.build/gen/go \
-  go build -o "../../../$OUT/flagd" github.com/open-feature/flagd/flagd)
+# flagd's modules are not all in the public checksum database: go.sum pins them instead. The flagd
+# of the test suites (tests/flagd/ref: the newest the Go proxy builds); FLAGD_REF=bench/flagd/ref
+# builds v0.11.2, the flagd of the earlier tables in bench/RESULTS.md.
+FLAGD_REF="${FLAGD_REF:-tests/flagd/ref}"
+(cd "$FLAGD_REF" && GOFLAGS=-mod=mod GONOSUMDB=github.com/open-feature,buf.build/gen/go \
+  go build -o "$OLDPWD/$OUT/flagd" github.com/open-feature/flagd/flagd)
 
 # Decoders: Node's protobufjs (bench/flagd/decode), Python's flagd provider (the project's test
 # venv, or one made here).
@@ -110,20 +115,61 @@ fi
   -out "$OUT/answer-flagpole-metadata.bin"
 kill "$FP"; wait "$FP" 2>/dev/null || true
 
-# flagd v0.11.2 on the equivalent flag set.
-FGRPC=$(free_port); FMGMT=$(free_port); FOFREP=$(free_port); FSYNC=$(free_port)
-taskset -c "$SERVER_CPU" "$OUT/flagd" start --uri "file:$PWD/$OUT/flagd.json" --port "$FGRPC" \
-  --management-port "$FMGMT" --ofrep-port "$FOFREP" --sync-port "$FSYNC" >"$OUT/flagd.log" 2>&1 &
-FD=$!
-wait_port "$FGRPC"; sleep 1
+# Flagpole serving flagd's own file (the `flags` list, keyless), the definitions flagd serves below.
+start_flagpole_flags() {  # file: starts it, sets FP, GRPC, HTTP
+  GRPC=$(free_port); HTTP=$(free_port)
+  cat > "$OUT/flagpole-flags.json" <<JSON
+{"logging": {"log_level": "WARNING"}, "flags": [{"uri": "$1"}], "flagpole": {"grpc": {"port": $GRPC}}}
+JSON
+  taskset -c "$SERVER_CPU" "$BIN" serve --host 127.0.0.1 --port "$HTTP" --config "$OUT/flagpole-flags.json" \
+    2>"$OUT/flagpole-flags.log" &
+  FP=$!
+  wait_port "$GRPC"; wait_port "$HTTP"; sleep 0.5
+}
+start_flagpole_flags "$PWD/$OUT/flagd.json"
+for topology in shared separate; do
+  for mode in grpc-bool grpc-all; do load flagpole-flagd "$mode" "127.0.0.1:$GRPC" "" "$FP" "$topology"; done
+done
+for mode in ofrep-single ofrep-bulk; do load flagpole-flagd "$mode" "127.0.0.1:$HTTP" "" "$FP"; done
+kill "$FP"; wait "$FP" 2>/dev/null || true
+
+# flagd on the same flag file.
+start_flagd() {  # file: starts it, sets FD, FGRPC, FOFREP
+  FGRPC=$(free_port); FMGMT=$(free_port); FOFREP=$(free_port); FSYNC=$(free_port)
+  taskset -c "$SERVER_CPU" "$OUT/flagd" start --uri "file:$1" --port "$FGRPC" \
+    --management-port "$FMGMT" --ofrep-port "$FOFREP" --sync-port "$FSYNC" >"$OUT/flagd.log" 2>&1 &
+  FD=$!
+  wait_port "$FGRPC"; wait_port "$FOFREP"; sleep 1
+}
+start_flagd "$PWD/$OUT/flagd.json"
 for topology in shared separate; do
   for mode in grpc-bool grpc-all; do load flagd "$mode" "127.0.0.1:$FGRPC" "" "$FD" "$topology"; done
 done
+for mode in ofrep-single ofrep-bulk; do load flagd "$mode" "127.0.0.1:$FOFREP" "" "$FD"; done
 if command -v strace >/dev/null; then
   syscalls flagd grpc-bool "127.0.0.1:$FGRPC" "" "$FD"
 fi
 "$OUT/flagd-load" -mode capture -addr "127.0.0.1:$FGRPC" -key "" -out "$OUT/answer-flagd.bin"
 kill "$FD"; wait "$FD" 2>/dev/null || true
+
+# Memory per 1,000 flags: resident memory serving MEM_FLAGS + 1,000 flags less serving MEM_FLAGS,
+# each after a few ResolveAll calls, for flagd and Flagpole on the flagd file.
+MEM_FLAGS=10
+python3 bench/flagd/gen_docs.py "$OUT/mem-small" "$MEM_FLAGS" >/dev/null
+python3 bench/flagd/gen_docs.py "$OUT/mem-large" "$(( MEM_FLAGS + 1000 ))" >/dev/null
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+resident() {  # server file: KiB resident after 20 ResolveAll calls
+  if [ "$1" = flagd ]; then start_flagd "$2"; local pid=$FD addr="127.0.0.1:$FGRPC"
+  else start_flagpole_flags "$2"; local pid=$FP addr="127.0.0.1:$GRPC"; fi
+  for _ in $(seq 20); do "$OUT/flagd-load" -mode capture -addr "$addr" -key "" -out /dev/null; done
+  sleep 0.5; rss_kb "$pid"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+for server in flagd flagpole-flagd; do
+  small=$(resident "$server" "$PWD/$OUT/mem-small/flagd.json")
+  large=$(resident "$server" "$PWD/$OUT/mem-large/flagd.json")
+  echo "{\"server\": \"$server\", \"mode\": \"memory\", \"kib_small\": $small, \"kib_large\": $large, \"kib_per_1000_flags\": $(( large - small ))}" >> "$RESULTS"
+done
 
 # Decoding each saved answer, one core, nothing else of ours running. (With an earlier build of
 # Flagpole, one that ignores `flagpole-metadata`, its two answers are the same.)
@@ -167,6 +213,28 @@ for topology, label in (("shared", "1 connection, 50 calls in flight"), ("separa
 for call, mode in (("OFREP single (HTTP/1.1), same Flagpole", "ofrep-single"), ("OFREP bulk (HTTP/1.1), same Flagpole", "ofrep-bulk")):
     orr, oc = med("flagpole", mode, "rps"), med("flagpole", mode, "cpu_us_per_call")
     print(f"| {call} | a connection per caller | {orr:,.0f} | {oc:.1f} | | | | |")
+print("\nThe same definitions: Flagpole serving flagd's own flag file (config.json's `flags`, keyless) and flagd "
+      "serving it:\n")
+print("| call | topology | Flagpole RPS | Flagpole CPU µs/call | flagd RPS | flagd CPU µs/call | CPU: flagd / Flagpole |")
+print("|---|---|---:|---:|---:|---:|---:|")
+SAME = (("ResolveBoolean (gRPC)", "grpc-bool", ("shared", "separate")), ("ResolveAll (gRPC)", "grpc-all", ("shared", "separate")),
+        ("OFREP single (HTTP/1.1)", "ofrep-single", ("separate",)), ("OFREP bulk (HTTP/1.1)", "ofrep-bulk", ("separate",)))
+LABELS = {"shared": "1 connection, 50 calls in flight", "separate": "a connection per caller"}
+for call, mode, topologies in SAME:
+    for topology in topologies:
+        fr, fc = med("flagpole-flagd", mode, "rps", topology), med("flagpole-flagd", mode, "cpu_us_per_call", topology)
+        dr, dc = med("flagd", mode, "rps", topology), med("flagd", mode, "cpu_us_per_call", topology)
+        if fr and fc:
+            print(f"| {call} | {LABELS[topology]} | {fr:,.0f} | {fc:.1f} | {dr or 0:,.0f} | {dc or 0:.1f} | {ratio(dc, fc)} |")
+memory = {r["server"]: r for r in rows if r["mode"] == "memory"}
+if memory:
+    print("\nResident memory per 1,000 flags (KiB; serving 1,010 flags less serving 10):\n")
+    print("| server | 10 flags | 1,010 flags | per 1,000 flags |")
+    print("|---|---:|---:|---:|")
+    for server, label in (("flagpole-flagd", "Flagpole (flagd file)"), ("flagd", "flagd")):
+        if server in memory:
+            m = memory[server]
+            print(f"| {label} | {m['kib_small']:,} | {m['kib_large']:,} | {m['kib_per_1000_flags']:,} |")
 print("\nDecoding one ResolveAll answer (µs per decode, one core; Flagpole's default answer, with "
       "`flagpole-metadata: true`, flagd's):\n")
 print("| decoder | Flagpole | Flagpole + metadata | flagd | Flagpole / flagd |")
@@ -190,7 +258,18 @@ goal("ResolveAll CPU / OFREP bulk CPU, same Flagpole, a connection per caller", 
 for topology, label in (("shared", "1 connection, 50 calls in flight (ghz's defaults, the issue's load tool)"), ("separate", "a connection per caller")):
     goal(f"ResolveAll CPU, flagd / Flagpole, {label}", cpu("flagd", "grpc-all", topology) / cpu("flagpole", "grpc-all", topology), "≥", 10)
     goal(f"ResolveBoolean CPU, flagd / Flagpole, {label}", cpu("flagd", "grpc-bool", topology) / cpu("flagpole", "grpc-bool", topology), "≥", 9)
+# The flagd file (issue: ≥ 9× below flagd on each call).
+for call, mode, topologies in SAME:
+    for topology in topologies:
+        fd, fp = cpu("flagd", mode, topology), cpu("flagpole-flagd", mode, topology)
+        if fd and fp:
+            goal(f"{call} CPU on the flagd file, flagd / Flagpole, {LABELS[topology]}", fd / fp, "≥", 9)
 if sys_fp is not None:
     print(f"\nwrite-family syscalls per ResolveBoolean response: Flagpole {sys_fp:.2f}, flagd {sys_fd:.2f}")
 print(f"errors: {errors}")
+# A run whose calls failed measured failures, not answers: name it and fail the bench.
+for r in rows:
+    if r.get("errors"):
+        print(f"  {r['server']} {r['mode']} ({r.get('topology', 'separate')}): {r['errors']:,} of {r['calls']:,} calls failed")
+sys.exit(1 if errors else 0)
 PY

@@ -146,6 +146,28 @@ elif in_ci; then
   exit 1
 fi
 
+# The flag-file suites (tests/flagd/test_flag_file_*.py) compare Flagpole with flagd itself on the
+# same flag file: flagd built from the Go module proxy into .tools/bin. tests/flagd/ref/go.mod pins
+# it as a tool and says which version and why.
+FLAGD_VERSION=v0.16.0
+echo "== flagd $FLAGD_VERSION (flag-file suites)"
+if [ -x .tools/bin/flagd ] &&
+   [ "$(go version -m .tools/bin/flagd 2>/dev/null | awk '$1 == "mod" {print $3}')" = "$FLAGD_VERSION" ]; then
+  echo "found: .tools/bin/flagd"
+elif command -v go >/dev/null 2>&1; then
+  # flagd's own modules are not all in the public checksum database: go.sum pins them instead.
+  if (cd tests/flagd/ref && GONOSUMDB=github.com/open-feature,buf.build/gen/go \
+        GOBIN="$(cd ../../.. && pwd)/.tools/bin" go install tool); then
+    echo "built: .tools/bin/flagd"
+  else
+    echo "could not build flagd; the flag-file suites will fail or be skipped" >&2
+    in_ci && exit 1
+  fi
+elif in_ci; then
+  echo "missing prerequisite: Go (to build flagd for the flag-file suites)" >&2
+  exit 1
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

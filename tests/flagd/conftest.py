@@ -8,11 +8,14 @@ reference expectations (tests/ofrep/fixtures.py), and provides:
   as local documents, `flagpole.grpc.port` set.
 - `start_flagd`: a factory for further processes (stopped at teardown).
 - `node_flagd_dir` (session): tests/flagd/node with `npm ci` done when its lock file changed.
+- `go_driver`, `java_driver` (session): the Go and Java provider drivers, built.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -71,3 +74,38 @@ def node_flagd_dir() -> Path:
     node = HERE / "node"
     npm_ci(node)
     return node
+
+
+@pytest.fixture(scope="session")
+def go_driver(tmp_path_factory) -> Path:
+    """tests/flagd/go built: the Go provider's driver."""
+    go = shutil.which("go")
+    if not go:
+        pytest.skip("go is not installed")
+    out = tmp_path_factory.mktemp("go") / "flagd-go-driver"
+    # go.sum pins every module; the checksum database is not needed to verify them.
+    env = dict(os.environ, GOFLAGS="-mod=mod", GONOSUMDB="*")
+    proc = subprocess.run([go, "build", "-o", str(out), "."], cwd=HERE / "go", env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"go build failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+@pytest.fixture(scope="session")
+def java_driver(tmp_path_factory) -> list[str]:
+    """tests/flagd/java compiled: the command that runs the Java provider's driver."""
+    java, javac, mvn = shutil.which("java"), shutil.which("javac"), shutil.which("mvn")
+    if not (java and javac and mvn):
+        pytest.skip("java, javac and mvn are needed")
+    work = tmp_path_factory.mktemp("java")
+    classpath = work / "classpath.txt"
+    proc = subprocess.run([mvn, "-q", "-B", "dependency:build-classpath", f"-Dmdep.outputFile={classpath}"],
+                          cwd=HERE / "java", capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"mvn failed:\n{proc.stdout}\n{proc.stderr}"
+    cp = classpath.read_text().strip()
+    classes = work / "classes"
+    proc = subprocess.run([javac, "-cp", cp, "-d", str(classes),
+                           str(HERE / "java/src/main/java/flagpole/Main.java")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"javac failed:\n{proc.stdout}\n{proc.stderr}"
+    return [java, "-cp", f"{classes}:{cp}", "flagpole.Main"]

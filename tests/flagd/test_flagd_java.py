@@ -7,36 +7,12 @@ and a restart; `STALE` answers (not cached) while the upstream is away, announce
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-from pathlib import Path
-
-import pytest
 
 import fixtures as fx
 from flagd_support import MAIN, DriverSession, domains_case, reference_cases, stale_case
 
-HERE = Path(__file__).resolve().parent
 ZERO = {"boolean": False, "string": "", "integer": 0, "float": 0.0, "object": None}
-
-
-@pytest.fixture(scope="session")
-def java_driver(tmp_path_factory) -> list[str]:
-    java, javac, mvn = shutil.which("java"), shutil.which("javac"), shutil.which("mvn")
-    if not (java and javac and mvn):
-        pytest.skip("java, javac and mvn are needed")
-    work = tmp_path_factory.mktemp("java")
-    classpath = work / "classpath.txt"
-    proc = subprocess.run([mvn, "-q", "-B", "dependency:build-classpath", f"-Dmdep.outputFile={classpath}"],
-                          cwd=HERE / "java", capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"mvn failed:\n{proc.stdout}\n{proc.stderr}"
-    cp = classpath.read_text().strip()
-    classes = work / "classes"
-    proc = subprocess.run([javac, "-cp", cp, "-d", str(classes),
-                           str(HERE / "java/src/main/java/flagpole/Main.java")],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"javac failed:\n{proc.stdout}\n{proc.stderr}"
-    return [java, "-cp", f"{classes}:{cp}", "flagpole.Main"]
 
 
 def test_java_provider_equals_the_reference(flagd_srv, java_driver, tmp_path):

@@ -3,12 +3,16 @@
 //
 //	go run . INPUT.json OUTPUT.json
 //
-// INPUT:  {"port": N, "providers": {NAME: {"host": "KEY@127.0.0.1", "cache": "disabled"|"lru"}},
+// INPUT:  {"port": N, "providers": {NAME: {"host": "KEY@127.0.0.1", "cache": "disabled"|"lru",
+//
+//	"resolver": "rpc" (default)|"in-process", "port": the provider's own port (optional)}},
 //
 //	"cases": [{"provider", "type": "boolean"|"string"|"integer"|"float"|"object", "flag",
-//	           "default", "context"}]}
+//	           "default", "context", "metadata": true (optional)}]}
 //
-// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}]}
+// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode", and "flagMetadata" when the
+//
+//	case asks for it}]}
 //
 // Or, as a session (flagd_support.DriverSession): `go run . --session`, the same port and
 // providers as the first line of input, then one line of cases at a time; provider events
@@ -28,8 +32,10 @@ import (
 )
 
 type providerOptions struct {
-	Host  string `json:"host"`
-	Cache string `json:"cache"`
+	Host     string `json:"host"`
+	Cache    string `json:"cache"`
+	Resolver string `json:"resolver"`
+	Port     uint16 `json:"port"`
 }
 
 type evalCase struct {
@@ -38,6 +44,7 @@ type evalCase struct {
 	Flag     string         `json:"flag"`
 	Default  any            `json:"default"`
 	Context  map[string]any `json:"context"`
+	Metadata bool           `json:"metadata"`
 }
 
 type input struct {
@@ -51,6 +58,8 @@ type result struct {
 	Variant   string `json:"variant"`
 	Reason    string `json:"reason"`
 	ErrorCode string `json:"errorCode"`
+	// A pointer: an empty metadata is written `{}`, an unasked one not at all.
+	FlagMetadata *map[string]any `json:"flagMetadata,omitempty"`
 }
 
 type output struct {
@@ -103,6 +112,13 @@ func evaluate(cases []evalCase) []result {
 			r.Value, d = v.Value, v.ResolutionDetail
 		}
 		r.Variant, r.Reason, r.ErrorCode = d.Variant, string(d.Reason), string(d.ErrorCode)
+		if c.Metadata {
+			metadata := map[string]any(d.FlagMetadata)
+			if metadata == nil {
+				metadata = map[string]any{}
+			}
+			r.FlagMetadata = &metadata
+		}
 		out = append(out, r)
 	}
 	return out
@@ -111,8 +127,16 @@ func evaluate(cases []evalCase) []result {
 // setProviders sets one provider per domain, named as in `providers`.
 func setProviders(port uint16, providers map[string]providerOptions) error {
 	for name, o := range providers {
+		resolver := flagd.WithRPCResolver()
+		if o.Resolver == "in-process" {
+			resolver = flagd.WithInProcessResolver()
+		}
+		own := port
+		if o.Port != 0 {
+			own = o.Port
+		}
 		opts := []flagd.ProviderOption{
-			flagd.WithRPCResolver(), flagd.WithHost(o.Host), flagd.WithPort(port),
+			resolver, flagd.WithHost(o.Host), flagd.WithPort(own),
 			flagd.WithRetryBackoffMs(200), flagd.WithRetryBackoffMaxMs(500),
 		}
 		if o.Cache == "lru" {

@@ -1,10 +1,12 @@
 // Evaluates flags with the OpenFeature JS server SDK and the flagd provider in RPC mode
 // (gRPC, flagd.evaluation.v2) against flagpole. Driven by tests/flagd/test_flagd_node.py:
 //   node evaluate.js INPUT.json OUTPUT.json
-// INPUT:  {"port": N, "providers": {NAME: {"selector": KEY, "cache": "disabled"|"lru"}},
+// INPUT:  {"port": N, "providers": {NAME: {"selector": KEY, "cache": "disabled"|"lru", or any
+//          other provider option, e.g. "resolverType": "in-process" with the sync "port"}},
 //          "cases": [{"provider", "type": "boolean"|"string"|"number"|"object", "flag",
-//                     "default", "context"}]}
-// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}, ...]}
+//                     "default", "context", "metadata": true (optional)}]}
+// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode", and "flagMetadata" when the
+//          case asks for it}, ...]}
 // Or, as a session (flagd_support.DriverSession): node evaluate.js --session, the same port
 // and providers as the first line of input, then one line of cases at a time; provider events
 // (READY, ConfigurationChanged) are printed as they happen.
@@ -29,12 +31,16 @@ async function evaluate(cases) {
   for (const c of cases) {
     const client = OpenFeature.getClient(c.provider);
     const d = await client[METHODS[c.type]](c.flag, c.default, c.context || {});
-    results.push({
+    const result = {
       value: orNull(d.value),
       variant: orNull(d.variant),
       reason: orNull(d.reason),
       errorCode: orNull(d.errorCode),
-    });
+    };
+    if (c.metadata) {
+      result.flagMetadata = d.flagMetadata || {};
+    }
+    results.push(result);
   }
   return results;
 }

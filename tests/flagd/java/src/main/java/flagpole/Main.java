@@ -1,9 +1,12 @@
 // Evaluates flags with the OpenFeature Java SDK and the flagd provider in RPC mode (gRPC,
 // flagd.evaluation.v1) against flagpole. Driven by tests/flagd/test_flagd_java.py:
 //   java -cp CLASSPATH flagpole.Main INPUT.json OUTPUT.json
-// INPUT:  {"port": N, "providers": {NAME: {"key": KEY}}, "cases": [{"provider", "type":
-//          "boolean"|"string"|"integer"|"float"|"object", "flag", "default", "context"}]}
-// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode"}, ...]}
+// INPUT:  {"port": N, "providers": {NAME: {"key": KEY (optional), "cache", "resolver": "rpc"
+//          (default)|"in-process", "port" (optional, the provider's own)}}, "cases": [{"provider",
+//          "type": "boolean"|"string"|"integer"|"float"|"object", "flag", "default", "context",
+//          "metadata": true (optional)}]}
+// OUTPUT: {"results": [{"value", "variant", "reason", "errorCode", and "flagMetadata" when the
+//          case asks for it}, ...]}
 // Or, as a session (flagd_support.DriverSession): `flagpole.Main --session`, the same port and
 // providers as the first line of input, then one line of cases at a time; provider events
 // (READY, configuration change) are printed as they happen.
@@ -47,6 +50,8 @@ public class Main {
         List<Map<String, Object>> results = evaluate(api, cases);
         api.shutdown();
         JSON.writeValue(new File(args[1]), Map.of("results", results));
+        // The in-process resolver's sync threads outlive shutdown by a minute and keep the JVM up.
+        System.exit(0);
     }
 
     /** One provider per domain, named as in the request's `providers`. */
@@ -55,16 +60,21 @@ public class Main {
         @SuppressWarnings("unchecked")
         Map<String, Map<String, Object>> providers = (Map<String, Map<String, Object>>) in.get("providers");
         for (Map.Entry<String, Map<String, Object>> p : providers.entrySet()) {
-            Metadata headers = new Metadata();
-            headers.put(Metadata.Key.of("flagd-selector", Metadata.ASCII_STRING_MARSHALLER),
-                    (String) p.getValue().get("key"));
-            Object cache = p.getValue().get("cache");
-            FlagdOptions options = FlagdOptions.builder()
-                    .resolverType(Config.Resolver.RPC).host("127.0.0.1").port(port)
-                    .cacheType(cache == null ? "disabled" : (String) cache).deadline(5000)
-                    .clientInterceptors(List.of(MetadataUtils.newAttachHeadersInterceptor(headers)))
-                    .build();
-            api.setProviderAndWait(p.getKey(), new FlagdProvider(options));
+            Map<String, Object> o = p.getValue();
+            Object cache = o.get("cache");
+            boolean inProcess = "in-process".equals(o.get("resolver"));
+            FlagdOptions.FlagdOptionsBuilder options = FlagdOptions.builder()
+                    .resolverType(inProcess ? Config.Resolver.IN_PROCESS : Config.Resolver.RPC)
+                    .host("127.0.0.1")
+                    .port(o.get("port") == null ? port : ((Number) o.get("port")).intValue())
+                    .cacheType(cache == null ? "disabled" : (String) cache).deadline(5000);
+            // A flag file is served without a key: no selector header then.
+            if (o.get("key") != null) {
+                Metadata headers = new Metadata();
+                headers.put(Metadata.Key.of("flagd-selector", Metadata.ASCII_STRING_MARSHALLER), (String) o.get("key"));
+                options.clientInterceptors(List.of(MetadataUtils.newAttachHeadersInterceptor(headers)));
+            }
+            api.setProviderAndWait(p.getKey(), new FlagdProvider(options.build()));
         }
     }
 
@@ -125,6 +135,8 @@ public class Main {
                         ctx.add(e.getKey(), i);
                     } else if (v instanceof Number n) {
                         ctx.add(e.getKey(), n.doubleValue());
+                    } else if (v instanceof List<?> l) {
+                        ctx.add(e.getKey(), l.stream().map(Main::value).toList());
                     }
                 }
             }
@@ -144,9 +156,23 @@ public class Main {
             out.put("variant", d.getVariant());
             out.put("reason", d.getReason());
             out.put("errorCode", d.getErrorCode() == null ? null : d.getErrorCode().name());
+            if (Boolean.TRUE.equals(c.get("metadata"))) {
+                out.put("flagMetadata", d.getFlagMetadata() == null
+                        ? Map.of() : new LinkedHashMap<>(d.getFlagMetadata().asUnmodifiableMap()));
+            }
             results.add(out);
         }
         return results;
+    }
+
+    /** A scalar or list of a context as a Value (what a list attribute holds). */
+    static Value value(Object v) {
+        if (v instanceof String s) return new Value(s);
+        if (v instanceof Boolean b) return new Value(b);
+        if (v instanceof Integer i) return new Value(i);
+        if (v instanceof Number n) return new Value(n.doubleValue());
+        if (v instanceof List<?> l) return new Value(l.stream().map(Main::value).toList());
+        return new Value();
     }
 
     /** A Value as plain Java (maps, lists, numbers, strings, booleans, null). */
