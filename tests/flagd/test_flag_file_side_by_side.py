@@ -6,7 +6,11 @@ a few contexts: the type errors too) and `ResolveAll`, v1 and v2. Compared: valu
 reason, error code, metadata (error messages are prose and not compared).
 
 Where flagd is older than the semantics Flagpole follows (the spec decides), a rule (`rule_for`)
-names the rows and gives the spec's answer; Flagpole must give that one. The seed is printed;
+names the rows and gives the spec's answer; Flagpole must give that one. What a flag evaluates
+to (value, variant, reason) is the reference evaluator's, openfeature-flagd-core 1.0.0 (run in its
+own venv), where flagd (Go) evaluates otherwise: the flagd built here buckets `fractional` by the
+older percentage formula rather than `(hash × total) >> 32`, reads a missing variable in `cat` as
+"" and some partial versions in `sem_ver` otherwise. Those flags are printed. The seed is printed;
 `FLAGD_SIDE_BY_SIDE_SEED=N` replays a run."""
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import http.client
 import json
 import os
 import random
+import subprocess
+import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -51,6 +58,9 @@ def ofrep(port: int, path: str, context: dict) -> dict:
     finally:
         conn.close()
     answer = json.loads(body) if body else {}
+    # Flagpole's bulk answer names its change stream (OFREP's `eventStreams`); flagd has none.
+    if isinstance(answer, dict):
+        answer.pop("eventStreams", None)
     return {"status": response.status, "body": without_details(answer)}
 
 
@@ -151,21 +161,16 @@ def disabled_single(row, reference):
 
 
 def with_disabled(row, reference):
-    """Bulk answers: flagd leaves DISABLED flags out; the spec lists them, reason DISABLED. On
-    ResolveAll (v1) flagd also leaves out the flags without a value (its old-proto fallback); the
-    spec lists them as OFREP bulk does: reason DEFAULT, no value, no variant."""
-    i = row[3]
-    metadata = disabled_metadata(reference, i)
+    """Bulk answers: flagd leaves DISABLED flags out; the spec lists them, reason DISABLED, no
+    value. (ResolveAll also leaves out a flag without a default variant, as flagd does: its
+    resolver is chosen by the default variant's type.)"""
+    metadata = disabled_metadata(reference, row[3])
     answer = json.loads(json.dumps(reference[row]))
     if row[0] == "ofrep-bulk":
         flags = answer["body"]["flags"] + [{"key": DISABLED, "reason": "DISABLED", "metadata": metadata}]
         answer["body"]["flags"] = sorted(flags, key=lambda f: f["key"])
         return answer
-    flags = answer["ok"].setdefault("flags", {})
-    flags[DISABLED] = {"reason": "DISABLED", "metadata": proto_numbers(metadata)}
-    for item in reference[("ofrep-bulk", "*", "", i)]["body"]["flags"]:
-        if "value" not in item and item["key"] not in flags:
-            flags[item["key"]] = {"reason": item["reason"], "metadata": proto_numbers(item["metadata"])}
+    answer["ok"].setdefault("flags", {})[DISABLED] = {"reason": "DISABLED", "metadata": proto_numbers(metadata)}
     return answer
 
 
@@ -187,6 +192,73 @@ def rule_for(row: tuple, reference: dict):
             and reference[("v2",) + row[1:]] != {"code": "NOT_FOUND"}:
         return v1_as_v2
     return None
+
+
+def reference_python() -> str:
+    """The reference evaluator's venv (scripts/test.sh makes it)."""
+    path = Path(os.environ.get("FLAGPOLE_FLAGD_REFERENCE_PYTHON")
+                or Path(__file__).resolve().parents[2] / ".venv-flagd-reference" / "bin" / "python")
+    if not path.is_file():
+        pytest.skip(f"the reference's venv is missing ({path}): scripts/test.sh makes it")
+    return str(path)
+
+
+def evaluated(flag_path: Path, flags: list[str], ctxs: list[dict]) -> dict[tuple[str, int], dict]:
+    """The reference's answer for each flag in each context."""
+    runner = Path(__file__).resolve().parents[1] / "flagd_definitions" / "reference_runner.py"
+    order = [(flag, i) for flag in sorted(flags) for i in range(len(ctxs))]
+    lines = "".join(json.dumps({"flag": flag, "context": ctxs[i]}) + "\n" for flag, i in order)
+    proc = subprocess.run([reference_python(), str(runner), str(flag_path), str(int(time.time()))],
+                          input=lines, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    answers_ = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert len(answers_) == len(order), proc.stdout[:2000]
+    return dict(zip(order, answers_))
+
+
+def typed_value(value, resolver: str):
+    """A value as MessageToDict reads it from a resolver's response."""
+    if resolver == "integer":
+        return str(int(value))
+    if resolver == "float":
+        return float(value)
+    return proto_numbers(value) if resolver == "object" else value
+
+
+def as_reference_evaluates(answer: dict, row: tuple, spec: dict, differ: set[str]) -> dict:
+    """`answer` (flagd's shape) with what the reference evaluates each flag of `differ` to."""
+    transport, flag, resolver, i = row
+    answer = json.loads(json.dumps(answer))
+
+    def patch(item: dict, key: str, field: str, convert) -> None:
+        want = spec.get((key, i), {})
+        if key in differ and field in item and "value" in want:
+            item.update({field: convert(want["value"]), "variant": want["variant"], "reason": want["reason"]})
+
+    if transport == "ofrep":
+        patch(answer["body"], flag, "value", lambda v: v)
+    elif transport in PROTOS and "ok" in answer:
+        patch(answer["ok"], flag, "value", lambda v: typed_value(v, resolver))
+    elif transport == "ofrep-bulk":
+        for item in answer["body"]["flags"]:
+            patch(item, item["key"], "value", lambda v: v)
+    elif transport == "all-v1":
+        for key, item in answer["ok"].get("flags", {}).items():
+            field = next((k for k in item if k.endswith("_value")), "")
+            patch(item, key, field, lambda v: float(v) if field == "double_value" else proto_numbers(v))
+    return answer
+
+
+def evaluated_otherwise(reference: dict, spec: dict) -> set[str]:
+    """The flags flagd (Go) evaluates otherwise than the reference in some context (OFREP)."""
+    out = set()
+    for (transport, flag, _, i), answer in reference.items():
+        if transport == "ofrep" and (flag, i) in spec:
+            want = spec[(flag, i)]
+            got = answer["body"]
+            if "value" in want and "value" in got and (got["value"], got.get("variant")) != (want["value"], want["variant"]):
+                out.add(flag)
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -214,21 +286,46 @@ def flagpole(flag_file, tmp_path_factory):
     yield from serving("flagpole", flag_file, tmp_path_factory)
 
 
+def difference(want, flagd_answer, flagpole_answer) -> str:
+    """The rows' difference, told briefly: for bulk answers, the flags that differ."""
+    def flags(answer):
+        body = answer.get("body", answer.get("ok", {}))
+        listed = body.get("flags") if isinstance(body, dict) else None
+        if isinstance(listed, list):
+            return {f.get("key"): f for f in listed}
+        return listed if isinstance(listed, dict) else None
+
+    if flags(want) is not None and flags(flagpole_answer) is not None:
+        w, f, p = flags(want), flags(flagd_answer) or {}, flags(flagpole_answer)
+        lines = [f"  {key}: want {w.get(key)}\n    flagd {f.get(key)}\n    flagpole {p.get(key)}"
+                 for key in sorted(set(w) | set(p)) if w.get(key) != p.get(key)]
+        rest = {k: v for k, v in want.items() if k not in ("body", "ok")}
+        return "\n".join(lines) or f"  outside the flags: want {rest}, flagpole {flagpole_answer}"
+    return f"  want:     {want}\n  flagd:    {flagd_answer}\n  flagpole: {flagpole_answer}"
+
+
 def test_flagd_and_flagpole_answer_alike(flag_file, flagd, flagpole):
     document = flag_file[0]
     ctxs = contexts(seed(), N_CONTEXTS)
     reference = answers(flagd, document, ctxs)
     candidate = answers(flagpole, document, ctxs)
     assert reference.keys() == candidate.keys()
+    spec = evaluated(flag_file[1], sorted(document["flags"]), ctxs)
+    differ = evaluated_otherwise(reference, spec)
+    print(f"flagd (Go) evaluates these flags otherwise than the reference: {sorted(differ)}")
     mismatches, ruled = [], {}
     for row in reference:
         rule = rule_for(row, reference)
         want = rule(row, reference) if rule else reference[row]
         if rule:
             ruled[rule.__name__] = ruled.get(rule.__name__, 0) + 1
+        evaluated_as = as_reference_evaluates(want, row, spec, differ)
+        if evaluated_as != want:
+            ruled["as_reference_evaluates"] = ruled.get("as_reference_evaluates", 0) + 1
+            want = evaluated_as
         if candidate[row] != want:
             mismatches.append(f"{row} context={ctxs[row[3]]} rule={rule and rule.__name__}\n"
-                              f"  want:     {want}\n  flagd:    {reference[row]}\n  flagpole: {candidate[row]}")
+                              + difference(want, reference[row], candidate[row]))
     print(f"{len(reference)} rows; answered by the spec where flagd differs: {ruled}")
     assert not mismatches, f"{len(mismatches)} of {len(reference)} rows differ:\n" + "\n".join(mismatches[:30])
 

@@ -45,7 +45,7 @@ pub(super) const METADATA_HEADER: &str = "flagpole-metadata";
 /// How the answer is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Form {
-    /// `ResolveAllResponse` as protobuf; `v2` marks `variant` optional (sent even when empty).
+    /// `ResolveAllResponse` as protobuf; `v2` marks `variant` optional.
     Proto { v2: bool },
     /// Connect's JSON (protobuf's JSON mapping).
     Json,
@@ -185,8 +185,8 @@ pub(super) fn write(
     written(&pieces, kind, None, options)
 }
 
-/// The answer's bytes for these pieces, in their order; `set`: the flag set's metadata (the
-/// response's own `metadata`), for flag sets.
+/// The answer's bytes for these pieces, in their order; `set`: the response's own `metadata`
+/// (flag sets; written even when empty, as flagd does).
 fn written(
     pieces: &[Piece<'_>],
     kind: KeyKind,
@@ -198,7 +198,7 @@ fn written(
         Form::Proto { v2 } => write_proto(&mut out, pieces, kind, v2, options),
         Form::Json => write_json(&mut out, pieces, kind, options),
     }
-    if let Some(set) = set.filter(|m| !m.is_empty()) {
+    if let Some(set) = set {
         match options.form {
             Form::Proto { .. } => wire::nested(&mut out, 2, |body| wire::object(body, set)),
             Form::Json => {
@@ -215,50 +215,61 @@ fn written(
 
 /// The answer to a `ResolveAll` call on a flag set, as flagd answers it: every flag whose
 /// default variant is a boolean, string, number or object (flagd's types), a disabled one
-/// with reason `DISABLED` and no value; a flag without a default variant and one whose
-/// evaluation failed are left out. The set's metadata rides in the response's `metadata`.
+/// with reason `DISABLED` and no value, one whose evaluation failed with reason `ERROR` and the
+/// empty value of its default variant's type; a flag without a default variant is left out.
+/// Each flag carries its metadata (the file's own, so always
+/// sent, unlike Flagsmith's derived fields); the response's `metadata` is the selector the
+/// call named (`selected`), as flagd gives it.
 pub(super) fn flag_sets(
     view: &FlagView,
     context: Option<&Struct>,
     form: Form,
-    metadata: bool,
+    selected: &Map<String, Value>,
 ) -> Bytes {
     let attributes = sets::attributes(context);
     let context = Context::new(&attributes, sets::now());
     let options = Options {
         form,
-        metadata,
+        metadata: true,
         parse_json_strings: false,
         stale: view.stale(),
     };
-    let evaluations: Vec<(&str, Evaluation<'_>)> = view
+    // With each flag, the empty value of its default variant's type: a failed evaluation's.
+    let evaluations: Vec<(&str, Evaluation<'_>, Value)> = view
         .set
         .flags()
-        .filter(|flag| {
+        .filter_map(|flag| {
             let default = flag.default_variant().and_then(|v| flag.variants().get(v));
-            matches!(
-                default,
-                Some(Value::Bool(_) | Value::String(_) | Value::Number(_) | Value::Object(_))
-            )
+            let empty = match default? {
+                Value::Bool(_) => Value::Bool(false),
+                Value::String(_) => Value::String(String::new()),
+                Value::Number(_) => Value::from(0.0),
+                Value::Object(_) => Value::Object(Map::new()),
+                _ => return None,
+            };
+            Some((flag.key(), view.set.evaluate(flag.key(), &context), empty))
         })
-        .map(|flag| (flag.key(), view.set.evaluate(flag.key(), &context)))
-        .filter(|(_, evaluation)| evaluation.error.is_none())
         .collect();
     // As every OpenFeature door maps a flagd answer (staleness applied here, with the value).
     let resolutions: Vec<Resolution<'_>> = evaluations
         .iter()
-        .map(|(key, evaluation)| openfeature::flagd::resolve(key, evaluation, false))
+        .map(|(key, evaluation, _)| openfeature::flagd::resolve(key, evaluation, false))
         .collect();
     let pieces: Vec<Piece<'_>> = resolutions
         .iter()
         .zip(&evaluations)
-        .map(|(r, (_, evaluation))| {
+        .map(|(r, (_, evaluation, empty))| {
+            let shown = match r.error {
+                Some(_) => Some(empty),
+                None => r.value.as_deref(),
+            };
             let mut value = Vec::new();
             match form {
-                Form::Proto { .. } => proto_value(&mut value, r.value.as_deref()),
-                Form::Json => json_value(&mut value, r.value.as_deref()),
+                Form::Proto { .. } => proto_value(&mut value, shown),
+                Form::Json => json_value(&mut value, shown),
             }
-            let defaulted = value.is_empty();
+            // No value of its own (the caller's default or a failure): no variant, no STALE.
+            let defaulted = value.is_empty() || r.error.is_some();
             let variant = if defaulted { "" } else { r.variant_text() };
             Piece {
                 key: r.key,
@@ -269,7 +280,7 @@ pub(super) fn flag_sets(
             }
         })
         .collect();
-    written(&pieces, KeyKind::Client, Some(view.set.metadata()), options).into()
+    written(&pieces, KeyKind::Client, Some(selected), options).into()
 }
 
 /// A flag's piece: from its prepared bytes (protobuf only), or mapped on the spot.

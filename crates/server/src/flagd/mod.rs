@@ -124,11 +124,12 @@ impl Flagd {
     ) -> Result<bytes::Bytes, Status> {
         let started = Instant::now();
         let outcome = (|| {
-            let metadata = all::asks_metadata(request.metadata());
             if let Some(view) = sets::of_call(&self.state, request.metadata())? {
+                let selected = sets::selected(request.metadata());
                 let context = context(request.into_inner());
-                return Ok(all::flag_sets(&view, context.as_ref(), form, metadata));
+                return Ok(all::flag_sets(&view, context.as_ref(), form, &selected));
             }
+            let metadata = all::asks_metadata(request.metadata());
             let authorised = self.authorise(&request)?;
             let context = context(request.into_inner());
             all::answer(&self.state, &authorised, context.as_ref(), form, metadata)
@@ -167,10 +168,11 @@ impl Flagd {
 pub(crate) type Events<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// Implements one version's service. `$wrap` turns a scalar into the field's type: v1 fields are
-/// plain, v2's are `optional` (`Some`); `$value` and `$variant` mark where that applies. `$v2`:
-/// whether it is v2 (`ResolveAll` is written as bytes, `all`).
+/// plain, v2's are `optional` (`Some`); `$variant` does so for the variant name, which v2 leaves
+/// out when there is none (no value), as flagd does. `$v2`: whether it is v2 (`ResolveAll` is
+/// written as bytes, `all`).
 macro_rules! service {
-    ($v:ident, $wrap:path, $v2:expr) => {
+    ($v:ident, $wrap:path, $variant:path, $v2:expr) => {
         #[tonic::async_trait]
         impl $v::service_server::Service for Flagd {
             async fn resolve_all(
@@ -194,7 +196,7 @@ macro_rules! service {
                         $v::ResolveBooleanResponse {
                             value: scalar!($wrap, r.value, Typed::Bool),
                             reason: r.reason.to_owned(),
-                            variant: $wrap(r.variant),
+                            variant: $variant(r.variant),
                             metadata: Some(r.metadata),
                         },
                     ))
@@ -214,7 +216,7 @@ macro_rules! service {
                         $v::ResolveStringResponse {
                             value: scalar!($wrap, r.value, Typed::String),
                             reason: r.reason.to_owned(),
-                            variant: $wrap(r.variant),
+                            variant: $variant(r.variant),
                             metadata: Some(r.metadata),
                         },
                     ))
@@ -234,7 +236,7 @@ macro_rules! service {
                         $v::ResolveFloatResponse {
                             value: scalar!($wrap, r.value, Typed::Float),
                             reason: r.reason.to_owned(),
-                            variant: $wrap(r.variant),
+                            variant: $variant(r.variant),
                             metadata: Some(r.metadata),
                         },
                     ))
@@ -254,7 +256,7 @@ macro_rules! service {
                         $v::ResolveIntResponse {
                             value: scalar!($wrap, r.value, Typed::Int),
                             reason: r.reason.to_owned(),
-                            variant: $wrap(r.variant),
+                            variant: $variant(r.variant),
                             metadata: Some(r.metadata),
                         },
                     ))
@@ -278,7 +280,7 @@ macro_rules! service {
                         $v::ResolveObjectResponse {
                             value,
                             reason: r.reason.to_owned(),
-                            variant: $wrap(r.variant),
+                            variant: $variant(r.variant),
                             metadata: Some(r.metadata),
                         },
                     ))
@@ -339,5 +341,10 @@ fn plain<T>(value: T) -> T {
     value
 }
 
-service!(v1, plain, false);
-service!(v2, Some, true);
+/// v2's optional variant name: absent when there is none.
+fn named(variant: String) -> Option<String> {
+    (!variant.is_empty()).then_some(variant)
+}
+
+service!(v1, plain, plain, false);
+service!(v2, Some, named, true);

@@ -82,6 +82,11 @@ pub(super) fn selector(metadata: &MetadataMap) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// What flagd answers as a bulk call's own `metadata`: the selector the call named.
+pub(super) fn selected(metadata: &MetadataMap) -> Map<String, Value> {
+    crate::flagsets::Selector::parse(selector(metadata).as_deref()).metadata()
+}
+
 /// The request's context as the engine reads it (a missing context is an empty one).
 pub(super) fn attributes(context: Option<&Struct>) -> Map<String, Value> {
     match context.map(proto::to_json) {

@@ -31,6 +31,22 @@ impl Selector {
         }
     }
 
+    /// What flagd answers as a bulk evaluation's own `metadata` (and a missing flag's): the
+    /// selector the call named, as one key and value; nothing without one.
+    pub(crate) fn metadata(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut map = serde_json::Map::new();
+        match self {
+            Selector::All => {}
+            Selector::Source(name) => {
+                map.insert("source".into(), name.clone().into());
+            }
+            Selector::FlagSetId(id) => {
+                map.insert("flagSetId".into(), id.clone().into());
+            }
+        }
+        map
+    }
+
     /// The canonical spelling, the key views are kept under.
     pub(crate) fn key(&self) -> String {
         match self {
@@ -70,5 +86,10 @@ mod tests {
             Selector::Source("https://x/f?a=b".into())
         );
         assert_eq!(Selector::parse(Some("source=x")).key(), "source=x");
+        assert!(Selector::parse(None).metadata().is_empty());
+        assert_eq!(
+            serde_json::Value::Object(Selector::parse(Some("flagSetId=p")).metadata()),
+            serde_json::json!({"flagSetId": "p"})
+        );
     }
 }

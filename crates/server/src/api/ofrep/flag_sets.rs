@@ -1,9 +1,10 @@
 //! OFREP on flagd flag sets, answered as flagd's OFREP service answers: a request with no key
 //! (or a set's bearer token) evaluates the set its `flagd-selector` header picks; a value is
 //! left out where flagd leaves it out (no default variant, a disabled flag), unknown flags are
-//! `FLAG_NOT_FOUND` 404, the bulk answer's `metadata` is the set's. ETags and 304s as for
-//! environments (the view's revision, the selector and the whole context hashed before
-//! anything is evaluated), and `GET /ofrep/v1/events?selector=…` follows the set.
+//! `FLAG_NOT_FOUND` 404, the bulk answer's `metadata` (and a missing flag's) is the selector the
+//! request named, as flagd gives it. ETags and 304s as for environments (the view's revision,
+//! the selector and the whole context hashed before anything is evaluated), and
+//! `GET /ofrep/v1/events?selector=…` follows the set.
 
 use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use hyper::body::Incoming;
@@ -109,7 +110,8 @@ async fn evaluation(
         }
     };
     let stale = view.stale();
-    let selector_key = Selector::parse(selector).key();
+    let parsed = Selector::parse(selector);
+    let selector_key = parsed.key();
     let settings = crate::canonical::settings_tag(config, None);
     let etag = flag_set_etag(
         &view.revision,
@@ -131,10 +133,15 @@ async fn evaluation(
     let mut out = Vec::with_capacity(128 + 160 * view.set.len());
     let mut status = StatusCode::OK;
     let mut traced = None;
+    // A missing flag's metadata and the bulk answer's own: the selector, as flagd gives them.
+    let selected = parsed.metadata();
     match flag {
         Some(key) => {
             let evaluation = view.set.evaluate(key, &evaluation_context);
-            let resolved = flagd::resolve(key, &evaluation, stale);
+            let mut resolved = flagd::resolve(key, &evaluation, stale);
+            if matches!(resolved.error, Some(("FLAG_NOT_FOUND", _))) {
+                resolved.metadata = mapping::Metadata::Map(&selected);
+            }
             if let Some((code, _)) = &resolved.error {
                 status = match *code {
                     "FLAG_NOT_FOUND" => StatusCode::NOT_FOUND,
@@ -151,7 +158,14 @@ async fn evaluation(
             }
             mapping::write_flag(&mut out, &resolved);
         }
-        None => write_bulk(&mut out, state, &view, &evaluation_context, stale, selector),
+        None => write_bulk(
+            &mut out,
+            state,
+            &view,
+            &evaluation_context,
+            stale,
+            (selector, &selected),
+        ),
     }
     let mut response = full(status, out);
     response.headers_mut().insert(
@@ -167,14 +181,15 @@ async fn evaluation(
     Ok(response)
 }
 
-/// `{"flags": [...], "eventStreams": [...], "metadata": {set metadata}}`, flags in key order.
+/// `{"flags": [...], "eventStreams": [...], "metadata": {the selector}}`, flags in key order;
+/// `selected`: the selector as the request sent it and as flagd answers it in `metadata`.
 fn write_bulk(
     out: &mut Vec<u8>,
     state: &AppState,
     view: &FlagView,
     context: &flagpole_flagd::Context<'_>,
     stale: bool,
-    selector: Option<&str>,
+    (selector, selected): (Option<&str>, &Map<String, Value>),
 ) {
     out.extend_from_slice(b"{\"flags\":[");
     for (i, flag) in view.set.flags().enumerate() {
@@ -202,7 +217,7 @@ fn write_bulk(
     out.extend_from_slice(b",\"metadata\":");
     crate::canonical::write_with(
         out,
-        &Value::Object(view.set.metadata().clone()),
+        &Value::Object(selected.clone()),
         crate::canonical::Numbers::Typed,
     );
     out.push(b'}');

@@ -278,7 +278,8 @@ fn stale_answers_are_the_same_messages_saying_stale() {
 }
 
 /// A flag set's `ResolveAll`, in Connect's JSON: the flags flagd includes (a disabled one with
-/// no value, none without a default variant), per-flag metadata when asked, the set's own.
+/// no value, a failed one with the empty value of its type, none without a default variant),
+/// each with its metadata, and the selector as the answer's own.
 #[test]
 fn a_flag_sets_answer_is_flagds() {
     use crate::config::flags::FlagSource;
@@ -292,16 +293,21 @@ fn a_flag_sets_answer_is_flagds() {
             "n": {"state": "ENABLED", "variants": {"three": 3}, "defaultVariant": "three"},
             "off": {"state": "DISABLED", "variants": {"y": true}, "defaultVariant": "y"},
             "unset": {"state": "ENABLED", "variants": {"a": "A"}, "defaultVariant": null},
-            "list": {"state": "ENABLED", "variants": {"a": [1]}, "defaultVariant": "a"}}}"#,
+            "list": {"state": "ENABLED", "variants": {"a": [1]}, "defaultVariant": "a"},
+            "broken": {"state": "ENABLED", "variants": {"a": "A"}, "defaultVariant": "a",
+                       "targeting": {"if": [true, "nowhere"]}}}}"#,
     )
     .unwrap();
     let view = sets.view(None).unwrap();
-    let answer = flag_sets(&view, None, Form::Json, true);
+    let selected = crate::flagsets::Selector::parse(Some("flagSetId=shop")).metadata();
+    let answer = flag_sets(&view, None, Form::Json, &selected);
     let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
     assert_eq!(
         answer,
         serde_json::json!({
             "flags": {
+                "broken": {"reason": "ERROR", "variant": "", "stringValue": "",
+                           "metadata": {"flagSetId": "shop"}},
                 "n": {"reason": "STATIC", "variant": "three", "doubleValue": 3.0,
                       "metadata": {"flagSetId": "shop"}},
                 "off": {"reason": "DISABLED", "variant": "", "metadata": {"flagSetId": "shop"}},
