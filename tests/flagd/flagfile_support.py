@@ -11,6 +11,7 @@ import random
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,33 @@ def contexts(seed: int, n: int) -> list[dict]:
                     ctx[key] = value
         out.append(ctx)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# The reference evaluator
+
+
+def reference_python() -> str:
+    """The reference evaluator's venv (scripts/test.sh makes it)."""
+    path = Path(os.environ.get("FLAGPOLE_FLAGD_REFERENCE_PYTHON")
+                or ROOT / ".venv-flagd-reference" / "bin" / "python")
+    if not path.is_file():
+        pytest.skip(f"the reference's venv is missing ({path}): scripts/test.sh makes it")
+    return str(path)
+
+
+def evaluated(flag_path: Path, flags: list[str], ctxs: list[dict]) -> dict[tuple[str, int], dict]:
+    """What the reference evaluator (openfeature-flagd-core 1.0.0, the spec's semantics where flagd
+    (Go) is older) answers for each flag in each context: {(flag, context index): answer}."""
+    runner = ROOT / "tests" / "flagd_definitions" / "reference_runner.py"
+    order = [(flag, i) for flag in sorted(flags) for i in range(len(ctxs))]
+    lines = "".join(json.dumps({"flag": flag, "context": ctxs[i]}) + "\n" for flag, i in order)
+    proc = subprocess.run([reference_python(), str(runner), str(flag_path), str(int(time.time()))],
+                          input=lines, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    answers_ = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert len(answers_) == len(order), proc.stdout[:2000]
+    return dict(zip(order, answers_))
 
 
 # --------------------------------------------------------------------------------------------

@@ -98,16 +98,18 @@ impl Flagd {
         Ok(authorised)
     }
 
-    /// One typed resolution: the request's key and context taken out by `parts`.
+    /// One typed resolution: the request's key and context taken out by `parts`; `v2`: the call
+    /// came to the v2 service.
     fn one<M>(
         &self,
         request: Request<M>,
         kind: Kind,
+        v2: bool,
         parts: impl FnOnce(M) -> (String, Option<prost_types::Struct>),
     ) -> Result<Resolved, Status> {
         if let Some(view) = sets::of_call(&self.state, request.metadata())? {
             let (key, context) = parts(request.into_inner());
-            return sets::one(&view, &key, context.as_ref(), kind);
+            return sets::one(&view, &key, context.as_ref(), kind, v2);
         }
         let authorised = self.authorise(&request)?;
         let (key, context) = parts(request.into_inner());
@@ -190,7 +192,7 @@ macro_rules! service {
             ) -> Result<Response<$v::ResolveBooleanResponse>, Status> {
                 let started = Instant::now();
                 let outcome = (|| {
-                    let r = self.one(request, Kind::Bool, |m| (m.flag_key, m.context))?;
+                    let r = self.one(request, Kind::Bool, $v2, |m| (m.flag_key, m.context))?;
                     Ok(traced(
                         r.traced,
                         $v::ResolveBooleanResponse {
@@ -210,7 +212,7 @@ macro_rules! service {
             ) -> Result<Response<$v::ResolveStringResponse>, Status> {
                 let started = Instant::now();
                 let outcome = (|| {
-                    let r = self.one(request, Kind::String, |m| (m.flag_key, m.context))?;
+                    let r = self.one(request, Kind::String, $v2, |m| (m.flag_key, m.context))?;
                     Ok(traced(
                         r.traced,
                         $v::ResolveStringResponse {
@@ -230,7 +232,7 @@ macro_rules! service {
             ) -> Result<Response<$v::ResolveFloatResponse>, Status> {
                 let started = Instant::now();
                 let outcome = (|| {
-                    let r = self.one(request, Kind::Float, |m| (m.flag_key, m.context))?;
+                    let r = self.one(request, Kind::Float, $v2, |m| (m.flag_key, m.context))?;
                     Ok(traced(
                         r.traced,
                         $v::ResolveFloatResponse {
@@ -250,7 +252,7 @@ macro_rules! service {
             ) -> Result<Response<$v::ResolveIntResponse>, Status> {
                 let started = Instant::now();
                 let outcome = (|| {
-                    let r = self.one(request, Kind::Int, |m| (m.flag_key, m.context))?;
+                    let r = self.one(request, Kind::Int, $v2, |m| (m.flag_key, m.context))?;
                     Ok(traced(
                         r.traced,
                         $v::ResolveIntResponse {
@@ -270,7 +272,7 @@ macro_rules! service {
             ) -> Result<Response<$v::ResolveObjectResponse>, Status> {
                 let started = Instant::now();
                 let outcome = (|| {
-                    let r = self.one(request, Kind::Object, |m| (m.flag_key, m.context))?;
+                    let r = self.one(request, Kind::Object, $v2, |m| (m.flag_key, m.context))?;
                     let value = match r.value {
                         Typed::Object(o) => Some(o),
                         _ => None,

@@ -102,15 +102,25 @@ pub(super) fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// One flag of the requested type from `view`.
+/// One flag of the requested type from `view`; `v2`: asked of the v2 service.
+///
+/// A flag without a value (no default variant, no match) is `NOT_FOUND` on v1, as flagd
+/// answers it there: v1's fields cannot say "no value", and the Go and Java providers read an
+/// answer without one as the type's zero value, where an error gives every provider the
+/// caller's default. v2 answers it reason `DEFAULT` without a value.
 pub(super) fn one(
     view: &FlagView,
     key: &str,
     context: Option<&Struct>,
     kind: Kind,
+    v2: bool,
 ) -> Result<Resolved, Status> {
     let attributes = attributes(context);
     let evaluation = view.set.evaluate(key, &Context::new(&attributes, now()));
+    let no_value = evaluation.error.is_none() && evaluation.value.is_none();
+    if !v2 && no_value && matches!(evaluation.reason, flagpole_flagd::Reason::Default) {
+        return Err(Status::not_found(format!("flag '{key}' has no value")));
+    }
     if let Some((code, message)) = &evaluation.error {
         let status = failed(*code, key, message);
         return Err(match FlagEvaluated::failed(key, code.as_str()) {

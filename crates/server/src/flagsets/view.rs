@@ -154,6 +154,25 @@ fn flag_set_id(metadata: &Map<String, Value>) -> &str {
         .unwrap_or("")
 }
 
+/// The definitions as flagd's sync service sends them: no default variant is `""` (the
+/// in-process resolvers read a null or absent one otherwise than flagd does), and each flag
+/// names its `source`.
+fn sync_configuration(mut flags: Map<String, Value>, source_of: &HashMap<String, &str>) -> Bytes {
+    for (key, definition) in flags.iter_mut() {
+        let Value::Object(o) = definition else {
+            continue;
+        };
+        if !matches!(o.get("defaultVariant"), Some(Value::String(_))) {
+            o.insert("defaultVariant".into(), Value::String(String::new()));
+        }
+        if let Some(source) = source_of.get(key) {
+            o.insert("source".into(), Value::String((*source).to_owned()));
+        }
+    }
+    let configuration = serde_json::json!({ "flags": flags });
+    Bytes::from(serde_json::to_vec(&configuration).unwrap_or_default())
+}
+
 /// The view of the flags `pick(source index, effective metadata)` keeps, later sources winning.
 fn view_of(
     inputs: &[Input<'_>],
@@ -162,6 +181,8 @@ fn view_of(
     pick: impl Fn(usize, &Map<String, Value>) -> bool,
 ) -> FlagView {
     let mut parts = Vec::new();
+    // Each flag's source name (the later source wins, as in the merge), for the sync service.
+    let mut source_of: HashMap<String, &str> = HashMap::new();
     let mut sources = Vec::new();
     let mut stale = Vec::new();
     let mut updated_at_ms = 0;
@@ -181,6 +202,10 @@ fn view_of(
         let file = serde_json::json!({"flags": flags, "metadata": set.metadata()});
         // Definitions taken from a set that compiled compile again.
         if let Ok(part) = FlagSet::from_value(&file) {
+            let name = inputs[index].names.first().map_or("", String::as_str);
+            for flag in part.flags() {
+                source_of.insert(flag.key().to_owned(), name);
+            }
             parts.push(part);
             sources.push(index);
             stale.push(inputs[index].stale.clone());
@@ -202,10 +227,9 @@ fn view_of(
         fingerprints.insert(flag.key().to_owned(), crate::canonical::sha256(&definition));
         flags.insert(flag.key().to_owned(), definition);
     }
-    let configuration = serde_json::json!({ "flags": flags });
     let revision_input = serde_json::json!({"flags": flags, "metadata": set.metadata()});
     let revision = crate::canonical::hex(&crate::canonical::sha256(&revision_input), 32);
-    let configuration = Bytes::from(serde_json::to_vec(&configuration).unwrap_or_default());
+    let configuration = sync_configuration(flags, &source_of);
     FlagView {
         set,
         revision,
