@@ -206,6 +206,53 @@ def test_every_front_door_joins_the_callers_trace(tmp_path, flagpole, jaeger, pr
             assert missing.tags["rpc.grpc.status_code"] == code, missing.tags
 
 
+def test_flag_set_evaluations_join_the_callers_trace(tmp_path, flagpole, jaeger):
+    """A flagd flag file served keyless: OFREP, flagd gRPC and Connect evaluations are server
+    spans under the caller's, with the flag, its reason and variant, a missing flag's error.type,
+    and no environment-key fingerprint (there is no key)."""
+    flags = tmp_path / "flags.json"
+    flags.write_text(json.dumps({"flags": {
+        "shown": {"state": "ENABLED", "variants": {"on": True, "off": False}, "defaultVariant": "off",
+                  "targeting": {"if": [{"==": [{"var": "plan"}, "pro"]}, "on"]}}}}))
+    grpc_port = free_port()
+    envs = standard_envs()
+    paths = write_documents(tmp_path / "docs", envs)
+    config = local_config(paths, envs, flagpole={"grpc": {"port": grpc_port}})
+    config["flags"] = [{"uri": str(flags)}]
+    fp = flagpole(config=config, env=otel_env(jaeger, "grpc"))
+    fp.wait_ready()
+    calls = {name: Caller.new() for name in ("ofrep", "ofrep 404", "grpc", "connect")}
+    r = fp.post("/ofrep/v1/evaluate/flags/shown", {"context": {"plan": "pro"}},
+                headers=calls["ofrep"].headers())
+    assert r.status == 200 and r.json()["value"] is True, r
+    r = fp.post("/ofrep/v1/evaluate/flags/gone", {"context": {}}, headers=calls["ofrep 404"].headers())
+    assert r.status == 404, r
+    with grpc.insecure_channel(f"{HOST}:{grpc_port}") as channel:
+        answer = v1_grpc.ServiceStub(channel).ResolveBoolean(
+            v1.ResolveBooleanRequest(flag_key="shown"), metadata=[("traceparent", calls["grpc"].traceparent)],
+            timeout=10)
+    assert (answer.value, answer.reason) == (False, "DEFAULT")
+    r = http_request(grpc_port, "POST", "/flagd.evaluation.v1.Service/ResolveBoolean", calls["connect"].headers(),
+                     {"flagKey": "shown", "context": {"plan": "pro"}})
+    assert r.status == 200, r
+    assert fp.stop() == 0
+
+    spans = {name: jaeger.wait_span(c.trace_id, lambda s, c=c: s.parent == c.span_id,
+                                    f"Flagpole's span under the caller's ({name})") for name, c in calls.items()}
+    for name, span in spans.items():
+        assert span.tags["span.kind"] == "server", (name, span.tags)
+        assert "flagpole.environment_key.fingerprint" not in span.tags, (name, span.tags)
+    assert spans["ofrep"].tags["feature_flag.key"] == "shown"
+    assert (spans["ofrep"].tags["feature_flag.result.reason"], spans["ofrep"].tags["feature_flag.result.variant"]) \
+        == ("TARGETING_MATCH", "on"), spans["ofrep"].tags
+    assert spans["ofrep 404"].tags["error.type"] == "flag_not_found", spans["ofrep 404"].tags
+    assert spans["grpc"].name == "flagd.evaluation.v1.Service/ResolveBoolean"
+    assert (spans["grpc"].tags["feature_flag.key"], spans["grpc"].tags["feature_flag.result.reason"]) \
+        == ("shown", "DEFAULT"), spans["grpc"].tags
+    assert spans["connect"].tags["rpc.system"] == "connect_rpc", spans["connect"].tags
+    assert spans["connect"].tags["feature_flag.result.variant"] == "on", spans["connect"].tags
+
+
 def test_the_identifier_is_recorded_only_when_the_option_says_so(tmp_path, flagpole, jaeger):
     fp, envs = start_local(flagpole, tmp_path, otel_env(jaeger, "http/protobuf"),
                            telemetry={"record_identifier": True})
