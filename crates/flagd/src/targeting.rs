@@ -1,8 +1,10 @@
 //! A flag's targeting rule: compiled once with the set's datalogic engine (our operators
 //! registered, `ops`), run per evaluation over the caller's context plus `$flagd`
-//! (`flagKey`, `timestamp`) and `targetingKey`, built in a per-call arena.
+//! (`flagKey`, `timestamp`) and `targetingKey`: the context converted once per call (`Input`),
+//! each rule's input and temporaries in an arena of its own.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 use datalogic_rs::bumpalo::Bump;
 use datalogic_rs::datavalue::NumberValue;
@@ -74,18 +76,13 @@ impl Engine {
         }
     }
 
-    pub(crate) fn run(
-        &self,
-        targeting: &Targeting,
-        flag_key: &str,
-        context: &Context<'_>,
-    ) -> Outcome {
+    pub(crate) fn run(&self, targeting: &Targeting, flag_key: &str, input: &Input<'_>) -> Outcome {
         let rule = match targeting {
             Targeting::Rule(rule) => rule,
             Targeting::Invalid(why) => return Outcome::Invalid(why.clone()),
         };
         let arena = Bump::new();
-        let data = data(&arena, flag_key, context);
+        let data = input.prepared().data(&arena, flag_key);
         match self.0.evaluate(rule, data, &arena) {
             Ok(result) => variant_of(result),
             // An operation nobody knows is found when reached, as the reference finds it
@@ -96,29 +93,77 @@ impl Engine {
     }
 }
 
-/// The rule's input: the caller's context with `$flagd` and `targetingKey` set by us.
-fn data<'a>(arena: &'a Bump, flag_key: &str, context: &Context<'_>) -> &'a DataValue<'a> {
-    let attributes = context.attributes;
-    let mut members: Vec<(&'a str, DataValue<'a>)> = Vec::with_capacity(attributes.len() + 2);
-    for (key, value) in attributes {
-        if key != "$flagd" && key != "targetingKey" {
-            members.push((arena.alloc_str(key), convert(arena, value)));
+/// What a call's rules read: the caller's context, converted for the rule engine the first time
+/// a rule runs and then shared by every flag the call evaluates (only `$flagd.flagKey` differs
+/// between flags), so a bulk evaluation converts the context once, not once per flag.
+pub(crate) struct Input<'c> {
+    arena: &'c Bump,
+    context: &'c Context<'c>,
+    prepared: OnceCell<Prepared<'c>>,
+}
+
+impl<'c> Input<'c> {
+    /// `arena` holds the converted context for as long as the call lasts.
+    pub(crate) fn new(arena: &'c Bump, context: &'c Context<'c>) -> Input<'c> {
+        Input {
+            arena,
+            context,
+            prepared: OnceCell::new(),
         }
     }
-    let flagd = arena.alloc_slice_fill_iter([
-        ("flagKey", DataValue::String(arena.alloc_str(flag_key))),
-        (
-            "timestamp",
-            DataValue::from_i64(i64::try_from(context.now_unix_secs).unwrap_or(i64::MAX)),
-        ),
-    ]);
-    members.push(("$flagd", DataValue::Object(flagd)));
-    let targeting_key = match attributes.get("targetingKey") {
-        Some(value) => convert(arena, value),
-        None => DataValue::Null,
-    };
-    members.push(("targetingKey", targeting_key));
-    arena.alloc(DataValue::Object(arena.alloc_slice_fill_iter(members)))
+
+    fn prepared(&self) -> &Prepared<'c> {
+        self.prepared
+            .get_or_init(|| Prepared::new(self.arena, self.context))
+    }
+}
+
+/// The caller's context in the rule engine's values: its attributes but `$flagd` and
+/// `targetingKey` (both set by us), the targeting key, the time.
+struct Prepared<'c> {
+    attributes: Vec<(&'c str, DataValue<'c>)>,
+    targeting_key: DataValue<'c>,
+    timestamp: DataValue<'c>,
+}
+
+impl<'c> Prepared<'c> {
+    fn new(arena: &'c Bump, context: &Context<'_>) -> Prepared<'c> {
+        let attributes = context
+            .attributes
+            .iter()
+            .filter(|(key, _)| *key != "$flagd" && *key != "targetingKey")
+            .map(|(key, value)| (&*arena.alloc_str(key), convert(arena, value)))
+            .collect();
+        let targeting_key = match context.attributes.get("targetingKey") {
+            Some(value) => convert(arena, value),
+            None => DataValue::Null,
+        };
+        let timestamp =
+            DataValue::from_i64(i64::try_from(context.now_unix_secs).unwrap_or(i64::MAX));
+        Prepared {
+            attributes,
+            targeting_key,
+            timestamp,
+        }
+    }
+
+    /// One flag's rule input: the shared values (copied shallowly) with `$flagd` for `flag_key`.
+    fn data<'a>(&self, arena: &'a Bump, flag_key: &str) -> &'a DataValue<'a>
+    where
+        'c: 'a,
+    {
+        let flagd = arena.alloc_slice_fill_iter([
+            ("flagKey", DataValue::String(arena.alloc_str(flag_key))),
+            ("timestamp", self.timestamp),
+        ]);
+        let n = self.attributes.len();
+        let members = arena.alloc_slice_fill_with(n + 2, |i| match i.cmp(&n) {
+            std::cmp::Ordering::Less => self.attributes[i],
+            std::cmp::Ordering::Equal => ("$flagd", DataValue::Object(flagd)),
+            std::cmp::Ordering::Greater => ("targetingKey", self.targeting_key),
+        });
+        arena.alloc(DataValue::Object(members))
+    }
 }
 
 fn convert<'a>(arena: &'a Bump, value: &Value) -> DataValue<'a> {

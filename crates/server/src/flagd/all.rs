@@ -235,21 +235,18 @@ pub(super) fn flag_sets(
         stale: view.stale(),
     };
     // With each flag, the empty value of its default variant's type: a failed evaluation's.
-    let evaluations: Vec<(&str, Evaluation<'_>, Value)> = view
-        .set
-        .flags()
-        .filter_map(|flag| {
-            let default = flag.default_variant().and_then(|v| flag.variants().get(v));
-            let empty = match default? {
-                Value::Bool(_) => Value::Bool(false),
-                Value::String(_) => Value::String(String::new()),
-                Value::Number(_) => Value::from(0.0),
-                Value::Object(_) => Value::Object(Map::new()),
-                _ => return None,
-            };
-            Some((flag.key(), view.set.evaluate(flag.key(), &context), empty))
-        })
-        .collect();
+    let mut evaluations: Vec<(&str, Evaluation<'_>, Value)> = Vec::with_capacity(view.set.len());
+    view.set.evaluate_each(&context, |flag, evaluation| {
+        let default = flag.default_variant().and_then(|v| flag.variants().get(v));
+        let empty = match default {
+            Some(Value::Bool(_)) => Value::Bool(false),
+            Some(Value::String(_)) => Value::String(String::new()),
+            Some(Value::Number(_)) => Value::from(0.0),
+            Some(Value::Object(_)) => Value::Object(Map::new()),
+            _ => return,
+        };
+        evaluations.push((flag.key(), evaluation, empty));
+    });
     // As every OpenFeature door maps a flagd answer (staleness applied here, with the value).
     let resolutions: Vec<Resolution<'_>> = evaluations
         .iter()

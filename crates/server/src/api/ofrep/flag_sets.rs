@@ -192,13 +192,14 @@ fn write_bulk(
     (selector, selected): (Option<&str>, &Map<String, Value>),
 ) {
     out.extend_from_slice(b"{\"flags\":[");
-    for (i, flag) in view.set.flags().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    view.set.evaluate_each(context, |flag, evaluation| {
+        if !first {
             out.push(b',');
         }
-        let evaluation = view.set.evaluate(flag.key(), context);
+        first = false;
         mapping::write_flag(out, &flagd::resolve(flag.key(), &evaluation, stale));
-    }
+    });
     out.push(b']');
     let sse = &state.config.ofrep.sse;
     if sse.enabled {
