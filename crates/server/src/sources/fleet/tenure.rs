@@ -109,7 +109,9 @@ impl Tenure {
                 self.seen_free = false;
                 self.subject.say(
                     tracing::Level::DEBUG,
-                    &format!("handing the lease on the {noun} over: more than this replica's share"),
+                    &format!(
+                        "handing the lease on the {noun} over: more than this replica's share"
+                    ),
                 );
                 return Change::Dropped;
             }
@@ -130,9 +132,7 @@ impl Tenure {
                 Ok(Renewal::Lost) => {
                     self.subject.say(
                         tracing::Level::INFO,
-                        &format!(
-                            "lease on the {noun} lost (expired, or taken by another replica)"
-                        ),
+                        &format!("lease on the {noun} lost (expired, or taken by another replica)"),
                     );
                     self.drop_lease(fleet)
                 }
