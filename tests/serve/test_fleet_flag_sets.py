@@ -2,7 +2,8 @@
 lease), stores each accepted flag file with its ETag in Redis under a digest of the URL and
 announces it; the others serve it from there. A change reaches every replica; the holder's death
 hands the polling to a survivor once its lease runs out; a broken flag file, from the URL or
-planted in Redis, never replaces the last good one.
+planted in Redis, never replaces the last good one; a replica joining serves what Redis holds;
+while the URL does not answer every replica answers STALE.
 
 Real parts only: Debian's `redis-server`, a scripted HTTP flag server and three Flagpole replicas,
 all on loopback. Each replica sends its own `X-Replica` header with its fetches, so the flag server
@@ -64,6 +65,8 @@ def test_one_replica_polls_each_flag_url_for_the_fleet(redis, flagpole, tmp_path
 def run_fleet(redis: RedisServer, flagpole, tmp_path, server: FlagServer) -> None:
     def config(name: str) -> dict:
         return {"flags": [{"uri": server.url, "interval": 1, "headers": {"X-Replica": name}}],
+                "api_poll_frequency_seconds": 1,
+                "health_check": {"environment_update_grace_period_seconds": LEASE_SECONDS},
                 "flagpole": {"fleet": {"redis_url": redis.url, "lease_seconds": LEASE_SECONDS}}}
 
     replicas = {name: flagpole(config(name), workdir=tmp_path / name) for name in NAMES}
@@ -125,3 +128,24 @@ def run_fleet(redis: RedisServer, flagpole, tmp_path, server: FlagServer) -> Non
                "the holder never repaired the flag file Redis held")
     for name, fp in survivors.items():
         assert color(fp) == "#0a0", name
+
+    server.set(body=json.dumps(with_color("green")).encode())
+
+    # 5. A replica joining now serves what Redis holds without asking the URL (the lease is held).
+    late = flagpole(config("d"), workdir=tmp_path / "d")
+    wait_until(lambda: late.get("/proxy/health/serving").status == 200, WAIT, "the new replica never served")
+    assert color(late) == "#0a0"
+    assert "d" not in requesters(server, 0)
+    everyone = [*survivors.values(), late]
+
+    # 6. The URL stops answering: every replica, holder or not, answers STALE with the last good
+    # value, and fresh again once the URL answers.
+    server.set(status=500)
+    for fp in everyone:
+        wait_until(lambda fp=fp: ofrep(fp, "color").json().get("reason") == "STALE", WAIT,
+                   f"flagpole on port {fp.port} never answered STALE")
+        assert color(fp) == "#0a0"
+    server.set(status=200)
+    for fp in everyone:
+        wait_until(lambda fp=fp: ofrep(fp, "color").json().get("reason") != "STALE", WAIT,
+                   f"flagpole on port {fp.port} stayed STALE")
