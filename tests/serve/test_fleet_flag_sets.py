@@ -3,7 +3,8 @@ lease), stores each accepted flag file with its ETag in Redis under a digest of 
 announces it; the others serve it from there. A change reaches every replica; the holder's death
 hands the polling to a survivor once its lease runs out; a broken flag file, from the URL or
 planted in Redis, never replaces the last good one; a replica joining serves what Redis holds;
-while the URL does not answer every replica answers STALE.
+while the URL does not answer every replica answers STALE; while Redis does not answer every
+replica polls the URL itself.
 
 Real parts only: Debian's `redis-server`, a scripted HTTP flag server and three Flagpole replicas,
 all on loopback. Each replica sends its own `X-Replica` header with its fetches, so the flag server
@@ -149,3 +150,13 @@ def run_fleet(redis: RedisServer, flagpole, tmp_path, server: FlagServer) -> Non
     for fp in everyone:
         wait_until(lambda fp=fp: ofrep(fp, "color").json().get("reason") != "STALE", WAIT,
                    f"flagpole on port {fp.port} stayed STALE")
+
+    # 7. Redis goes away: every replica polls the URL itself, and a change still reaches all.
+    redis.stop()
+    since = len(server.requests)
+    wait_until(lambda: requesters(server, since) >= {*survivors, "d"}, WAIT,
+               "the replicas never polled the URL themselves while Redis was down")
+    server.set(body=json.dumps(with_color("red", with_color("green"))).encode())
+    for fp in everyone:
+        wait_until(lambda fp=fp: color(fp) == "#c00", WAIT,
+                   f"flagpole on port {fp.port} never served the change while Redis was down")
