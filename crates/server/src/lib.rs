@@ -107,10 +107,12 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let warm = warm_start(&config)?;
     load_documents(plan, warm.clone(), &shutdown).await?;
-    // flagd flag sets: the files the preflight compiled, warm-start copies of URL sources, then
-    // the watcher and a poller per URL.
-    let flag_sets = flagsets::sources::start(&config, ready.flags, warm.clone(), &shutdown).await?;
     let (fleet, from_fleet) = start_fleet(&config, &store, warm.as_deref(), &shutdown).await?;
+    // flagd flag sets: the files the preflight compiled, warm-start copies of URL sources, then
+    // the watcher and a poller per URL (in a fleet, one per URL across the fleet).
+    let flag_sets =
+        flagsets::sources::start(&config, ready.flags, warm.clone(), fleet.clone(), &shutdown)
+            .await?;
     // Once the start-up loads are done, so that it says where each document came from.
     banner::print(
         &store,

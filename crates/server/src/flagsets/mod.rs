@@ -1,6 +1,7 @@
 //! flagd flag sets: the flagd-format definitions Flagpole serves beside (or instead of)
 //! Flagsmith environments, from files (`--flags`, watched) and http(s) URLs (polled with
-//! `If-None-Match`), merged as flagd merges its sources. Every OpenFeature door (OFREP, flagd
+//! `If-None-Match`: `poll.rs`; in a fleet, by one replica for all: `fleet.rs`), merged as flagd
+//! merges its sources. Every OpenFeature door (OFREP, flagd
 //! gRPC/Connect, EventStream, flagd's sync service) reads them through this one interface:
 //!
 //! - [`FlagSets::view`]`(selector)`: the current [`FlagView`] for a flagd selector (`None` or
@@ -18,6 +19,8 @@
 //! ([`FlagView::changed_keys`]).
 
 mod facts;
+mod fleet;
+mod poll;
 mod selector;
 pub(crate) mod sources;
 mod view;

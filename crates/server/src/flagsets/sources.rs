@@ -1,18 +1,17 @@
 //! Where flag sets come from: files (read and compiled before the proxy listens, then watched
-//! by the one file watcher) and http(s) URLs (polled on each source's own schedule with
-//! `If-None-Match`, on the upstream poller's HTTP client). A file or answer that does not
-//! compile keeps the last good set; the refusal is logged naming the source, the flag's JSON
-//! path and why, and counted for `/metrics`.
+//! by the one file watcher; each replica reads its own, even in a fleet) and http(s) URLs
+//! (polled by `poll.rs`; in a fleet, one replica polls each URL for all: `fleet.rs`). A file or
+//! answer that does not compile keeps the last good set; the refusal is logged naming the
+//! source, the flag's JSON path and why, and counted for `/metrics`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::config::flags::FlagSource;
 use crate::config::Config;
 use crate::shutdown::Shutdown;
 use crate::sources::file_watcher::{Watched, WatchedFile};
-use crate::sources::poll_schedule::PollSchedule;
+use crate::sources::fleet::Fleet;
 use crate::sources::warm_start::WarmStart;
 
 use super::FlagSets;
@@ -36,11 +35,13 @@ pub(crate) fn read_files(sources: &[FlagSource]) -> Result<Vec<Option<String>>, 
 }
 
 /// The flag sets of the process: files published from what the preflight read, watched, and a
-/// poller per URL source until shutdown.
+/// poller per URL source until shutdown (in a fleet, one that polls only while it holds the
+/// URL's lease).
 pub(crate) async fn start(
     config: &Arc<Config>,
     files: Vec<Option<String>>,
     warm: Option<Arc<WarmStart>>,
+    fleet: Option<Arc<Fleet>>,
     shutdown: &Shutdown,
 ) -> Result<Arc<FlagSets>, String> {
     let sets = Arc::new(FlagSets::new(&config.flags));
@@ -91,20 +92,24 @@ pub(crate) async fn start(
                     }
                 }
             }
-            shutdown.spawn(poll(
+            let url = super::poll::UrlSource::new(
                 sets.clone(),
                 index,
                 client.clone(),
                 config.clone(),
                 warm.clone(),
-                shutdown.requested.clone(),
-            ));
+            );
+            let stop = shutdown.requested.clone();
+            match &fleet {
+                Some(fleet) => shutdown.spawn(super::fleet::run(url, fleet.clone(), stop)),
+                None => shutdown.spawn(super::poll::run(url, stop)),
+            }
         }
     }
     Ok(sets)
 }
 
-fn flag_count(sets: &FlagSets, index: usize) -> usize {
+pub(super) fn flag_count(sets: &FlagSets, index: usize) -> usize {
     let name = sets.sources[index].name().to_owned();
     sets.view(Some(&format!("source={name}")))
         .map_or(0, |v| v.set.len())
@@ -112,7 +117,7 @@ fn flag_count(sets: &FlagSets, index: usize) -> usize {
 
 /// Publishes new text of source `index`, compiled and the views built on the blocking pool
 /// (every view is compiled again: CPU work no request should wait behind).
-async fn publish(
+pub(super) async fn publish(
     sets: &Arc<FlagSets>,
     index: usize,
     text: String,
@@ -188,107 +193,4 @@ impl FileSource {
             ),
         }
     }
-}
-
-/// Polls one URL source until `stop`: at once, then every `interval` (a phase of its own plus
-/// jitter, as environments are polled); conditional on the last `ETag`; marked stale when its
-/// last good answer is older than the interval plus the grace period.
-async fn poll(
-    sets: Arc<FlagSets>,
-    index: usize,
-    client: reqwest::Client,
-    config: Arc<Config>,
-    warm: Option<Arc<WarmStart>>,
-    stop: tokio_util::sync::CancellationToken,
-) {
-    let source = sets.sources[index].clone();
-    let interval = source.config.interval;
-    let grace = config.health.stale_grace;
-    let mut schedule = PollSchedule::new(interval, Instant::now());
-    let mut etag: Option<String> = None;
-    let mut last_good: Option<Instant> = None;
-    let started = Instant::now();
-    loop {
-        let fetched = tokio::time::timeout(
-            config.upstream.poll_timeout,
-            fetch(&client, &source.config, etag.as_deref()),
-        )
-        .await
-        .unwrap_or_else(|_| Err("timed out".into()));
-        match fetched {
-            Ok(Fetched::NotModified) => last_good = Some(Instant::now()),
-            Ok(Fetched::Body { text, etag: tag }) => {
-                match publish(&sets, index, text.clone()).await {
-                    Ok(changed) => {
-                        last_good = Some(Instant::now());
-                        etag = tag;
-                        if changed {
-                            tracing::info!(url = %source.config.uri, flags = flag_count(&sets, index), "flag source loaded");
-                            if let Some(warm) = &warm {
-                                warm.save_flags(&source.config.uri, text).await;
-                            }
-                        }
-                    }
-                    Err(e) => tracing::warn!(
-                        url = %source.config.uri,
-                        path = %e.path,
-                        reason = %e.message,
-                        "flag source refused ({}: {}); the last good flags are kept",
-                        e.path,
-                        e.message
-                    ),
-                }
-            }
-            Err(reason) => {
-                *source.last_error.lock() = Some(reason.clone());
-                tracing::warn!(url = %source.config.uri, %reason, "flag source fetch failed; the last good flags are kept");
-            }
-        }
-        if let Some(grace) = grace {
-            let since = last_good.unwrap_or(started).elapsed();
-            sets.set_stale(index, source.loaded() && since > interval + grace);
-        }
-        let next = schedule.next_after(Instant::now());
-        tokio::select! {
-            _ = tokio::time::sleep_until(next.into()) => {}
-            _ = stop.cancelled() => return,
-        }
-    }
-}
-
-enum Fetched {
-    NotModified,
-    Body { text: String, etag: Option<String> },
-}
-
-async fn fetch(
-    client: &reqwest::Client,
-    source: &FlagSource,
-    etag: Option<&str>,
-) -> Result<Fetched, String> {
-    let mut request = client.get(&source.uri).header("accept", "application/json");
-    if let Some(auth) = &source.auth_header {
-        request = request.header("authorization", auth);
-    }
-    for (name, value) in &source.headers {
-        request = request.header(name, value);
-    }
-    if let Some(etag) = etag {
-        request = request.header("if-none-match", etag);
-    }
-    let response = request.send().await.map_err(|e| e.to_string())?;
-    let status = response.status();
-    if status == reqwest::StatusCode::NOT_MODIFIED {
-        return Ok(Fetched::NotModified);
-    }
-    if !status.is_success() {
-        return Err(format!("HTTP {status}"));
-    }
-    let etag = response
-        .headers()
-        .get("etag")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let text = response.text().await.map_err(|e| e.to_string())?;
-    Ok(Fetched::Body { text, etag })
 }

@@ -9,7 +9,11 @@
 //! polls the upstream itself, as without a fleet (`reach.rs` logs it, `backoff.rs` spaces the
 //! attempts to connect again); when it answers again, leases resume.
 //!
-//! Redis key names carry a digest of the client key, never a key itself.
+//! Flag-set URL sources (`flags`) are shared the same way (`flagsets/fleet.rs`): one lease per
+//! URL, the raw flag file and its ETag stored and announced (`stored.rs`), the lease kept up as
+//! an environment's is (`tenure.rs`).
+//!
+//! Redis key names carry a digest of the client key (or URL), never a key itself.
 
 pub(crate) mod backoff;
 pub(crate) mod discovery;
@@ -21,6 +25,7 @@ pub(crate) mod notices;
 pub(crate) mod reach;
 pub(crate) mod share;
 pub(crate) mod stored;
+pub(crate) mod tenure;
 pub(crate) mod traced;
 
 use std::collections::HashMap;
@@ -199,13 +204,15 @@ impl Fleet {
         facts
     }
 
-    /// Environments served here (each replica's share of the leases is counted from them).
-    fn environments(&self) -> usize {
+    /// Subjects polled for the fleet served here, environments and flag-set URLs (each
+    /// replica's share of the leases is counted from them).
+    fn subjects(&self) -> usize {
         self.notices.lock().len()
     }
 
-    /// An environment served here from now on: its notice to wait on.
-    fn register(&self, id: &str) -> Arc<Notify> {
+    /// A subject (an environment, a flag-set URL) served here from now on: its notice to wait
+    /// on.
+    pub(crate) fn register(&self, id: &str) -> Arc<Notify> {
         self.notices
             .lock()
             .entry(id.to_owned())
@@ -213,7 +220,7 @@ impl Fleet {
             .clone()
     }
 
-    fn unregister(&self, id: &str) {
+    pub(crate) fn unregister(&self, id: &str) {
         self.notices.lock().remove(id);
     }
 }
@@ -283,7 +290,8 @@ pub(crate) fn environment_id(key: &str) -> String {
 }
 
 /// The Redis names of one thing polled upstream for the fleet: an environment (by the digest of
-/// its client key) or the `proxy_key` listing (by the digest of the proxy key). Its document (a
+/// its client key), the `proxy_key` listing (by the digest of the proxy key) or a flag-set URL
+/// (by the digest of the URL). Its document (a
 /// hash), its lease, its fencing counter; `id` is what the notice of a new document carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Names {
@@ -300,6 +308,11 @@ impl Names {
 
     pub(crate) fn discovery(proxy_key: &str) -> Names {
         Names::of("discovery", environment_id(proxy_key))
+    }
+
+    /// A flag-set URL source, by the digest of its URL (which may carry a token).
+    pub(crate) fn flag_source(uri: &str) -> Names {
+        Names::of("flags", environment_id(uri))
     }
 
     fn of(kind: &str, id: String) -> Names {
@@ -325,7 +338,10 @@ mod tests {
         let names = super::Names::environment("ser.secret_server_side_key");
         assert_eq!(names.document, format!("flagpole:env:{id}:document"));
         let listing = super::Names::discovery("secret_proxy_key");
+        let flags = super::Names::flag_source("https://u:secret@flags.test/f.json?token=secret");
         for name in [
+            &flags.document,
+            &flags.lease,
             &names.document,
             &names.lease,
             &names.fence,

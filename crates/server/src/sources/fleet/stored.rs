@@ -1,13 +1,15 @@
-//! An environment's document in Redis: a hash of the bytes SDKs are served, gzip-compressed
-//! (a fifth of the bytes to hold, write and read; a packed snapshot already keeps that form, so
-//! the holder seldom compresses anything), the content revision and the document's
-//! `updated_at`. The lease holder writes it (fenced by its lease, never over a newer one) and
-//! announces it, and at each poll checks that Redis still holds the revision and body it wrote
-//! (a value planted or damaged there is written over); the others read it, first the revision alone (a periodic check of an unchanged
-//! document costs a few bytes), then the body when it differs. What is read is decompressed,
-//! checked and compiled like an upstream answer: a value that is not gzip, is cut short, or is
-//! not this environment's valid document is refused, counted and logged, and the last good one
-//! kept.
+//! A document in Redis, as the lease holder writes it for the fleet: a hash of its body, the
+//! content revision, its `updated_at`, when the holder last heard from upstream, and for a flag
+//! file the upstream's ETag ([`put`], [`head`], [`check`] serve every kind). An environment's
+//! body is the bytes SDKs are served, gzip-compressed (a fifth of the bytes to hold, write and
+//! read; a packed snapshot already keeps that form, so the holder seldom compresses anything);
+//! a flag file's is its raw text. The lease holder writes it (fenced by its lease, never over a
+//! newer one) and announces it, and at each poll checks that Redis still holds the revision and
+//! body it wrote (a value planted or damaged there is written over); the others read it, first
+//! the revision alone (a periodic check of an unchanged document costs a few bytes), then the
+//! body when it differs. What is read is decompressed, checked and compiled like an upstream
+//! answer: a value that is not gzip, is cut short, or is not this environment's valid document
+//! is refused, counted and logged, and the last good one kept.
 
 use std::io::Read;
 use std::sync::{Arc, LazyLock};
@@ -38,7 +40,8 @@ const GZIP_LEVEL: u32 = 6;
 /// the SHA-1 of the body Redis then holds (what [`CHECK`] later compares): 1 written; 0 the
 /// lease is lost (nothing written); 2 Redis holds a newer document; 3 Redis holds this revision,
 /// body and all; 4 written over another body under this revision (garbage: repaired, logged
-/// here, as the holder's own check would have).
+/// here, as the holder's own check would have). `ARGV[9]`: the upstream's ETag, kept beside the
+/// body (none: none kept).
 static WRITE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -56,6 +59,8 @@ static WRITE: LazyLock<Script> = LazyLock::new(|| {
         end
         redis.call('HSET', KEYS[2], 'body', ARGV[2], 'revision', ARGV[3], 'updated_at_ms', ARGV[4],
             'confirmed_at_ms', ARGV[8])
+        if ARGV[9] ~= '' then redis.call('HSET', KEYS[2], 'etag', ARGV[9])
+        else redis.call('HDEL', KEYS[2], 'etag') end
         redis.call('PUBLISH', ARGV[5], ARGV[6])
         return {outcome, digest}
         ",
@@ -166,17 +171,56 @@ pub(crate) async fn write(
             })?
         }
     };
+    put(
+        conn,
+        names,
+        lease,
+        &Value {
+            body: body.as_ref(),
+            revision: &snapshot.content_revision,
+            updated_at_ms: snapshot.updated_at_ms,
+            confirmed_ms: last_success_ms(slot),
+            etag: None,
+        },
+        over_refused,
+    )
+    .await
+}
+
+/// One document as the holder writes it.
+pub(crate) struct Value<'a> {
+    /// The bytes Redis keeps.
+    pub body: &'a [u8],
+    pub revision: &'a str,
+    /// When the document was made (a newer one held is never written over).
+    pub updated_at_ms: u64,
+    /// When the holder last heard from upstream, in Unix milliseconds.
+    pub confirmed_ms: u64,
+    /// The upstream's ETag for it, so that a new holder asks upstream conditionally.
+    pub etag: Option<&'a str>,
+}
+
+/// Writes `value` for the fleet, fenced by `lease`, and announces it; `over_refused`: also over
+/// a newer value, which this replica refused.
+pub(crate) async fn put(
+    conn: &mut Connection,
+    names: &Names,
+    lease: &Lease,
+    value: &Value<'_>,
+    over_refused: bool,
+) -> RedisResult<Written> {
     let (outcome, digest): (u32, String) = WRITE
         .key(&names.lease)
         .key(&names.document)
         .arg(&lease.value)
-        .arg(body.as_ref())
-        .arg(&snapshot.content_revision)
-        .arg(snapshot.updated_at_ms)
+        .arg(value.body)
+        .arg(value.revision)
+        .arg(value.updated_at_ms)
         .arg(CHANNEL)
         .arg(&names.id)
         .arg(if over_refused { "1" } else { "0" })
-        .arg(last_success_ms(slot))
+        .arg(value.confirmed_ms)
+        .arg(value.etag.unwrap_or_default())
         .invoke_async(conn)
         .await?;
     Ok(match outcome {
@@ -184,10 +228,10 @@ pub(crate) async fn write(
         2 => Written::Newer,
         outcome => {
             if outcome == 4 {
-                tracing::warn!(environment = %crate::keys::fingerprint(&slot.client_key), "the fleet's store holds a document this replica did not write for the environment it holds: repairing it");
+                tracing::warn!(document = %names.id, "the fleet's store holds a document this replica did not write for what it holds the lease on: repairing it");
             }
             Written::Stored(Stored {
-                revision: snapshot.content_revision.clone(),
+                revision: value.revision.to_owned(),
                 digest,
             })
         }
@@ -199,6 +243,34 @@ pub(crate) fn last_success_ms(slot: &EnvSlot) -> u64 {
     slot.last_success()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What Redis holds of a document besides its body: read first, so that an unchanged document
+/// costs a few bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Head {
+    /// `None`: Redis holds no document.
+    pub revision: Option<String>,
+    pub updated_at_ms: u64,
+    /// When the holder last heard from upstream, in Unix milliseconds.
+    pub confirmed_ms: Option<u64>,
+}
+
+/// The revision, `updated_at` and upstream confirmation of the document under `names`.
+pub(crate) async fn head(conn: &mut Connection, names: &Names) -> RedisResult<Head> {
+    let (revision, updated_at, confirmed_ms): (Option<String>, Option<String>, Option<u64>) =
+        redis::cmd("HMGET")
+            .arg(&names.document)
+            .arg("revision")
+            .arg("updated_at_ms")
+            .arg("confirmed_at_ms")
+            .query_async(conn)
+            .await?;
+    Ok(Head {
+        revision,
+        updated_at_ms: updated_at.and_then(|u| u.parse().ok()).unwrap_or(0),
+        confirmed_ms,
+    })
 }
 
 /// What reading did.
@@ -228,14 +300,11 @@ pub(crate) async fn load(
     warm: Option<&WarmStart>,
 ) -> RedisResult<Loaded> {
     let key = &names.document;
-    let (revision, updated_at, confirmed): (Option<String>, Option<String>, Option<u64>) =
-        redis::cmd("HMGET")
-            .arg(key)
-            .arg("revision")
-            .arg("updated_at_ms")
-            .arg("confirmed_at_ms")
-            .query_async(conn)
-            .await?;
+    let Head {
+        revision,
+        updated_at_ms: updated_at,
+        confirmed_ms: confirmed,
+    } = head(conn, names).await?;
     let Some(revision) = revision else {
         return Ok(Loaded::Nothing);
     };
@@ -251,7 +320,6 @@ pub(crate) async fn load(
         return Ok(Loaded::Refused { revision });
     }
     if let Some(current) = slot.snapshot() {
-        let updated_at = updated_at.and_then(|u| u.parse::<u64>().ok()).unwrap_or(0);
         if current.content_revision == revision {
             confirm();
             return Ok(Loaded::Unchanged);
