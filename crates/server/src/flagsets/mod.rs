@@ -310,5 +310,44 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// What a source's task does with new text (files and URLs alike).
+impl FlagSets {
+    /// How many flags source `index` holds now.
+    pub(super) fn source_flag_count(&self, index: usize) -> usize {
+        let name = self.sources[index].name().to_owned();
+        self.view(Some(&format!("source={name}")))
+            .map_or(0, |v| v.set.len())
+    }
+
+    /// Publishes new text of source `index`, compiled and the views built on the blocking pool
+    /// (every view is compiled again: CPU work no request should wait behind).
+    pub(super) async fn publish_off_the_side(
+        self: &Arc<FlagSets>,
+        index: usize,
+        text: String,
+    ) -> Result<bool, flagpole_flagd::DefinitionError> {
+        let sets = self.clone();
+        crate::background::run(move || {
+            let key = format!("source={}", sets.sources[index].name());
+            let before = sets.view(Some(&key));
+            let published = sets.publish(index, &text)?;
+            if let (Some(before), Some(after)) = (before, sets.view(Some(&key))) {
+                let changed = after.changed_keys(&before);
+                if !changed.is_empty() {
+                    tracing::info!(source = %sets.sources[index].config.uri, changed = ?changed, "flags changed");
+                }
+            }
+            Ok(published)
+        })
+        .await
+            .unwrap_or_else(|e| {
+                Err(flagpole_flagd::DefinitionError {
+                    path: "$".into(),
+                    message: format!("building the flag sets failed: {e}"),
+                })
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests;

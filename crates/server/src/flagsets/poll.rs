@@ -13,7 +13,6 @@ use crate::config::Config;
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::warm_start::WarmStart;
 
-use super::sources::{flag_count, publish};
 use super::FlagSets;
 
 /// One URL source and what this replica knows of it.
@@ -125,12 +124,16 @@ impl UrlSource {
     ) -> Result<bool, ()> {
         let uri = self.source().uri.clone();
         let text: Arc<str> = Arc::from(text);
-        match publish(&self.sets, self.index, text.to_string()).await {
+        match self
+            .sets
+            .publish_off_the_side(self.index, text.to_string())
+            .await
+        {
             Ok(changed) => {
                 self.etag = etag;
                 self.text = Some(text.clone());
                 if changed {
-                    let flags = flag_count(&self.sets, self.index);
+                    let flags = self.sets.source_flag_count(self.index);
                     match from {
                         Origin::Upstream => tracing::info!(url = %uri, flags, "flag source loaded"),
                         Origin::Fleet => {

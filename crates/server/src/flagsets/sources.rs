@@ -60,7 +60,7 @@ pub(crate) async fn start(
             .to_owned();
         sets.publish(index, &text)
             .map_err(|e| format!("flag file {path}: {}: {}", e.path, e.message))?;
-        tracing::info!(file = %path, flags = flag_count(&sets, index), "flag file loaded");
+        tracing::info!(file = %path, flags = sets.source_flag_count(index), "flag file loaded");
         watched.push((
             Arc::new(FileSource {
                 sets: sets.clone(),
@@ -83,7 +83,7 @@ pub(crate) async fn start(
             // answers (or when it never does), as environments warm-start.
             let uri = &sets.sources[index].config.uri;
             if let Some(text) = warm.as_ref().and_then(|w| w.read_flags(uri)) {
-                match publish(&sets, index, text).await {
+                match sets.publish_off_the_side(index, text).await {
                     Ok(_) => {
                         tracing::info!(url = %uri, "serving the flag source's warm-start copy until it answers")
                     }
@@ -107,41 +107,6 @@ pub(crate) async fn start(
         }
     }
     Ok(sets)
-}
-
-pub(super) fn flag_count(sets: &FlagSets, index: usize) -> usize {
-    let name = sets.sources[index].name().to_owned();
-    sets.view(Some(&format!("source={name}")))
-        .map_or(0, |v| v.set.len())
-}
-
-/// Publishes new text of source `index`, compiled and the views built on the blocking pool
-/// (every view is compiled again: CPU work no request should wait behind).
-pub(super) async fn publish(
-    sets: &Arc<FlagSets>,
-    index: usize,
-    text: String,
-) -> Result<bool, flagpole_flagd::DefinitionError> {
-    let sets = sets.clone();
-    crate::background::run(move || {
-        let key = format!("source={}", sets.sources[index].name());
-        let before = sets.view(Some(&key));
-        let published = sets.publish(index, &text)?;
-        if let (Some(before), Some(after)) = (before, sets.view(Some(&key))) {
-            let changed = after.changed_keys(&before);
-            if !changed.is_empty() {
-                tracing::info!(source = %sets.sources[index].config.uri, changed = ?changed, "flags changed");
-            }
-        }
-        Ok(published)
-    })
-    .await
-        .unwrap_or_else(|e| {
-            Err(flagpole_flagd::DefinitionError {
-                path: "$".into(),
-                message: format!("building the flag sets failed: {e}"),
-            })
-        })
 }
 
 /// A file source, as the file watcher reloads it.
@@ -176,10 +141,10 @@ impl Watched for FileSource {
 
 impl FileSource {
     async fn take(&self, path: &Path, text: String) {
-        match publish(&self.sets, self.index, text).await {
+        match self.sets.publish_off_the_side(self.index, text).await {
             Ok(true) => tracing::info!(
                 file = %path.display(),
-                flags = flag_count(&self.sets, self.index),
+                flags = self.sets.source_flag_count(self.index),
                 "flag file reloaded"
             ),
             Ok(false) => {}
