@@ -9,6 +9,8 @@ reference expectations (tests/ofrep/fixtures.py), and provides:
 - `start_flagd`: a factory for further processes (stopped at teardown).
 - `node_flagd_dir` (session): tests/flagd/node with `npm ci` done when its lock file changed.
 - `go_driver`, `java_driver` (session): the Go and Java provider drivers, built.
+- `flagd`, `flagpole` (module): flagd itself and Flagpole serving the module's `flag_file`
+  (the flag-file suites, test_flag_file_*.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ sys.path.insert(0, str(HERE.parent))  # browser_support
 from browser_support import npm_ci  # noqa: E402
 from flagd_support import ENVS, FlagdProcess, flagd_config, write_documents  # noqa: E402
 from serve_harness import binary_path, free_port  # noqa: E402
+from flagfile_support import SERVERS  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -109,3 +112,25 @@ def java_driver(tmp_path_factory) -> list[str]:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"javac failed:\n{proc.stdout}\n{proc.stderr}"
     return [java, "-cp", f"{classes}:{cp}", "flagpole.Main"]
+
+
+# The flag-file suites (test_flag_file_*.py): flagd and Flagpole each serving the module's own
+# `flag_file` fixture, `(document, path)`, for the whole module.
+
+
+def _serving(name: str, flag_file, tmp_path_factory):
+    server = SERVERS[name](tmp_path_factory.mktemp(name), flag_file[1]).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def flagd(flag_file, tmp_path_factory):
+    """flagd itself serving the module's flag file."""
+    yield from _serving("flagd", flag_file, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def flagpole(flag_file, tmp_path_factory):
+    """Flagpole serving the module's flag file (config.json's `flags`, keyless)."""
+    yield from _serving("flagpole", flag_file, tmp_path_factory)

@@ -59,10 +59,9 @@ def ofrep_expected(env: Env, context: dict | None, *, server: bool) -> dict[str,
     return fx.expected_items(env.document, context, server=server)
 
 
-def resolver_for(name: str, item: dict | None) -> str:
-    """The resolver a caller would use: by the value's type, else by the document's value."""
-    value = item["value"] if item and "value" in item else fx.FEATURES[name][2]
-    if isinstance(value, bool) or value is None or value == "":
+def kind_of(value) -> str:
+    """The resolver that reads a JSON value of this type."""
+    if isinstance(value, bool):
         return "boolean"
     if isinstance(value, str):
         return "string"
@@ -71,6 +70,12 @@ def resolver_for(name: str, item: dict | None) -> str:
     if isinstance(value, float):
         return "float"
     return "object"
+
+
+def resolver_for(name: str, item: dict | None) -> str:
+    """The resolver a caller would use: by the value's type, else by the document's value."""
+    value = item["value"] if item and "value" in item else fx.FEATURES[name][2]
+    return "boolean" if value is None or value == "" else kind_of(value)
 
 
 DEFAULTS = {"boolean": True, "string": "code-default", "integer": -1, "float": -1.5,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from flagd_support import FlagdProcess
+from flagd_support import FlagdProcess, kind_of
 from serve_harness import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,16 +117,7 @@ def rich_flag_file(revision: int = 0) -> dict:
 
 def flag_type(flag: dict) -> str:
     """The resolver a caller uses for a flag: by its variants' JSON type."""
-    value = next(iter(flag["variants"].values()))
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "float"
-    return "object"
+    return kind_of(next(iter(flag["variants"].values())))
 
 
 VERSIONS = ["1.2.3", "v1.2.3", "1.2.4", "1.3.0", "2.0.0", "1.2.2", "0.9.9", "1.2", "1.2.3-beta.1",

@@ -27,7 +27,7 @@ from google.protobuf.struct_pb2 import Struct
 from openfeature.schemas.protobuf.flagd.evaluation.v1 import evaluation_pb2 as v1
 from openfeature.schemas.protobuf.flagd.evaluation.v2 import evaluation_pb2 as v2
 
-from flagfile_support import SERVERS, contexts, evaluated, flag_type, rich_flag_file, write_flag_file
+from flagfile_support import contexts, evaluated, flag_type, rich_flag_file, write_flag_file
 
 PROTOS = {"v1": v1, "v2": v2}
 RESOLVERS = {"boolean": "Boolean", "string": "String", "integer": "Int", "float": "Float", "object": "Object"}
@@ -241,22 +241,6 @@ def evaluated_otherwise(reference: dict, spec: dict) -> set[str]:
 def flag_file(tmp_path_factory):
     work = tmp_path_factory.mktemp("side-by-side")
     return rich_flag_file(), write_flag_file(work / "flags.json", rich_flag_file())
-
-
-def serving(name: str, flag_file, tmp_path_factory):
-    server = SERVERS[name](tmp_path_factory.mktemp(name), flag_file[1]).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def flagd(flag_file, tmp_path_factory):
-    yield from serving("flagd", flag_file, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def flagpole(flag_file, tmp_path_factory):
-    yield from serving("flagpole", flag_file, tmp_path_factory)
 
 
 def difference(want, flagd_answer, flagpole_answer) -> str:
