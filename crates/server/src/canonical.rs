@@ -63,21 +63,28 @@ pub(crate) fn write_with(out: &mut Vec<u8>, value: &Value, numbers: Numbers) {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-            out.push(b'{');
-            for (i, (key, item)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                crate::json::write(out, key);
-                out.push(b':');
-                write_with(out, item, numbers);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_object(out, map, numbers),
     }
+}
+
+/// Appends the canonical form of an object (members sorted by their UTF-16 keys).
+pub(crate) fn write_object(
+    out: &mut Vec<u8>,
+    map: &serde_json::Map<String, Value>,
+    numbers: Numbers,
+) {
+    let mut members: Vec<(&String, &Value)> = map.iter().collect();
+    members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    out.push(b'{');
+    for (i, (key, item)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        crate::json::write(out, key);
+        out.push(b':');
+        write_with(out, item, numbers);
+    }
+    out.push(b'}');
 }
 
 /// A JSON number as an IEEE double printed the ECMAScript way (`10.0` → `10`, `1e21` →

@@ -46,6 +46,9 @@ pub(crate) struct Streams {
     /// `ofrep.sse.secret`, and the settings every ETag hashes.
     secret: Option<String>,
     ofrep: crate::config::OfrepConfig,
+    /// The settings tag of an ETag with no stream token (flag sets, an environment added
+    /// later): the same for every request, so computed once.
+    keyless_settings: String,
     open: Arc<AtomicUsize>,
 }
 
@@ -63,6 +66,7 @@ impl Streams {
             tokens: ArcSwap::default(),
             secret: config.ofrep.sse.secret.clone(),
             ofrep: config.ofrep.clone(),
+            keyless_settings: crate::canonical::settings_tag(&config.ofrep, None),
             open: Arc::new(AtomicUsize::new(0)),
         };
         // One table for all the configured environments (registering them one at a time would
@@ -81,6 +85,11 @@ impl Streams {
         }
         streams.tokens.store(Arc::new(tokens));
         streams
+    }
+
+    /// The settings every ETag without a stream token hashes (`canonical::settings_tag`).
+    pub(crate) fn keyless_settings(&self) -> &str {
+        &self.keyless_settings
     }
 
     /// Adds `env`'s stream facts to `tokens`.

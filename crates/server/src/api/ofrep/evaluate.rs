@@ -105,9 +105,9 @@ async fn evaluation(
     }
 
     // Every environment has its stream facts; the fallback only covers one added later.
-    let settings: std::borrow::Cow<'_, str> = match &stream {
-        Some(s) => std::borrow::Cow::Borrowed(s.etag_settings.as_str()),
-        None => std::borrow::Cow::Owned(crate::canonical::settings_tag(config, None)),
+    let settings = match &stream {
+        Some(s) => s.etag_settings.as_str(),
+        None => state.streams.keyless_settings(),
     };
     let etag = etag(&snapshot, kind, flag, stale, &input.normalised(), &settings);
     let identified = input.identifier.is_some();

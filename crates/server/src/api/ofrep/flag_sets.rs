@@ -112,14 +112,14 @@ async fn evaluation(
     let stale = view.stale();
     let parsed = Selector::parse(selector);
     let selector_key = parsed.key();
-    let settings = crate::canonical::settings_tag(config, None);
+    let settings = state.streams.keyless_settings();
     let etag = flag_set_etag(
         &view.revision,
         &selector_key,
         flag,
         stale,
-        &Value::Object(context.clone()),
-        &settings,
+        &context,
+        settings,
     );
     if matches_etag(&parts.headers, &etag) {
         let mut response = full(StatusCode::NOT_MODIFIED, bytes::Bytes::new());
