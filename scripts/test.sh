@@ -174,6 +174,9 @@ cargo fmt --all -- --check
 echo "== import cycles between source files (scripts/check_cycles.py)"
 python3 scripts/check_cycles.py
 
+echo "== every module file named in ARCHITECTURE.md (scripts/check_architecture.py)"
+python3 scripts/check_architecture.py
+
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
