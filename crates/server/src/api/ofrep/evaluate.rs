@@ -109,7 +109,7 @@ async fn evaluation(
         Some(s) => s.etag_settings.as_str(),
         None => state.streams.keyless_settings(),
     };
-    let etag = etag(&snapshot, kind, flag, stale, &input.normalised(), &settings);
+    let etag = etag(&snapshot, kind, flag, stale, &input.normalised(), settings);
     let identified = input.identifier.is_some();
     snapshot.ofrep_etags.put(memo_key, &etag, identified);
     env.usage.count(usage_resource(identified));
