@@ -50,6 +50,20 @@ CASES = [
                         "defaultVariant": "cfg", "targeting": {"if": [{"in": ["@test", {"var": "email"}]}, "list"]}},
         },
     }, CTX),
+    # Lists and objects compare by identity in the reference (Python's `is`): a value of the
+    # context read twice is one object, even an empty one; two literals never are.
+    ({
+        "flags": {
+            "same-list": {"state": "ENABLED", "variants": {"true": "same", "false": "other"},
+                          "defaultVariant": "false", "targeting": {"==": [{"var": "tags"}, {"var": "tags"}]}},
+            "not-same-list": {"state": "ENABLED", "variants": {"true": "differ", "false": "same"},
+                              "defaultVariant": "same", "targeting": {"!=": [{"var": "tags"}, {"var": "tags"}]}},
+            "same-object": {"state": "ENABLED", "variants": {"true": "same", "false": "other"},
+                            "defaultVariant": "false", "targeting": {"==": [{"var": "prefs"}, {"var": "prefs"}]}},
+            "literal-lists": {"state": "ENABLED", "variants": {"true": "same", "false": "other"},
+                              "defaultVariant": "false", "targeting": {"==": [[], []]}},
+        },
+    }, [{"tags": [], "prefs": {}}, {"tags": ["a"], "prefs": {"k": 1}}, {"tags": []}, {}]),
     # Files the reference refuses: both must refuse them.
     ({"flags": {"f": {"state": "ON", "variants": {"a": 1}}}}, CTX[:1]),
     ({"flags": {"f": {"state": "ENABLED", "variants": {}}}}, CTX[:1]),

@@ -179,8 +179,17 @@ fn convert<'a>(arena: &'a Bump, value: &Value) -> DataValue<'a> {
             None => DataValue::Number(NumberValue::Float(n.as_f64().unwrap_or(f64::NAN))),
         },
         Value::String(s) => DataValue::String(arena.alloc_str(s)),
+        // An empty list or object gets an address of its own (an empty slice of a one-item
+        // allocation): empty slices otherwise share one dangling address, and the reference
+        // compares lists and objects by identity (`ops::compare::loose_eq`).
+        Value::Array(items) if items.is_empty() => {
+            DataValue::Array(&arena.alloc_slice_fill_iter([DataValue::Null])[..0])
+        }
         Value::Array(items) => {
             DataValue::Array(arena.alloc_slice_fill_iter(items.iter().map(|v| convert(arena, v))))
+        }
+        Value::Object(map) if map.is_empty() => {
+            DataValue::Object(&arena.alloc_slice_fill_iter([("", DataValue::Null)])[..0])
         }
         Value::Object(map) => DataValue::Object(
             arena.alloc_slice_fill_iter(

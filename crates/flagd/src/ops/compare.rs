@@ -49,8 +49,8 @@ pub(crate) fn loose_eq(a: &DataValue<'_>, b: &DataValue<'_>) -> bool {
     use DataValue as D;
     if same_kind(a, b) {
         return match (a, b) {
-            (D::Array(x), D::Array(y)) => !x.is_empty() && std::ptr::eq(*x, *y),
-            (D::Object(x), D::Object(y)) => !x.is_empty() && std::ptr::eq(*x, *y),
+            (D::Array(x), D::Array(y)) => same_object(x, y),
+            (D::Object(x), D::Object(y)) => same_object(x, y),
             _ => strict_eq(a, b),
         };
     }
@@ -69,6 +69,13 @@ pub(crate) fn loose_eq(a: &DataValue<'_>, b: &DataValue<'_>) -> bool {
         (D::Array(_) | D::Object(_), D::String(s)) => string_of(a) == *s,
         _ => false,
     }
+}
+
+/// One list or object, not two: the same address. Empty literals all sit at one dangling
+/// address and are never the same object; an empty value of the context has an address of its
+/// own (`targeting::convert`).
+fn same_object<T>(x: &[T], y: &[T]) -> bool {
+    std::ptr::eq(x, y) && x.as_ptr() != std::ptr::NonNull::<T>::dangling().as_ptr()
 }
 
 /// `===`: Python's `==` on the values (deep; `1 == 1.0 == True`).
