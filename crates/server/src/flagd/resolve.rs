@@ -3,8 +3,8 @@
 //!
 //! A resolver names the type it wants. An enabled flag whose value has another type is
 //! `INVALID_ARGUMENT` (the providers' TYPE_MISMATCH); a disabled flag without a value of that
-//! type answers `DISABLED` with an empty variant, which the providers read as "use the
-//! caller's default". An unknown flag (or one a client key may not see) is `NOT_FOUND`. While
+//! type answers `DISABLED` with no variant (empty on v1, absent on v2), which the providers read
+//! as "use the caller's default". An unknown flag (or one a client key may not see) is `NOT_FOUND`. While
 //! the environment's document is stale, an answer with a value says `STALE`.
 
 use std::collections::BTreeMap;
