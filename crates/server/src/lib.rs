@@ -30,6 +30,8 @@ mod shadow;
 mod sources;
 mod streams;
 mod telemetry;
+// … the vendor-neutral OpenFeature layer every OpenFeature front door resolves through …
+mod openfeature;
 // … the front doors, and the listener they are served on.
 mod api;
 mod server;

@@ -15,7 +15,6 @@ pub(crate) mod error;
 pub(crate) mod flagsmith;
 mod observe;
 pub(crate) mod ofrep;
-pub(crate) mod openfeature;
 mod ops;
 mod request_body;
 mod respond;

@@ -15,19 +15,14 @@
 //! every environment its connection's keyed calls present (`peers`), from the snapshot each was
 //! first answered from, saying only `provider_ready` and `keep_alive` until there is one.
 //!
-//! The providers drop their cached answers for the flags a `configuration_change` names. A
-//! flag's environment-level state is compared between revisions; a flag that can vary by
-//! context is always named, since its segments or overrides may have changed without that
-//! state changing. A client key is told only of the flags it may see. When the document turns
-//! stale, or fresh again, every flag is named: each answer's reason changes (`STALE`), and a
-//! provider must not keep serving the `STATIC` answer it cached before.
+//! The providers drop their cached answers for the flags a `configuration_change` names: which
+//! those are is the OpenFeature layer's to say (`openfeature::changes`), per engine.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Weak};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::tasks::Tasks;
-use parking_lot::Mutex;
 use prost_types::Struct;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::{ReceiverStream, WatchStream};
@@ -40,11 +35,7 @@ mod sets;
 use super::peers::Presented;
 use super::{proto, Events};
 use crate::api::AppState;
-use crate::snapshot::{KeyKind, Snapshot};
-
-/// Per flag: its environment-level state (hashed), whether it can vary, whether client keys
-/// see it.
-type Fingerprints = HashMap<String, (u64, bool, bool)>;
+use crate::openfeature::changes::{Change, Fingerprints, Memo};
 
 /// Whose changes a stream reports.
 pub(super) enum Source {
@@ -60,24 +51,7 @@ pub(super) enum Source {
 /// however many streams follow its environment.
 #[derive(Default)]
 pub(super) struct Shared {
-    /// By snapshot address; the weak pointer keeps the address from being reused meanwhile.
-    fingerprints: Mutex<HashMap<usize, Known>>,
-}
-
-type Known = (Weak<Snapshot>, Arc<Fingerprints>);
-
-impl Shared {
-    fn fingerprints(&self, snapshot: &Arc<Snapshot>) -> Arc<Fingerprints> {
-        let key = Arc::as_ptr(snapshot) as usize;
-        if let Some((_, known)) = self.fingerprints.lock().get(&key) {
-            return known.clone();
-        }
-        let computed = Arc::new(fingerprints(snapshot));
-        let mut all = self.fingerprints.lock();
-        all.retain(|_, (snapshot, _)| snapshot.strong_count() > 0);
-        all.insert(key, (Arc::downgrade(snapshot), computed.clone()));
-        computed
-    }
+    fingerprints: Memo,
 }
 
 /// An environment a stream follows, and the flags as it last told them.
@@ -109,7 +83,7 @@ where
     tasks.spawn(async move {
         let end = match source {
             Source::FlagSet(selector) => {
-                let set = sets::Followed::new(&flag_sets, selector);
+                let set = crate::openfeature::changes::FlagSetFollower::new(&flag_sets, selector);
                 sets::run(&tx, set, &stopping, keep_alive, &message).await
             }
             source => run(&tx, &shared, source, &stopping, keep_alive, &message).await,
@@ -159,7 +133,7 @@ where
                 Some(f) => f.presented.kind = p.kind,
                 None => {
                     let told = match p.since.upgrade() {
-                        Some(snapshot) if !at_open => shared.fingerprints(&snapshot),
+                        Some(snapshot) if !at_open => shared.fingerprints.fingerprints(&snapshot),
                         // At open, or that snapshot is gone (replaced since): all is news.
                         _ => Arc::default(),
                     };
@@ -248,68 +222,25 @@ async fn grown(presented: &mut Option<watch::Receiver<Vec<Presented>>>) -> Optio
 /// The change notice for a followed environment's current snapshot, if it names anything.
 fn tell(shared: &Shared, followed: &mut Followed) -> Option<Struct> {
     let snapshot = followed.presented.env.snapshot()?;
-    let now = shared.fingerprints(&snapshot);
+    let now = shared.fingerprints.fingerprints(&snapshot);
     let stale = followed.presented.env.is_stale();
     let switched = stale != followed.told_stale;
-    let notice = changed_flags(&followed.told, &now, followed.presented.kind, switched);
+    let changes = followed
+        .told
+        .changed(&now, followed.presented.kind, switched);
     followed.told = now;
     followed.told_stale = stale;
-    notice
-}
-
-fn fingerprints(snapshot: &Snapshot) -> Fingerprints {
-    let Ok(result) = snapshot.env.own_flags() else {
-        return Fingerprints::new();
-    };
-    result
-        .flags
-        .iter()
-        .map(|f| {
-            let mut text = crate::json::to_vec(f.enabled);
-            text.push(b' ');
-            text.extend_from_slice(&crate::json::to_vec(f.value));
-            let hash = xxhash_rust::xxh3::xxh3_64(&text);
-            let client_sees = snapshot.is_visible(KeyKind::Client, f.key, f.enabled);
-            (
-                f.key.to_owned(),
-                (hash, snapshot.env.can_vary(f.key), client_sees),
-            )
-        })
-        .collect()
-}
-
-/// `{"flags": {<key>: {"type": "update"|"write"|"delete"}}}`, flagd's change notice, of the
-/// flags a key of `kind` sees before or after (`every`: each one it sees, changed or not);
-/// `None` when there are none.
-fn changed_flags(
-    before: &Fingerprints,
-    after: &Fingerprints,
-    kind: KeyKind,
-    every: bool,
-) -> Option<Struct> {
-    let sees = |f: &&(u64, bool, bool)| kind == KeyKind::Server || f.2;
-    let keys: HashSet<&String> = before.keys().chain(after.keys()).collect();
-    let mut flags = Vec::new();
-    for key in keys {
-        let change = match (before.get(key).filter(sees), after.get(key).filter(sees)) {
-            (None, Some(_)) => "write",
-            (Some(_), None) => "delete",
-            (Some(a), Some(b)) if every || a != b || a.1 || b.1 => "update",
-            _ => continue,
-        };
-        flags.push((key.as_str(), change));
-    }
-    notice(flags)
+    notice(changes)
 }
 
 /// flagd's change notice naming these flags with their kind of change; `None` for none.
-fn notice<'a>(changes: impl IntoIterator<Item = (&'a str, &'static str)>) -> Option<Struct> {
+fn notice(changes: Vec<(String, Change)>) -> Option<Struct> {
     let mut flags = BTreeMap::new();
     for (key, change) in changes {
         let mut fields = BTreeMap::new();
-        fields.insert("type".to_owned(), proto::string(change));
-        fields.insert("flagKey".to_owned(), proto::string(key));
-        flags.insert(key.to_owned(), structure(fields));
+        fields.insert("type".to_owned(), proto::string(change.as_str()));
+        fields.insert("flagKey".to_owned(), proto::string(&key));
+        flags.insert(key, structure(fields));
     }
     if flags.is_empty() {
         return None;
@@ -322,109 +253,5 @@ fn notice<'a>(changes: impl IntoIterator<Item = (&'a str, &'static str)>) -> Opt
 fn structure(fields: BTreeMap<String, prost_types::Value>) -> prost_types::Value {
     prost_types::Value {
         kind: Some(prost_types::value::Kind::StructValue(Struct { fields })),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names(notice: Option<Struct>) -> Vec<(String, String)> {
-        let Some(notice) = notice else {
-            return Vec::new();
-        };
-        let Some(prost_types::value::Kind::StructValue(flags)) =
-            notice.fields["flags"].kind.clone()
-        else {
-            panic!("no flags");
-        };
-        flags
-            .fields
-            .into_iter()
-            .map(|(key, change)| {
-                let Some(prost_types::value::Kind::StructValue(change)) = change.kind else {
-                    panic!("not a struct");
-                };
-                let Some(prost_types::value::Kind::StringValue(kind)) =
-                    change.fields["type"].kind.clone()
-                else {
-                    panic!("no type");
-                };
-                (key, kind)
-            })
-            .collect()
-    }
-
-    fn prints(entries: &[(&str, u64, bool, bool)]) -> Fingerprints {
-        entries
-            .iter()
-            .map(|&(k, h, vary, client)| (k.to_owned(), (h, vary, client)))
-            .collect()
-    }
-
-    #[test]
-    fn a_notice_names_what_changed_as_the_key_sees_it() {
-        let before = prints(&[
-            ("same", 1, false, true),
-            ("changed", 1, false, true),
-            ("gone", 1, false, true),
-            ("targeted", 1, true, true),
-            ("secret", 1, false, false),
-        ]);
-        let after = prints(&[
-            ("same", 1, false, true),
-            ("changed", 2, false, true),
-            ("new", 1, false, true),
-            ("targeted", 1, true, true),
-            ("secret", 2, false, false),
-        ]);
-        let server = names(changed_flags(&before, &after, KeyKind::Server, false));
-        let want = |list: &[(&str, &str)]| {
-            list.iter()
-                .map(|(k, t)| (k.to_string(), t.to_string()))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            server,
-            want(&[
-                ("changed", "update"),
-                ("gone", "delete"),
-                ("new", "write"),
-                ("secret", "update"),
-                ("targeted", "update"),
-            ])
-        );
-        let client = names(changed_flags(&before, &after, KeyKind::Client, false));
-        assert_eq!(
-            client,
-            want(&[
-                ("changed", "update"),
-                ("gone", "delete"),
-                ("new", "write"),
-                ("targeted", "update"),
-            ])
-        );
-        let only_secret = prints(&[("secret", 3, false, false)]);
-        let before_secret = prints(&[("secret", 1, false, false)]);
-        assert!(changed_flags(&before_secret, &only_secret, KeyKind::Client, false).is_none());
-        // Nothing known before (that snapshot is gone): everything it sees is news.
-        let all = names(changed_flags(
-            &Fingerprints::new(),
-            &after,
-            KeyKind::Client,
-            false,
-        ));
-        assert_eq!(all.len(), 4, "{all:?}");
-        // A stale switch: every flag the key sees, unchanged ones too.
-        let switched = names(changed_flags(&after, &after, KeyKind::Client, true));
-        assert_eq!(
-            switched,
-            want(&[
-                ("changed", "update"),
-                ("new", "update"),
-                ("same", "update"),
-                ("targeted", "update"),
-            ])
-        );
     }
 }

@@ -3,8 +3,8 @@
 //! OpenFeature flagd providers in RPC mode evaluate Flagsmith flags with no change but host,
 //! port and key.
 //!
-//! The answers are the OFREP front door's: the same context mapping and the same value, reason,
-//! variant and metadata (`api/openfeature`). What is flagd's own: the key rides in gRPC
+//! The answers are the OpenFeature layer's (`openfeature`), as OFREP's are: the same context
+//! mapping and the same value, reason, variant and metadata, whatever engine is behind. What is flagd's own: the key rides in gRPC
 //! metadata (`keys`), the requested type is checked against the flag (`resolve`), values travel
 //! as protobuf (`proto`; `ResolveAll` written straight to bytes, `all` and `wire`), and changes
 //! arrive on a server stream (`events`). The two versions
@@ -39,6 +39,7 @@ use tonic::{Request, Response, Status};
 
 use crate::api::authorise::Authorised;
 use crate::api::AppState;
+use crate::openfeature::Target;
 use crate::telemetry::flagd::{self as calls, Method};
 use crate::telemetry::otel::spans::FlagEvaluated;
 pub(crate) use peers::Connection;
@@ -98,6 +99,20 @@ impl Flagd {
         Ok(authorised)
     }
 
+    /// What a call reads: its flag set, or its key's environment.
+    fn target<M>(&self, request: &Request<M>) -> Result<Target, Status> {
+        if let Some(target) = sets::of_call(&self.state, request.metadata())? {
+            return Ok(target);
+        }
+        let authorised = self.authorise(request)?;
+        Ok(Target::environment(
+            authorised.kind,
+            authorised.env,
+            authorised.snapshot,
+            self.state.config.ofrep.parse_json_strings,
+        ))
+    }
+
     /// One typed resolution: the request's key and context taken out by `parts`; `v2`: the call
     /// came to the v2 service.
     fn one<M>(
@@ -107,17 +122,13 @@ impl Flagd {
         v2: bool,
         parts: impl FnOnce(M) -> (String, Option<prost_types::Struct>),
     ) -> Result<Resolved, Status> {
-        if let Some(view) = sets::of_call(&self.state, request.metadata())? {
-            let (key, context) = parts(request.into_inner());
-            return sets::one(&view, &key, context.as_ref(), kind, v2);
-        }
-        let authorised = self.authorise(&request)?;
+        let target = self.target(&request)?;
         let (key, context) = parts(request.into_inner());
-        resolve::one(&self.state, &authorised, &key, context.as_ref(), kind)
+        resolve::one(&self.state, &target, &key, context.as_ref(), kind, v2)
     }
 
-    /// A `ResolveAll` call's answer in `form` (gRPC and Connect alike), per-flag metadata if the
-    /// call asks for it (`all`).
+    /// A `ResolveAll` call's answer in `form` (gRPC and Connect alike), derived per-flag
+    /// metadata if the call asks for it (`all`).
     fn all<M>(
         &self,
         request: Request<M>,
@@ -126,15 +137,10 @@ impl Flagd {
     ) -> Result<bytes::Bytes, Status> {
         let started = Instant::now();
         let outcome = (|| {
-            if let Some(view) = sets::of_call(&self.state, request.metadata())? {
-                let selected = sets::selected(request.metadata());
-                let context = context(request.into_inner());
-                return Ok(all::flag_sets(&view, context.as_ref(), form, &selected));
-            }
-            let metadata = all::asks_metadata(request.metadata());
-            let authorised = self.authorise(&request)?;
+            let target = self.target(&request)?;
+            let asked = all::asks_metadata(request.metadata());
             let context = context(request.into_inner());
-            all::answer(&self.state, &authorised, context.as_ref(), form, metadata)
+            all::answer(&self.state, &target, context.as_ref(), form, asked)
         })();
         calls::observed(Method::ResolveAll, started, outcome)
     }

@@ -315,6 +315,11 @@ impl Snapshot {
         }
     }
 
+    /// How many features the environment has.
+    pub fn feature_count(&self) -> usize {
+        self.features.len()
+    }
+
     /// The per-source table a front door writes with `writer` (written by the first call; one
     /// front door uses it, so later calls get the first one's).
     pub fn by_source(&self, writer: by_source::Writer, setting: bool) -> &by_source::BySource {

@@ -1,6 +1,8 @@
-//! What both evaluation paths (environments and flag sets) do the same way: the request body
-//! read within `ofrep.max_body_bytes`, the success headers (ETag, caching), the
-//! `eventStreams` member of a bulk answer, and the refusal of a change stream over the cap.
+//! How OFREP writes what it answers: the request body read within `ofrep.max_body_bytes` and
+//! parsed, one resolution as an OFREP evaluation object (members in the order `key, value,
+//! reason, variant, metadata`; a failure: `key, errorCode, errorDetails, metadata`), the
+//! success headers (ETag, caching), the `eventStreams` member of a bulk answer, and the refusal
+//! of a change stream over the cap.
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -9,7 +11,86 @@ use serde_json::{json, Value};
 
 use super::Failure;
 use crate::api::request_body::{self, BodyError};
+use crate::canonical;
 use crate::config::OfrepConfig;
+use crate::openfeature::{Meta, Metadata, Refusal, Resolution};
+
+/// Parses the request body (`{"context": {...}}`; empty means an empty context).
+pub(super) fn parse_body(body: &[u8]) -> Result<Value, Refusal> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    let text = std::str::from_utf8(body)
+        .map_err(|_| ("PARSE_ERROR", "the request body is not UTF-8".to_owned()))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| ("PARSE_ERROR", format!("the request body is not JSON: {e}")))?;
+    if !value.is_object() {
+        return Err((
+            "PARSE_ERROR",
+            "the request body must be a JSON object".to_owned(),
+        ));
+    }
+    Ok(value)
+}
+
+/// Writes one OFREP evaluation object.
+pub(super) fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
+    out.extend_from_slice(b"{\"key\":");
+    crate::json::write(out, flag.key);
+    if let Some((code, details)) = &flag.error {
+        out.extend_from_slice(b",\"errorCode\":");
+        crate::json::write(out, *code);
+        out.extend_from_slice(b",\"errorDetails\":");
+        crate::json::write(out, details.as_ref());
+        write_metadata(out, &flag.metadata);
+        out.push(b'}');
+        return;
+    }
+    if let Some(value) = &flag.value {
+        out.extend_from_slice(b",\"value\":");
+        // Canonical member order and number spelling: the body must depend only on what the
+        // tag hashes, not on how the document happened to be written.
+        canonical::write_with(out, value.as_ref(), canonical::Numbers::Typed);
+    }
+    out.extend_from_slice(b",\"reason\":\"");
+    out.extend_from_slice(flag.reason.as_bytes());
+    out.push(b'"');
+    if let Some(variant) = &flag.variant {
+        out.extend_from_slice(b",\"variant\":");
+        crate::json::write(out, variant.as_ref());
+    }
+    write_metadata(out, &flag.metadata);
+    out.push(b'}');
+}
+
+fn write_metadata(out: &mut Vec<u8>, metadata: &Metadata<'_>) {
+    out.extend_from_slice(b",\"metadata\":{");
+    let mut first = true;
+    let mut comma = |out: &mut Vec<u8>| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+    };
+    if let Some(map) = metadata.as_map() {
+        for (name, value) in map {
+            comma(out);
+            crate::json::write(out, name.as_str());
+            out.push(b':');
+            canonical::write_with(out, value, canonical::Numbers::Typed);
+        }
+    }
+    for (name, value) in metadata.fields() {
+        comma(out);
+        crate::json::write(out, name);
+        out.push(b':');
+        match value {
+            Meta::Bool(b) => crate::json::write(out, &b),
+            Meta::Text(text) => crate::json::write(out, text),
+            Meta::Number(n) => crate::json::write(out, n),
+        }
+    }
+    out.push(b'}');
+}
 
 /// An evaluation's request body, refused as OFREP refuses it (413 over the limit, 400
 /// `PARSE_ERROR` when unreadable).
@@ -69,4 +150,43 @@ pub(super) fn success_headers(h: &mut HeaderMap, etag: &str) {
         header::CACHE_CONTROL,
         HeaderValue::from_static("private, no-cache"),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openfeature::{Declared, Fractions};
+    use std::borrow::Cow;
+
+    #[test]
+    fn failures_are_ofrep_failure_objects() {
+        let metadata = serde_json::Map::new();
+        let r = Resolution {
+            key: "k",
+            value: None,
+            reason: "ERROR",
+            variant: None,
+            error: Some(("FLAG_NOT_FOUND", Cow::Borrowed("flag: k not found"))),
+            metadata: Metadata::map(&metadata),
+            typing: crate::openfeature::Typing {
+                lenient: false,
+                fractions: Fractions::Truncated,
+                declared: Declared::Unlisted,
+            },
+            enabled: false,
+        };
+        let mut out = Vec::new();
+        write_flag(&mut out, &r);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"key":"k","errorCode":"FLAG_NOT_FOUND","errorDetails":"flag: k not found","metadata":{}}"#
+        );
+    }
+
+    #[test]
+    fn bodies_must_be_json_objects() {
+        assert_eq!(parse_body(b"  ").unwrap(), Value::Null);
+        assert_eq!(parse_body(b"[1]").unwrap_err().0, "PARSE_ERROR");
+        assert_eq!(parse_body(b"{").unwrap_err().0, "PARSE_ERROR");
+    }
 }

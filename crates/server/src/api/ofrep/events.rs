@@ -51,7 +51,7 @@ fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, 
             .streams
             .by_token(&token)
             .ok_or_else(|| Failure::general(StatusCode::UNAUTHORIZED, "invalid stream token"))?,
-        None => authorise(state, &request.headers)?.1,
+        None => authorise(state, &request.headers)?.env,
     };
     let last_id = request
         .headers

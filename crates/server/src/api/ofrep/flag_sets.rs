@@ -1,38 +1,18 @@
-//! OFREP on flagd flag sets, answered as flagd's OFREP service answers: a request with no key
-//! (or a set's bearer token) evaluates the set its `flagd-selector` header picks; a value is
-//! left out where flagd leaves it out (no default variant, a disabled flag), unknown flags are
-//! `FLAG_NOT_FOUND` 404, the bulk answer's `metadata` (and a missing flag's) is the selector the
-//! request named, as flagd gives it. ETags and 304s as for environments (the view's revision,
-//! the selector and the whole context hashed before anything is evaluated), and
-//! `GET /ofrep/v1/events?selector=…` follows the set.
+//! What OFREP does of its own for flagd flag sets: a request with no key (or a set's bearer
+//! token) reads the set its `flagd-selector` header picks, refused as OFREP refuses; a bulk
+//! answer names the set's change stream, `GET /ofrep/v1/events?selector=…`, which follows the
+//! set. The answers themselves are the OpenFeature layer's, as for environments.
 
-use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
-use hyper::body::Incoming;
-use serde_json::{Map, Value};
+use http::{HeaderMap, StatusCode};
 
-use super::answer::{read_body, success_headers, too_many_streams, write_event_stream_at};
-use super::etag::{flag_set_etag, matches_etag};
-use super::{Asked, Failure};
-use crate::api::openfeature::{flagd, mapping};
-use crate::api::{full, stream_response, AppState, Response};
-use crate::flagsets::{FlagView, Refused, Selector};
-use crate::telemetry::otel::spans::FlagEvaluated;
+use super::answer::too_many_streams;
+use super::Failure;
+use crate::api::{stream_response, AppState, Response};
+use crate::flagsets::{Refused, Selector};
+use crate::openfeature::Target;
 
 /// The header flagd reads a selector from.
 const SELECTOR_HEADER: &str = "flagd-selector";
-
-/// Answers an OFREP evaluation on a flag set (`flag`: one flag, else all).
-pub(super) async fn evaluate(
-    state: &AppState,
-    request: Request<Incoming>,
-    flag: Option<&str>,
-    bearer: Option<String>,
-) -> Response {
-    let asked = flag.map_or(Asked::Bulk, Asked::Flag);
-    evaluation(state, request, flag, bearer.as_deref())
-        .await
-        .unwrap_or_else(|failure| failure.into_response(asked))
-}
 
 /// The selector a request sends (`flagd-selector`), if any.
 fn selector(headers: &HeaderMap) -> Option<&str> {
@@ -69,24 +49,13 @@ fn refused(state: &AppState, refusal: Refused) -> Failure {
     }
 }
 
-async fn evaluation(
+/// The flag set a request asks for (`bearer`: the token it presents, if any), admitted.
+pub(super) fn admit(
     state: &AppState,
-    request: Request<Incoming>,
-    flag: Option<&str>,
+    headers: &HeaderMap,
     bearer: Option<&str>,
-) -> Result<Response, Failure> {
-    let config = &state.config.ofrep;
-    if request.method() != Method::POST {
-        return Err(Failure::general(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!(
-                "method {} is not allowed here; allowed: POST, OPTIONS",
-                request.method()
-            ),
-        ));
-    }
-    let (parts, body) = request.into_parts();
-    let selector = selector(&parts.headers);
+) -> Result<Target, Failure> {
+    let selector = selector(headers);
     state
         .flag_sets
         .admit(selector, bearer)
@@ -95,133 +64,22 @@ async fn evaluation(
         .flag_sets
         .view(selector)
         .ok_or_else(|| refused(state, Refused::UnknownSelector))?;
-    let body = read_body(body, config).await?;
-    let body = crate::api::openfeature::context::parse_body(&body)
-        .map_err(|(code, details)| Failure::new(StatusCode::BAD_REQUEST, code, details))?;
-    let context = match body.get("context") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => map.clone(),
-        Some(_) => {
-            return Err(Failure::new(
-                StatusCode::BAD_REQUEST,
-                "INVALID_CONTEXT",
-                "the context must be a JSON object",
-            ))
-        }
-    };
-    let stale = view.stale();
-    let parsed = Selector::parse(selector);
-    let selector_key = parsed.key();
-    let settings = state.streams.keyless_settings();
-    let etag = flag_set_etag(
-        &view.revision,
-        &selector_key,
-        flag,
-        stale,
-        &context,
-        settings,
-    );
-    if matches_etag(&parts.headers, &etag) {
-        let mut response = full(StatusCode::NOT_MODIFIED, bytes::Bytes::new());
-        success_headers(response.headers_mut(), &etag);
-        return Ok(response);
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let evaluation_context = flagpole_flagd::Context::new(&context, now);
-    let mut out = Vec::with_capacity(128 + 160 * view.set.len());
-    let mut status = StatusCode::OK;
-    let mut traced = None;
-    // A missing flag's metadata and the bulk answer's own: the selector, as flagd gives them.
-    let selected = parsed.metadata();
-    match flag {
-        Some(key) => {
-            let evaluation = view.set.evaluate(key, &evaluation_context);
-            let mut resolved = flagd::resolve(key, &evaluation, stale);
-            if matches!(resolved.error, Some(("FLAG_NOT_FOUND", _))) {
-                resolved.metadata = mapping::Metadata::Map(&selected);
-            }
-            if let Some((code, _)) = &resolved.error {
-                status = match *code {
-                    "FLAG_NOT_FOUND" => StatusCode::NOT_FOUND,
-                    _ => StatusCode::BAD_REQUEST,
-                };
-                traced = FlagEvaluated::failed(key, code);
-            } else {
-                traced = FlagEvaluated::note(
-                    key,
-                    resolved.variant_text(),
-                    resolved.reason,
-                    context.get("targetingKey").and_then(Value::as_str),
-                );
-            }
-            mapping::write_flag(&mut out, &resolved);
-        }
-        None => write_bulk(
-            &mut out,
-            state,
-            &view,
-            &evaluation_context,
-            stale,
-            (selector, &selected),
-        ),
-    }
-    let mut response = full(status, out);
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    if status == StatusCode::OK {
-        success_headers(response.headers_mut(), &etag);
-    }
-    if let Some(traced) = traced {
-        response.extensions_mut().insert(traced);
-    }
-    Ok(response)
+    Ok(Target::flag_set(view, selector))
 }
 
-/// `{"flags": [...], "eventStreams": [...], "metadata": {the selector}}`, flags in key order;
-/// `selected`: the selector as the request sent it and as flagd answers it in `metadata`.
-fn write_bulk(
-    out: &mut Vec<u8>,
-    state: &AppState,
-    view: &FlagView,
-    context: &flagpole_flagd::Context<'_>,
-    stale: bool,
-    (selector, selected): (Option<&str>, &Map<String, Value>),
-) {
-    out.extend_from_slice(b"{\"flags\":[");
-    let mut first = true;
-    view.set.evaluate_each(context, |flag, evaluation| {
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        mapping::write_flag(out, &flagd::resolve(flag.key(), &evaluation, stale));
-    });
-    out.push(b']');
-    let sse = &state.config.ofrep.sse;
-    if sse.enabled {
-        let since = crate::streams::event_id(view.updated_at_ms, &view.revision, stale);
-        let mut uri = format!("/ofrep/v1/events?since={since}");
-        if let Some(selector) = selector {
-            uri.push_str("&selector=");
-            uri.extend(url::form_urlencoded::byte_serialize(selector.as_bytes()));
-        }
-        if let Some(token) = state.flag_sets.guard(selector) {
-            uri.push_str("&t=");
-            uri.push_str(&stream_token(token, selector));
-        }
-        write_event_stream_at(out, &state.config.ofrep, &uri);
+/// Where a bulk answer's client listens for changes of the set `selector` picks: the path and
+/// query, `since` the event id of what it was answered from, `t` for a guarded set.
+pub(super) fn stream_uri(state: &AppState, selector: Option<&str>, since: &str) -> String {
+    let mut uri = format!("/ofrep/v1/events?since={since}");
+    if let Some(selector) = selector {
+        uri.push_str("&selector=");
+        uri.extend(url::form_urlencoded::byte_serialize(selector.as_bytes()));
     }
-    out.extend_from_slice(b",\"metadata\":");
-    crate::canonical::write_with(
-        out,
-        &Value::Object(selected.clone()),
-        crate::canonical::Numbers::Typed,
-    );
-    out.push(b'}');
+    if let Some(token) = state.flag_sets.guard(selector) {
+        uri.push_str("&t=");
+        uri.push_str(&stream_token(token, selector));
+    }
+    uri
 }
 
 /// The URL token of a guarded set's change stream: derived from a set token and the selector

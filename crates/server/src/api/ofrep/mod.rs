@@ -17,20 +17,16 @@ mod etag;
 mod evaluate;
 mod events;
 mod flag_sets;
-mod freshness;
 
 pub(crate) use evaluate::evaluate;
 pub(crate) use events::events;
-
-use std::sync::Arc;
 
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde_json::json;
 
 use super::authorise::{self, Family, Gate, Refusal};
 use super::{full, AppState, Response};
-use crate::snapshot::{KeyKind, Snapshot};
-use crate::store::EnvSlot;
+use crate::openfeature::Target;
 use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// What an error answers for: its body names the flag on the single-flag endpoint, and a
@@ -110,12 +106,25 @@ impl Failure {
     }
 }
 
+/// What an evaluation reads: the flag set it asks for (see [`for_flag_sets`]), or the
+/// environment its key opens.
+fn admit(state: &AppState, headers: &HeaderMap) -> Result<Target, Failure> {
+    match for_flag_sets(state, headers) {
+        Some(bearer) => flag_sets::admit(state, headers, bearer),
+        None => authorise(state, headers).map(|authorised| {
+            Target::environment(
+                authorised.kind,
+                authorised.env,
+                authorised.snapshot,
+                state.config.ofrep.parse_json_strings,
+            )
+        }),
+    }
+}
+
 /// The key a request presents (`X-API-Key`, `Authorization: Bearer`, a bare `Authorization`,
 /// `X-Environment-Key`), the environment it opens and its current snapshot.
-fn authorise(
-    state: &AppState,
-    headers: &HeaderMap,
-) -> Result<(KeyKind, Arc<EnvSlot>, Arc<Snapshot>), Failure> {
+fn authorise(state: &AppState, headers: &HeaderMap) -> Result<authorise::Authorised, Failure> {
     let unauthorised = |details: &str| Failure::general(StatusCode::UNAUTHORIZED, details);
     // Refused before a key reached an environment.
     let unrecognised = |details: &str| {
@@ -149,7 +158,7 @@ fn authorise(
                 "the environment's document is not loaded yet",
             ),
         })?;
-    Ok((authorised.kind, authorised.env, authorised.snapshot))
+    Ok(authorised)
 }
 
 /// Whether a request is for the flagd flag sets, and with which bearer token: flag sets are

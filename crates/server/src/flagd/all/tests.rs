@@ -2,12 +2,15 @@
 
 use std::collections::BTreeMap;
 
-use flagpole_engine::python::number::PyInt;
-use flagpole_engine::{Identity, Trait, TraitValue};
+use std::sync::Arc;
+
 use prost::Message;
 use serde_json::json;
 
 use super::*;
+use crate::keys::KeyKind;
+use crate::snapshot::Snapshot;
+use crate::store::{EnvSlot, Source};
 
 /// The messages as prost generates them, maps sorted (`build.rs`); only some are used.
 #[allow(
@@ -65,113 +68,114 @@ fn document() -> Value {
     doc
 }
 
-/// `ResolveAllResponse` of one version as the prost messages the answer used to be built
-/// from: the mapping, then prost's types.
+/// An environment's target: the document's snapshot read with a key of `kind`.
+fn target(
+    snapshot: &Arc<Snapshot>,
+    kind: KeyKind,
+    parse_json_strings: bool,
+    stale: bool,
+) -> Target {
+    let env = Arc::new(EnvSlot::new("k".to_owned(), Source::Embedded));
+    Target::environment(kind, env, snapshot.clone(), parse_json_strings).read_as_stale(stale)
+}
+
+/// `ResolveAllResponse` of one version as prost would encode it from the layer's general way
+/// (each flag resolved, then typed), against which the prepared answer is compared.
 macro_rules! expected {
     ($v:ident, $variant:expr) => {
-        |snapshot: &Snapshot, kind: KeyKind, flags: &[FlagResult<'_>], o: Options| {
+        |target: &Target, caller: &Caller<'_>, asked: bool| {
             use reference::$v::{any_flag::Value as V, AnyFlag, ResolveAllResponse};
             let mut out = BTreeMap::new();
-            for flag in flags {
-                if !snapshot.is_visible(kind, flag.key, flag.enabled) || out.contains_key(flag.key)
-                {
-                    continue;
-                }
-                let can_vary = snapshot.env.can_vary(flag.key);
-                let r = flagsmith::resolve(flag, kind, o.parse_json_strings, can_vary);
-                let value = match r.value.as_deref() {
-                    Some(Value::Bool(b)) => Some(V::BoolValue(*b)),
-                    Some(Value::String(s)) => Some(V::StringValue(s.clone())),
-                    Some(Value::Number(n)) => Some(V::DoubleValue(n.as_f64().unwrap())),
-                    Some(Value::Object(o)) => Some(V::ObjectValue(proto::object(o))),
-                    _ => None,
-                };
-                let defaulted = value.is_none() && !r.enabled();
-                let variant = if defaulted {
-                    String::new()
-                } else {
-                    r.variant_text().to_owned()
-                };
-                let mut metadata = BTreeMap::new();
-                if let Some(id) = r.feature_id().and_then(Value::as_f64) {
-                    metadata.insert("flagsmithFeatureId".to_owned(), proto::number(id));
-                }
-                metadata.insert("flagsmithEnabled".to_owned(), proto::boolean(r.enabled()));
-                if let Some(reason) = r.engine_reason() {
-                    metadata.insert("flagsmithReason".to_owned(), proto::string(reason));
-                }
-                if let Some(segment) = r.segment() {
-                    metadata.insert("flagsmithSegment".to_owned(), proto::string(segment));
-                }
-                let flag_message = AnyFlag {
-                    reason: mapping::when_stale(r.reason, o.stale, !defaulted).to_owned(),
-                    variant: $variant(variant),
-                    value,
-                    metadata: o.metadata.then_some(Struct { fields: metadata }),
-                };
-                out.insert(flag.key.to_owned(), flag_message);
-            }
+            let stale = target.stale();
+            target
+                .each(caller, |r| {
+                    let value = match r.value.as_deref() {
+                        Some(Value::Bool(b)) => Some(V::BoolValue(*b)),
+                        Some(Value::String(s)) => Some(V::StringValue(s.clone())),
+                        Some(Value::Number(n)) => Some(V::DoubleValue(n.as_f64().unwrap())),
+                        Some(Value::Object(o)) => Some(V::ObjectValue(proto::object(o))),
+                        _ => None,
+                    };
+                    let defaulted = value.is_none() && !r.enabled;
+                    let variant = if defaulted {
+                        String::new()
+                    } else {
+                        r.variant_text().to_owned()
+                    };
+                    let mut metadata = BTreeMap::new();
+                    for (name, value) in r.metadata.fields() {
+                        let value = match value {
+                            Meta::Bool(b) => proto::boolean(b),
+                            Meta::Number(n) => proto::number(n.as_f64().unwrap()),
+                            Meta::Text(t) => proto::string(t),
+                        };
+                        metadata.insert(name.to_owned(), value);
+                    }
+                    let flag_message = AnyFlag {
+                        reason: crate::openfeature::when_stale(r.reason, stale, !defaulted)
+                            .to_owned(),
+                        variant: $variant(variant),
+                        value,
+                        metadata: asked.then_some(Struct { fields: metadata }),
+                    };
+                    out.insert(r.key.to_owned(), flag_message);
+                })
+                .unwrap();
             let message = ResolveAllResponse {
                 flags: out,
-                metadata: None,
+                metadata: Some(proto::object(&target.metadata())),
             };
             (message.encode_to_vec(), message)
         }
     };
 }
 
-/// Every answer, for callers with and without identities and traits that match segments and
-/// land in every split, both key kinds, both versions, with and without metadata, with and
-/// without `parse_json_strings`, is byte for byte prost's encoding of the same message.
+/// The caller of identity `i` (none for 0): traits that match segments and land in every split.
+fn context(i: usize) -> Value {
+    if i == 0 {
+        return json!({});
+    }
+    let plan = ["free", "pro", "enterprise"][i % 3];
+    let country = ["GB", "US", "DE"][i % 3];
+    json!({
+        "targetingKey": format!("user-{i}"),
+        "plan": plan,
+        "country": country,
+        "seats": i % 40,
+    })
+}
+
+fn bytes(target: &Target, caller: &Caller<'_>, form: Form, asked: bool) -> Vec<u8> {
+    write(target, caller, form, asked).unwrap().to_vec()
+}
+
+/// Every prepared answer, for callers with and without identities, both key kinds, both
+/// versions, with and without metadata, with and without `parse_json_strings`, is byte for
+/// byte prost's encoding of the message the general way gives.
 #[test]
 fn answers_are_prost_encodings_of_the_same_message() {
-    let doc = document();
+    let snapshot = Arc::new(Snapshot::build(&document(), 1).unwrap());
     let expect_v1 = expected!(v1, |v| v);
     let expect_v2 = expected!(v2, Some);
     let (mut compared, mut kinds_seen) = (0, std::collections::BTreeSet::new());
     for parse_json_strings in [false, true] {
-        let snapshot = Snapshot::build(&doc, 1).unwrap();
         for i in 0..120 {
-            let identifier = format!("user-{i}");
-            let text = |key: &'static str, value: &'static str| Trait {
-                key: key.into(),
-                value: TraitValue::Str(value.into()),
-            };
-            let traits = [
-                text("plan", ["free", "pro", "enterprise"][i % 3]),
-                text("country", ["GB", "US", "DE"][i % 3]),
-                Trait {
-                    key: "seats".into(),
-                    value: TraitValue::Int(PyInt::Small(i as i64 % 40)),
-                },
-            ];
-            let identity = Identity::new(&identifier, &traits);
-            let identified = if i == 0 { None } else { Some(&identity) };
-            let result = match identified {
-                Some(identity) => snapshot.env.evaluate(Some(identity)).unwrap(),
-                None => snapshot.env.own_flags().unwrap(),
-            };
+            let context = context(i);
             for kind in [KeyKind::Server, KeyKind::Client] {
-                for metadata in [false, true] {
+                let target = target(&snapshot, kind, parse_json_strings, false);
+                let caller = target.caller(Some(&context), 2000).unwrap();
+                for asked in [false, true] {
                     for v2 in [false, true] {
-                        let options = Options {
-                            form: Form::Proto { v2 },
-                            metadata,
-                            parse_json_strings,
-                            stale: false,
-                        };
-                        let ours = write(&snapshot, kind, &result.flags, options);
-                        let name = format!("{identifier} {kind:?} v2={v2} meta={metadata}");
+                        let ours = bytes(&target, &caller, Form::Proto { v2 }, asked);
+                        let name = format!("{i} {kind:?} v2={v2} meta={asked}");
                         if v2 {
-                            let (bytes, message) =
-                                expect_v2(&snapshot, kind, &result.flags, options);
+                            let (bytes, message) = expect_v2(&target, &caller, asked);
                             assert_eq!(ours, bytes, "{name}");
                             let decoded =
                                 reference::v2::ResolveAllResponse::decode(&ours[..]).unwrap();
                             assert_eq!(decoded, message, "{name}");
                         } else {
-                            let (bytes, message) =
-                                expect_v1(&snapshot, kind, &result.flags, options);
+                            let (bytes, message) = expect_v1(&target, &caller, asked);
                             assert_eq!(ours, bytes, "{name}");
                             for flag in message.flags.values() {
                                 let value = flag.value.as_ref().map_or("None".to_owned(), |v| {
@@ -205,26 +209,21 @@ fn answers_are_prost_encodings_of_the_same_message() {
     }
 }
 
-/// The default answer carries no metadata at all; asked, every flag has its metadata.
+/// The default answer carries no derived metadata at all; asked, every flag has its metadata.
 #[test]
 fn metadata_only_when_asked() {
-    let snapshot = Snapshot::build(&document(), 1).unwrap();
-    let result = snapshot.env.own_flags().unwrap();
-    for metadata in [false, true] {
-        let options = Options {
-            form: Form::Proto { v2: true },
-            metadata,
-            parse_json_strings: false,
-            stale: false,
-        };
-        let bytes = write(&snapshot, KeyKind::Server, &result.flags, options);
+    let snapshot = Arc::new(Snapshot::build(&document(), 1).unwrap());
+    let target = target(&snapshot, KeyKind::Server, false, false);
+    let caller = target.caller(None, 2000).unwrap();
+    for asked in [false, true] {
+        let bytes = bytes(&target, &caller, Form::Proto { v2: true }, asked);
         let decoded = reference::v2::ResolveAllResponse::decode(&bytes[..]).unwrap();
         assert!(decoded.flags.len() > 10);
         for (key, flag) in &decoded.flags {
             match &flag.metadata {
-                None => assert!(!metadata, "{key}"),
+                None => assert!(!asked, "{key}"),
                 Some(s) => {
-                    assert!(metadata, "{key}");
+                    assert!(asked, "{key}");
                     assert!(s.fields.contains_key("flagsmithEnabled"), "{key}");
                     assert!(s.fields.contains_key("flagsmithReason"), "{key}");
                 }
@@ -238,38 +237,25 @@ fn metadata_only_when_asked() {
 /// segments and splits.
 #[test]
 fn stale_answers_are_the_same_messages_saying_stale() {
-    let snapshot = Snapshot::build(&document(), 1).unwrap();
+    let snapshot = Arc::new(Snapshot::build(&document(), 1).unwrap());
     let expect_v1 = expected!(v1, |v| v);
     let expect_v2 = expected!(v2, Some);
     let mut reasons = std::collections::BTreeSet::new();
     for i in 0..40 {
-        let identifier = format!("user-{i}");
-        let traits = [Trait {
-            key: "plan".into(),
-            value: TraitValue::Str(["free", "pro", "enterprise"][i % 3].into()),
-        }];
-        let identity = Identity::new(&identifier, &traits);
-        let result = match i {
-            0 => snapshot.env.own_flags().unwrap(),
-            _ => snapshot.env.evaluate(Some(&identity)).unwrap(),
-        };
+        let context = context(i);
         for kind in [KeyKind::Server, KeyKind::Client] {
-            for (v2, metadata) in [(false, false), (true, true)] {
-                let options = Options {
-                    form: Form::Proto { v2 },
-                    metadata,
-                    parse_json_strings: false,
-                    stale: true,
-                };
-                let ours = write(&snapshot, kind, &result.flags, options);
-                let bytes = if v2 {
-                    expect_v2(&snapshot, kind, &result.flags, options).0
+            let target = target(&snapshot, kind, false, true);
+            let caller = target.caller(Some(&context), 2000).unwrap();
+            for (v2, asked) in [(false, false), (true, true)] {
+                let ours = bytes(&target, &caller, Form::Proto { v2 }, asked);
+                let expected = if v2 {
+                    expect_v2(&target, &caller, asked).0
                 } else {
-                    let (bytes, message) = expect_v1(&snapshot, kind, &result.flags, options);
+                    let (bytes, message) = expect_v1(&target, &caller, asked);
                     reasons.extend(message.flags.values().map(|f| f.reason.clone()));
                     bytes
                 };
-                assert_eq!(ours, bytes, "{identifier} {kind:?} v2={v2}");
+                assert_eq!(ours, expected, "{i} {kind:?} v2={v2}");
             }
         }
     }
@@ -298,10 +284,10 @@ fn a_flag_sets_answer_is_flagds() {
                        "targeting": {"if": [true, "nowhere"]}}}}"#,
     )
     .unwrap();
-    let view = sets.view(None).unwrap();
-    let selected = crate::flagsets::Selector::parse(Some("flagSetId=shop")).metadata();
-    let answer = flag_sets(&view, None, Form::Json, &selected);
-    let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    let target = Target::flag_set(sets.view(None).unwrap(), Some("flagSetId=shop"));
+    let caller = target.caller(None, 2000).unwrap();
+    let answer: serde_json::Value =
+        serde_json::from_slice(&bytes(&target, &caller, Form::Json, false)).unwrap();
     assert_eq!(
         answer,
         serde_json::json!({

@@ -1,5 +1,7 @@
-//! One Flagsmith flag → one OpenFeature [`Resolution`], as both the OFREP and the flagd front
-//! doors answer it.
+//! The Flagsmith engine under the OpenFeature layer: one Flagsmith flag → one OpenFeature
+//! [`Resolution`], as every OpenFeature front door answers it; the caller's context as the
+//! engine's identity and traits (`context`); the prepared bulk answer (`bulk`); the freshness
+//! hints of an OFREP bulk call (`freshness`).
 //!
 //! Flagsmith flags have an on/off bit and an optional value; OpenFeature has a typed value, a
 //! reason and a variant. The on/off bit drives valueless and boolean flags (a disabled flag reads
@@ -14,45 +16,46 @@ use flagpole_engine::{FlagResult, Reason, VariantChoice};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::mapping::{FlagsmithMetadata, Metadata, Resolution};
+use super::resolution::{Declared, Fractions, Metadata, Resolution, Typing};
 use crate::canonical;
-use crate::snapshot::KeyKind;
+use crate::keys::KeyKind;
+
+pub(super) mod bulk;
+pub(super) mod context;
+pub(super) mod freshness;
+
+/// How a typed resolver reads a Flagsmith flag: a disabled one reads `false` (or the caller's
+/// default) whatever its type; only whole numbers are integers.
+fn typing(enabled: bool) -> Typing {
+    Typing {
+        lenient: !enabled,
+        fractions: Fractions::Refused,
+        declared: Declared::Any,
+    }
+}
 
 /// Maps one evaluated flag; `can_vary` is [`flagpole_engine::Environment::can_vary`] of it.
-pub(crate) fn resolve<'a>(
+pub(super) fn resolve<'a>(
     flag: &'a FlagResult<'a>,
     kind: KeyKind,
     parse_json_strings: bool,
     can_vary: bool,
 ) -> Resolution<'a> {
     let enabled = flagpole_engine::value::json_truthy(flag.enabled);
-    let server = kind == KeyKind::Server;
-    let segment = match flag.reason {
-        Reason::TargetingMatch(text) if server => {
-            Some(text.split_once("segment=").map_or(text, |(_, s)| s))
-        }
-        _ => None,
-    };
     Resolution {
         key: flag.key,
         value: value(enabled, flag.value, parse_json_strings),
         reason: reason(enabled, &flag.reason, can_vary),
         variant: Some(variant(enabled, flag)),
         error: None,
-        metadata: Metadata::Flagsmith(FlagsmithMetadata {
-            enabled,
-            feature_id: flag
-                .metadata
-                .and_then(|m| m.get("id"))
-                .filter(|id| id.is_number()),
-            engine_reason: server.then(|| flag.reason.as_str()),
-            segment,
-        }),
+        metadata: Metadata::flagsmith(flag, enabled, kind == KeyKind::Server),
+        typing: typing(enabled),
+        enabled,
     }
 }
 
 /// The value sent, or `None` (disabled with a real value: the code default applies).
-pub(crate) fn value<'v>(
+pub(super) fn value<'v>(
     enabled: bool,
     value: &'v Value,
     parse_json_strings: bool,
@@ -77,7 +80,7 @@ pub(crate) fn value<'v>(
 }
 
 /// The OpenFeature reason (only the OFREP enum's members are ever sent).
-pub(crate) fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'static str {
+pub(super) fn reason(enabled: bool, reason: &Reason<'_>, can_vary: bool) -> &'static str {
     if !enabled {
         return "DISABLED";
     }
@@ -98,7 +101,7 @@ fn variant<'a>(enabled: bool, flag: &FlagResult<'a>) -> Cow<'a, str> {
 
 /// The variant of a flag with this on/off bit, engine variant and value; `split`: the flag's
 /// engine reason is a split.
-pub(crate) fn variant_text<'a>(
+pub(super) fn variant_text<'a>(
     enabled: bool,
     choice: VariantChoice<'a>,
     split: bool,

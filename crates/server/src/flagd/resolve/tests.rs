@@ -1,12 +1,12 @@
 //! flagd's answers for flag-set flags: each resolver against each value type, disabled flags,
 //! flags without a default variant, metadata, engine errors as status codes, `STALE`.
 
-use flagpole_flagd::FlagSet;
 use prost_types::value::Kind as Proto;
 use tonic::Code;
 
 use super::*;
-use crate::flagd::resolve::Typed;
+use crate::config::flags::FlagSource;
+use crate::flagsets::FlagSets;
 
 const FILE: &str = r#"{
   "metadata": {"flagSetId": "shop", "team": "web", "version": 3},
@@ -24,18 +24,19 @@ const FILE: &str = r#"{
 }"#;
 
 fn resolved(key: &str, kind: Kind, stale: bool) -> Result<Resolved, Status> {
-    let set = FlagSet::from_json(FILE).unwrap();
-    let attributes = Map::new();
-    let evaluation = set.evaluate(key, &Context::new(&attributes, 0));
-    if let Some((code, message)) = &evaluation.error {
-        return Err(failed(*code, key, message));
-    }
-    let resolution = openfeature::flagd::resolve(key, &evaluation, false);
-    resolve::typed(
-        resolve::answer(&resolution, false, Fractions::Truncated),
-        kind,
-        stale,
-    )
+    let sets = FlagSets::new(&[FlagSource::from_uri("shop.json")]);
+    sets.publish(0, FILE).unwrap();
+    sets.set_stale(0, stale);
+    let target = Target::flag_set(sets.view(None).unwrap(), None);
+    let caller = target.caller(None, 2000).unwrap();
+    target
+        .one(key, &caller, |r| {
+            if let Some((code, message)) = &r.error {
+                return Err(failed(code, key, message));
+            }
+            typed(&r, kind, target.stale())
+        })
+        .unwrap()
 }
 
 fn ok(key: &str, kind: Kind) -> Resolved {
@@ -128,19 +129,11 @@ fn stale_answers_with_a_value_say_so() {
 #[test]
 fn engine_errors_carry_flagds_codes() {
     for (error, code) in [
-        (ErrorCode::FlagNotFound, Code::NotFound),
-        (ErrorCode::TypeMismatch, Code::InvalidArgument),
-        (ErrorCode::ParseError, Code::DataLoss),
-        (ErrorCode::General, Code::Unknown),
+        ("FLAG_NOT_FOUND", Code::NotFound),
+        ("TYPE_MISMATCH", Code::InvalidArgument),
+        ("PARSE_ERROR", Code::DataLoss),
+        ("GENERAL", Code::Unknown),
     ] {
-        assert_eq!(failed(error, "k", "why").code(), code, "{error:?}");
+        assert_eq!(failed(error, "k", "why").code(), code, "{error}");
     }
-}
-
-#[test]
-fn the_selector_is_the_header() {
-    let mut metadata = MetadataMap::new();
-    assert_eq!(selector(&metadata), None);
-    metadata.insert("flagd-selector", " flagSetId=shop ".parse().unwrap());
-    assert_eq!(selector(&metadata).as_deref(), Some("flagSetId=shop"));
 }

@@ -12,7 +12,7 @@ use crate::store::EnvSlot;
 /// `flagConfigLastModified` makes this replica fetch now and wait (bounded) for it; an unknown
 /// `flagConfigEtag` alone only starts the fetch. Never a cause of a 304, never an error: the
 /// answer is whatever is current when the wait ends.
-pub(super) async fn freshen(
+pub(in crate::openfeature) async fn freshen(
     env: &Arc<EnvSlot>,
     snapshot: &Arc<Snapshot>,
     query: Option<&str>,
