@@ -177,6 +177,9 @@ python3 scripts/check_cycles.py
 echo "== every module file named in ARCHITECTURE.md (scripts/check_architecture.py)"
 python3 scripts/check_architecture.py
 
+echo "== no OpenFeature front door names an engine (scripts/check_doors.py)"
+python3 scripts/check_doors.py
+
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -16,7 +16,8 @@ use std::sync::{Arc, Weak};
 use tokio::sync::watch;
 
 use crate::api::authorise::Authorised;
-use crate::snapshot::{KeyKind, Snapshot};
+use crate::keys::KeyKind;
+use crate::snapshot::Snapshot;
 use crate::store::EnvSlot;
 
 /// An environment a connection has presented a key for.

@@ -93,8 +93,11 @@ impl Fingerprints {
 #[derive(Default)]
 pub(crate) struct Memo {
     /// By snapshot address; the weak pointer keeps the address from being reused meanwhile.
-    known: Mutex<HashMap<usize, (Weak<Snapshot>, Arc<Fingerprints>)>>,
+    known: Mutex<HashMap<usize, Known>>,
 }
+
+/// A snapshot (weakly) and its fingerprints.
+type Known = (Weak<Snapshot>, Arc<Fingerprints>);
 
 impl Memo {
     pub(crate) fn fingerprints(&self, snapshot: &Arc<Snapshot>) -> Arc<Fingerprints> {
