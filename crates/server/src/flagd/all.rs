@@ -159,7 +159,7 @@ fn proto_metadata(meta: &mut Vec<u8>, metadata: &Metadata<'_>) {
     if let Some(map) = metadata.as_map() {
         wire::object(meta, map);
     }
-    for (name, value) in metadata.fields() {
+    for (name, value) in metadata.sorted_fields() {
         wire::nested(meta, 1, |entry| {
             wire::bytes_field(entry, 1, name.as_bytes());
             wire::nested(entry, 2, |body| match value {
@@ -247,7 +247,7 @@ fn write_json(out: &mut Vec<u8>, pieces: &[Encoded<'_>], asked: bool) {
 /// Derived metadata fields as a JSON object, numbers as protobuf carries them.
 fn write_json_fields(out: &mut Vec<u8>, metadata: &Metadata<'_>) {
     out.push(b'{');
-    for (i, (name, value)) in metadata.fields().enumerate() {
+    for (i, (name, value)) in metadata.sorted_fields().enumerate() {
         if i > 0 {
             out.push(b',');
         }

@@ -104,6 +104,8 @@ pub(crate) struct Metadata<'a>(Inner<'a>);
 
 #[derive(Clone, Copy, Debug)]
 enum Inner<'a> {
+    /// None at all (an environment's answer for a flag it does not have).
+    Absent,
     Map(&'a Map<String, Value>),
     Flagsmith {
         flag: &'a FlagResult<'a>,
@@ -127,6 +129,16 @@ impl<'a> Metadata<'a> {
         Metadata(Inner::Map(map))
     }
 
+    /// No metadata: the answer carries none.
+    pub(super) fn absent() -> Metadata<'a> {
+        Metadata(Inner::Absent)
+    }
+
+    /// Whether there is no metadata at all (an OFREP failure then has no `metadata` member).
+    pub(crate) fn is_absent(&self) -> bool {
+        matches!(self.0, Inner::Absent)
+    }
+
     /// A Flagsmith flag's derived fields (`server`: the caller holds a server key).
     pub(super) fn flagsmith(flag: &'a FlagResult<'a>, enabled: bool, server: bool) -> Metadata<'a> {
         Metadata(Inner::Flagsmith {
@@ -140,7 +152,7 @@ impl<'a> Metadata<'a> {
     pub(crate) fn as_map(&self) -> Option<&'a Map<String, Value>> {
         match self.0 {
             Inner::Map(map) => Some(map),
-            Inner::Flagsmith { .. } => None,
+            Inner::Flagsmith { .. } | Inner::Absent => None,
         }
     }
 
@@ -150,10 +162,11 @@ impl<'a> Metadata<'a> {
         matches!(self.0, Inner::Flagsmith { .. })
     }
 
-    /// The derived fields in name order (none for a source's own map).
+    /// The derived fields, in the order OFREP answers have always written them (none for a
+    /// source's own map); [`Metadata::sorted_fields`] in name order, as a protobuf map is.
     pub(crate) fn fields(&self) -> impl Iterator<Item = (&'static str, Meta<'a>)> {
         let fields = match self.0 {
-            Inner::Map(_) => [None, None, None, None],
+            Inner::Map(_) | Inner::Absent => [None, None, None, None],
             Inner::Flagsmith {
                 flag,
                 enabled,
@@ -170,14 +183,26 @@ impl<'a> Metadata<'a> {
                     _ => None,
                 };
                 [
-                    Some(("flagsmithEnabled", Meta::Bool(enabled))),
                     feature_id.map(|id| ("flagsmithFeatureId", Meta::Number(id))),
+                    Some(("flagsmithEnabled", Meta::Bool(enabled))),
                     server.then(|| ("flagsmithReason", Meta::Text(flag.reason.as_str()))),
                     segment.map(|s| ("flagsmithSegment", Meta::Text(s))),
                 ]
             }
         };
         fields.into_iter().flatten()
+    }
+}
+
+impl<'a> Metadata<'a> {
+    /// The derived fields in name order.
+    pub(crate) fn sorted_fields(&self) -> impl Iterator<Item = (&'static str, Meta<'a>)> {
+        let mut slots: [Option<(&'static str, Meta<'a>)>; 4] = [None; 4];
+        for (slot, field) in slots.iter_mut().zip(self.fields()) {
+            *slot = Some(field);
+        }
+        slots.sort_by_key(|slot| slot.map(|(name, _)| name));
+        slots.into_iter().flatten()
     }
 }
 

@@ -5,7 +5,7 @@
 //! answers in its own way (`flagsmith/`, `flagd.rs`); in front of it nothing names an engine.
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use flagpole_engine::{FlagResult, Identity};
@@ -81,11 +81,6 @@ impl<'c> Caller<'c> {
             },
         }
     }
-}
-
-fn empty_map() -> &'static Map<String, Value> {
-    static EMPTY: OnceLock<Map<String, Value>> = OnceLock::new();
-    EMPTY.get_or_init(Map::new)
 }
 
 fn now() -> u64 {
@@ -304,7 +299,7 @@ impl Target {
                     None => f(not_found(
                         key,
                         format!("no flag named '{key}' in this environment"),
-                        empty_map(),
+                        Metadata::absent(),
                     )),
                 })
             }
@@ -490,18 +485,14 @@ impl Target {
 }
 
 /// `FLAG_NOT_FOUND` as an answer.
-fn not_found<'a>(
-    key: &'a str,
-    message: String,
-    metadata: &'a Map<String, Value>,
-) -> Resolution<'a> {
+fn not_found<'a>(key: &'a str, message: String, metadata: Metadata<'a>) -> Resolution<'a> {
     Resolution {
         key,
         value: None,
         reason: "ERROR",
         variant: None,
         error: Some(("FLAG_NOT_FOUND", Cow::Owned(message))),
-        metadata: Metadata::map(metadata),
+        metadata,
         typing: Typing {
             lenient: false,
             fractions: Fractions::Refused,

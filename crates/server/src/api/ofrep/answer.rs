@@ -64,6 +64,9 @@ pub(super) fn write_flag(out: &mut Vec<u8>, flag: &Resolution<'_>) {
 }
 
 fn write_metadata(out: &mut Vec<u8>, metadata: &Metadata<'_>) {
+    if metadata.is_absent() {
+        return;
+    }
     out.extend_from_slice(b",\"metadata\":{");
     let mut first = true;
     let mut comma = |out: &mut Vec<u8>| {

@@ -170,11 +170,7 @@ async fn evaluation(
                 }
             }
             out.extend_from_slice(b",\"metadata\":");
-            crate::canonical::write_object(
-                &mut out,
-                &target.metadata(),
-                crate::canonical::Numbers::Typed,
-            );
+            write_members(&mut out, &target.metadata());
             out.push(b'}');
         }
     }
@@ -196,6 +192,20 @@ async fn evaluation(
         response.extensions_mut().insert(traced);
     }
     Ok(response)
+}
+
+/// A JSON object's members in their order, each value in canonical form.
+fn write_members(out: &mut Vec<u8>, map: &serde_json::Map<String, serde_json::Value>) {
+    out.push(b'{');
+    for (i, (name, value)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        crate::json::write(out, name.as_str());
+        out.push(b':');
+        crate::canonical::write_with(out, value, crate::canonical::Numbers::Typed);
+    }
+    out.push(b'}');
 }
 
 fn not_modified(etag: &str) -> Response {

@@ -103,7 +103,7 @@ macro_rules! expected {
                         r.variant_text().to_owned()
                     };
                     let mut metadata = BTreeMap::new();
-                    for (name, value) in r.metadata.fields() {
+                    for (name, value) in r.metadata.sorted_fields() {
                         let value = match value {
                             Meta::Bool(b) => proto::boolean(b),
                             Meta::Number(n) => proto::number(n.as_f64().unwrap()),
