@@ -53,8 +53,10 @@ mod tests {
 
     #[test]
     fn key_order_and_whitespace_do_not_matter() {
-        let a: serde_json::Value = serde_json::from_str(r#"{"b": 1, "a": [ {"y":2,"x":"é"} ]}"#).unwrap();
-        let b: serde_json::Value = serde_json::from_str(r#"{"a":[{"x":"é","y":2}],"b":1}"#).unwrap();
+        let a: serde_json::Value =
+            serde_json::from_str(r#"{"b": 1, "a": [ {"y":2,"x":"é"} ]}"#).unwrap();
+        let b: serde_json::Value =
+            serde_json::from_str(r#"{"a":[{"x":"é","y":2}],"b":1}"#).unwrap();
         assert_eq!(to_canonical(&a), to_canonical(&b));
         assert_eq!(to_canonical(&a), r#"{"a":[{"x":"é","y":2}],"b":1}"#);
     }

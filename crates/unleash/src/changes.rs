@@ -43,7 +43,10 @@ fn own_differs(before: &Toggle, after: &Toggle) -> bool {
 }
 
 fn canonical_segment(features: &Features, id: i32) -> Option<&str> {
-    features.segments.get(&id).map(|(_, canonical)| canonical.as_str())
+    features
+        .segments
+        .get(&id)
+        .map(|(_, canonical)| canonical.as_str())
 }
 
 #[cfg(test)]
@@ -56,7 +59,8 @@ mod tests {
         Features::from_slice(body.as_bytes()).unwrap()
     }
 
-    const SEG: &str = r#"{"id":1,"constraints":[{"contextName":"a","operator":"IN","values":["x"]}]}"#;
+    const SEG: &str =
+        r#"{"id":1,"constraints":[{"contextName":"a","operator":"IN","values":["x"]}]}"#;
 
     #[test]
     fn names_what_changed() {
@@ -76,7 +80,10 @@ mod tests {
                {"name":"child","enabled":true,"dependencies":[{"feature":"flip"}]}"#,
             &SEG.replace("\"x\"", "\"y\""),
         );
-        assert_eq!(changed_toggles(&old, &new), ["child", "flip", "gone", "new", "seg"]);
+        assert_eq!(
+            changed_toggles(&old, &new),
+            ["child", "flip", "gone", "new", "seg"]
+        );
         assert!(changed_toggles(&old, &old).is_empty());
     }
 }

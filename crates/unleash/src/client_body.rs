@@ -30,11 +30,15 @@ impl Features {
             .filter_map(|name| self.toggles.get(name))
             .filter(|toggle| scope.admits(&toggle.name, &toggle.project))
             .collect();
-        let mut used: Vec<i32> = admitted.iter().flat_map(|t| t.segments.iter().copied()).collect();
+        let mut used: Vec<i32> = admitted
+            .iter()
+            .flat_map(|t| t.segments.iter().copied())
+            .collect();
         used.sort_unstable();
         used.dedup();
 
-        let mut out = String::with_capacity(admitted.iter().map(|t| t.raw.len() + 1).sum::<usize>() + 256);
+        let mut out =
+            String::with_capacity(admitted.iter().map(|t| t.raw.len() + 1).sum::<usize>() + 256);
         out.push('{');
         for (key, value) in &self.members {
             push_member(&mut out, key);
@@ -101,7 +105,12 @@ mod tests {
     }
 
     fn names(body: &Value) -> Vec<&str> {
-        body["features"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect()
+        body["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect()
     }
 
     #[test]
@@ -109,7 +118,10 @@ mod tests {
         let token: Token = "web:production.s".parse().unwrap();
         let out = body(&ClientScope::for_token(&token));
         assert_eq!(names(&out), ["web.a", "web.c"]);
-        assert_eq!(out["segments"], json!([{"id":2,"name":"two","constraints":[]}]));
+        assert_eq!(
+            out["segments"],
+            json!([{"id":2,"name":"two","constraints":[]}])
+        );
         assert_eq!(out["version"], json!(2));
         assert_eq!(out["meta"], json!({"revisionId":7}));
         assert_eq!(
@@ -118,13 +130,17 @@ mod tests {
         );
         // Toggles are served as the upstream wrote them: unknown members and number text kept.
         assert_eq!(out["features"][0]["description"], json!("kept"));
-        assert!(serde_json::to_string(&out["features"][1]).unwrap().contains(r#""1.50""#));
+        assert!(serde_json::to_string(&out["features"][1])
+            .unwrap()
+            .contains(r#""1.50""#));
     }
 
     #[test]
     fn filters_by_query() {
         let token: Token = "*:production.s".parse().unwrap();
-        let scope = ClientScope::for_token(&token).with_query_projects(["api", "web"]).with_name_prefix(Some("web."));
+        let scope = ClientScope::for_token(&token)
+            .with_query_projects(["api", "web"])
+            .with_name_prefix(Some("web."));
         let out = body(&scope);
         assert_eq!(names(&out), ["web.a", "web.c"]);
         assert_eq!(out["query"]["namePrefix"], json!("web."));

@@ -111,7 +111,11 @@ impl Context {
 
     /// A property.
     pub fn property(&self, name: &str) -> Option<&str> {
-        self.inner.properties.as_ref()?.get(name).map(String::as_str)
+        self.inner
+            .properties
+            .as_ref()?
+            .get(name)
+            .map(String::as_str)
     }
 
     /// The caller's address as `remoteAddress`, unless the request gave one (as Unleash's
@@ -164,9 +168,10 @@ mod tests {
 
     #[test]
     fn from_json() {
-        let context =
-            Context::from_json(br#"{"userId":7,"properties":{"beta":true,"n":1.5,"x":null},"other":"o","drop":[1]}"#)
-                .unwrap();
+        let context = Context::from_json(
+            br#"{"userId":7,"properties":{"beta":true,"n":1.5,"x":null},"other":"o","drop":[1]}"#,
+        )
+        .unwrap();
         assert_eq!(context.get("userId"), Some("7"));
         assert_eq!(context.property("beta"), Some("true"));
         assert_eq!(context.property("n"), Some("1.5"));

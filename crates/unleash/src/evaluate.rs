@@ -89,11 +89,20 @@ mod tests {
         assert!(!features.is_enabled("missing", &user));
 
         let blue = features.variant("on", &anonymous);
-        assert_eq!((blue.name.as_str(), blue.enabled, blue.feature_enabled), ("blue", true, true));
+        assert_eq!(
+            (blue.name.as_str(), blue.enabled, blue.feature_enabled),
+            ("blue", true, true)
+        );
         assert_eq!(blue.payload.unwrap().value, "b");
         let none = features.variant("users", &user);
-        assert_eq!((none.name.as_str(), none.enabled, none.feature_enabled), ("disabled", false, true));
+        assert_eq!(
+            (none.name.as_str(), none.enabled, none.feature_enabled),
+            ("disabled", false, true)
+        );
         let missing = features.variant("missing", &user);
-        assert_eq!((missing.name.as_str(), missing.feature_enabled), ("disabled", false));
+        assert_eq!(
+            (missing.name.as_str(), missing.feature_enabled),
+            ("disabled", false)
+        );
     }
 }

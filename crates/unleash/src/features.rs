@@ -73,8 +73,7 @@ impl Features {
         for (i, value) in feature_values.iter().enumerate() {
             let path = format!("$.features[{i}]");
             let name = value.get("name").and_then(Value::as_str);
-            let feature: ClientFeature =
-                typed(value, &path).map_err(|e| e.in_toggle(name))?;
+            let feature: ClientFeature = typed(value, &path).map_err(|e| e.in_toggle(name))?;
             let toggle = Toggle::new(value, &feature);
             if toggles.contains_key(&toggle.name) {
                 return Err(FeaturesError::new(path, "a second toggle of this name")
@@ -94,7 +93,10 @@ impl Features {
                 .insert(segment.id, (value.to_string(), to_canonical(value)))
                 .is_some()
             {
-                return Err(FeaturesError::new(path, format!("a second segment {}", segment.id)));
+                return Err(FeaturesError::new(
+                    path,
+                    format!("a second segment {}", segment.id),
+                ));
             }
             typed_segments.push(segment);
         }
@@ -213,7 +215,10 @@ mod tests {
     fn refuses_broken_bodies_naming_the_path() {
         assert!(refused("{").starts_with("$: not JSON"));
         assert_eq!(refused("[]"), "$: not a JSON object");
-        assert_eq!(refused(r#"{"version":1}"#), "$.features: missing, or not an array");
+        assert_eq!(
+            refused(r#"{"version":1}"#),
+            "$.features: missing, or not an array"
+        );
         assert!(refused(r#"{"version":"x","features":[]}"#).starts_with("$.version: invalid type"));
         let e = refused(
             r#"{"version":1,"features":[{"name":"ok","enabled":true},
@@ -223,8 +228,10 @@ mod tests {
             e.starts_with(r#"$.features[1].strategies[0].constraints[0].values[0] (toggle "bad"): invalid type"#),
             "{e}"
         );
-        assert!(refused(r#"{"version":1,"features":[{"name":"a","enabled":true},{"name":"a","enabled":true}]}"#)
-            .contains("a second toggle"));
+        assert!(refused(
+            r#"{"version":1,"features":[{"name":"a","enabled":true},{"name":"a","enabled":true}]}"#
+        )
+        .contains("a second toggle"));
         assert!(refused(r#"{"version":1,"features":[],"segments":[{"id":1,"constraints":[]},{"id":1,"constraints":[]}]}"#)
             .contains("a second segment 1"));
     }

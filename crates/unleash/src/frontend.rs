@@ -156,6 +156,8 @@ mod tests {
         let off = features.frontend_toggle_in("off", &user, &only_a).unwrap();
         assert!(!off.enabled);
         assert!(features.frontend_toggle_in("b", &user, &only_a).is_none());
-        assert!(features.frontend_toggle_in("nope", &user, &Projects::All).is_none());
+        assert!(features
+            .frontend_toggle_in("nope", &user, &Projects::All)
+            .is_none());
     }
 }

@@ -92,13 +92,24 @@ mod tests {
 
     #[test]
     fn payloads_typed_by_their_type() {
-        assert_eq!(typed("string", " a ").unwrap(), TypedValue::String(" a ".into()));
-        assert_eq!(typed("csv", "a,b").unwrap(), TypedValue::String("a,b".into()));
-        let TypedValue::Number(n) = typed("number", " 1.50 ").unwrap() else { panic!() };
+        assert_eq!(
+            typed("string", " a ").unwrap(),
+            TypedValue::String(" a ".into())
+        );
+        assert_eq!(
+            typed("csv", "a,b").unwrap(),
+            TypedValue::String("a,b".into())
+        );
+        let TypedValue::Number(n) = typed("number", " 1.50 ").unwrap() else {
+            panic!()
+        };
         assert_eq!(n.to_string(), "1.50");
         assert!(typed("number", "1x").is_err());
         assert!(typed("number", "\"1\"").is_err());
-        assert_eq!(typed("json", r#"{"a":[1]}"#).unwrap(), TypedValue::Json(json!({"a":[1]})));
+        assert_eq!(
+            typed("json", r#"{"a":[1]}"#).unwrap(),
+            TypedValue::Json(json!({"a":[1]}))
+        );
         assert!(typed("json", "{").is_err());
         assert!(typed("yaml", "a: 1").is_err());
     }
@@ -124,7 +135,10 @@ mod tests {
         let mut user = Context::new();
         user.set("userId", "1");
         let u = features.resolve_for_openfeature("u", &user).unwrap();
-        assert_eq!((u.enabled, u.variant.as_deref(), u.value), (true, Some("x"), None));
+        assert_eq!(
+            (u.enabled, u.variant.as_deref(), u.value),
+            (true, Some("x"), None)
+        );
 
         let off = features.resolve_for_openfeature("off", &user).unwrap();
         assert!(!off.enabled && off.is_static);

@@ -99,7 +99,10 @@ mod tests {
         assert_eq!(narrowed.projects(), &ab);
         let fixed = scope("[a,b]:dev.s").with_query_projects(["c"]);
         assert_eq!(fixed.projects(), &ab);
-        assert_eq!(scope("*:dev.s").with_query_projects([]).projects(), &Projects::All);
+        assert_eq!(
+            scope("*:dev.s").with_query_projects([]).projects(),
+            &Projects::All
+        );
         assert_eq!(fixed.environment(), Some("dev"));
     }
 

@@ -124,9 +124,17 @@ mod tests {
 
     #[test]
     fn static_toggles() {
-        assert!(toggle(r#"{"name":"a","enabled":false,"strategies":[{"name":"flexibleRollout"}]}"#).is_static);
+        assert!(
+            toggle(r#"{"name":"a","enabled":false,"strategies":[{"name":"flexibleRollout"}]}"#)
+                .is_static
+        );
         assert!(toggle(r#"{"name":"a","enabled":true}"#).is_static);
-        assert!(toggle(r#"{"name":"a","enabled":true,"strategies":[{"name":"default","constraints":[]}]}"#).is_static);
+        assert!(
+            toggle(
+                r#"{"name":"a","enabled":true,"strategies":[{"name":"default","constraints":[]}]}"#
+            )
+            .is_static
+        );
         assert!(toggle(
             r#"{"name":"a","enabled":true,"strategies":[{"name":"default","variants":[{"name":"v","weight":1000}]},
                {"name":"userWithId","parameters":{"userIds":"1"},"variants":[{"name":"w","weight":1000}]}]}"#

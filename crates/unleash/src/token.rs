@@ -48,7 +48,11 @@ pub struct TokenError(&'static str);
 
 impl fmt::Display for TokenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "not an Unleash token (project:environment.secret): {}", self.0)
+        write!(
+            f,
+            "not an Unleash token (project:environment.secret): {}",
+            self.0
+        )
     }
 }
 
@@ -166,7 +170,16 @@ mod tests {
 
     #[test]
     fn refuses_other_strings() {
-        for text in ["", "abc", "p:env", "p:.s", "p:env.", ":env.s", "[]:env.s", "[ , ]:env.s"] {
+        for text in [
+            "",
+            "abc",
+            "p:env",
+            "p:.s",
+            "p:env.",
+            ":env.s",
+            "[]:env.s",
+            "[ , ]:env.s",
+        ] {
             assert!(text.parse::<Token>().is_err(), "{text:?}");
         }
     }
