@@ -186,6 +186,19 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo build --release"
 cargo build --release --locked -p flagpole
 
+# Unleash's client specification (crates/unleash/tests/client_specification.rs) comes from npm:
+# installed here, before the Rust tests (the pytest suites install their own Node packages), and
+# reinstalled only when its lock file changes.
+echo "== Unleash client specification (npm ci in tests/unleash/node)"
+spec_node=tests/unleash/node
+stamp="$spec_node/node_modules/.lock.sha"
+want=$(sha256sum "$spec_node/package-lock.json" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  (cd "$spec_node" && npm ci --silent --no-audit --no-fund --ignore-scripts)
+  echo "$want" > "$stamp"
+fi
+export FLAGPOLE_UNLEASH_SPEC="$PWD/$spec_node/node_modules/@unleash/client-specification/specifications"
+
 echo "== cargo test"
 cargo test --workspace --locked
 
