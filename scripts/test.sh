@@ -180,6 +180,9 @@ python3 scripts/check_architecture.py
 echo "== no OpenFeature front door names an engine (scripts/check_doors.py)"
 python3 scripts/check_doors.py
 
+echo "== every task spawned through Tasks (scripts/check_spawns.py)"
+python3 scripts/check_spawns.py
+
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -81,24 +81,37 @@ pub(crate) fn defer(work: impl FnOnce() + Send + 'static) {
 }
 
 /// Runs `work` on the blocking pool at background priority when its turn comes, without
-/// waiting for it: for work nothing waits on (freeing what a swap replaced). No tracker waits
-/// for it; work that has started is finished before the process exits, work still waiting for
-/// its turn then is dropped (its captures freed as the work would have).
+/// waiting for it: for work nothing waits on (freeing what a swap replaced). It runs as a task
+/// on [`DETACHED`], like every task on a tracker; the shutdown waits for it
+/// ([`detached_done`]), bounded by its timeout, so nothing is cut off mid-way at exit.
 #[allow(
     clippy::disallowed_methods,
     reason = "this module is where blocking work is started"
 )]
 pub(crate) fn detach(work: impl FnOnce() + Send + 'static) {
-    drop(tokio::spawn(async move {
+    DETACHED.spawn(async move {
         let turn = busy_turn().await;
-        // The blocking pool starts the work at once; the handle is not needed to let it finish.
-        drop(tokio::task::spawn_blocking(move || {
+        let done = tokio::task::spawn_blocking(move || {
             lower_this_thread();
             work();
             crate::memory::flush_thread_cache();
             drop(turn);
-        }));
-    }));
+        });
+        // Waited for, so the tracker knows when the work has ended (a panic was the work's).
+        let _ = done.await;
+    });
+}
+
+/// The tasks of detached work ([`detach`]), one tracker for the process: detached work is
+/// started from places that hold no `Tasks` of their own (a snapshot swap).
+static DETACHED: std::sync::LazyLock<crate::tasks::Tasks> =
+    std::sync::LazyLock::new(crate::tasks::Tasks::new);
+
+/// Completes once every piece of detached work started so far has ended (the shutdown's last
+/// wait).
+pub(crate) async fn detached_done() {
+    DETACHED.close();
+    DETACHED.wait().await;
 }
 
 /// Runs `work` on the blocking pool at background priority.

@@ -8,7 +8,8 @@
 //!    last batch, which then includes the requests of the drain.
 //!
 //! Every background task is spawned on `tasks` (`crate::tasks`, the one place a task is
-//! spawned), so "stop" means: wait for them (bounded by what is left of the timeout), then exit.
+//! spawned), and detached blocking work on `background`'s tracker, so "stop" means: wait for
+//! them (bounded by what is left of the timeout), then exit.
 //! Nothing is aborted mid-write.
 
 use std::future::Future;
@@ -47,7 +48,11 @@ impl Shutdown {
         self.drained.cancel();
         self.tasks.close();
         let left = deadline.saturating_duration_since(Instant::now());
-        if tokio::time::timeout(left.max(Duration::from_millis(100)), self.tasks.wait())
+        let all = async {
+            self.tasks.wait().await;
+            crate::background::detached_done().await;
+        };
+        if tokio::time::timeout(left.max(Duration::from_millis(100)), all)
             .await
             .is_err()
         {
