@@ -6,7 +6,7 @@ Every OpenFeature front door (OFREP: `crates/server/src/api/ofrep/`; flagd's eva
 (`crates/server/src/openfeature/`: `Target`, `Resolution`, `Encoded`, `changes`), so that an
 engine can be added or changed behind it without touching a door, and no door answers one
 engine's flags differently from another's by accident. This check reads each door file (tests
-left out: `tests.rs` files and inline `mod tests` blocks) and fails on any mention of
+left out: `tests.rs` files and inline `mod … { }` blocks, which are tests there) and fails on any mention of
 
   * an engine crate: `flagpole_engine`, `flagpole_flagd`, `flagpole_unleash`;
   * what a snapshot holds for an engine: `crate::snapshot` (the per-source tables, the ETag
@@ -20,9 +20,11 @@ Usage: scripts/check_doors.py; exit status 1 when a door names an engine.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_cycles import without_inline_modules  # noqa: E402  (the scripts' shared reading)
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "crates" / "server" / "src"
@@ -44,25 +46,6 @@ ALLOWED = {
 }
 
 
-def without_tests(text: str) -> str:
-    """Drops `#[cfg(test)] mod tests { … }` blocks."""
-    out, i = [], 0
-    for m in re.finditer(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", text):
-        if m.start() < i:
-            continue
-        depth, j = 0, m.end() - 1
-        while j < len(text):
-            depth += text[j] == "{"
-            depth -= text[j] == "}"
-            j += 1
-            if depth == 0:
-                break
-        out.append(text[i:m.start()])
-        i = j
-    out.append(text[i:])
-    return "".join(out)
-
-
 def main() -> int:
     found = 0
     checked = 0
@@ -72,7 +55,7 @@ def main() -> int:
             if path.name == "tests.rs" or "/tests/" in rel:
                 continue
             checked += 1
-            text = without_tests(path.read_text(encoding="utf-8"))
+            text = without_inline_modules(path.read_text(encoding="utf-8"))
             for n, line in enumerate(text.splitlines(), 1):
                 code = line.split("//", 1)[0]
                 for phrase in FORBIDDEN:

@@ -332,31 +332,24 @@ impl Target {
                 },
                 Reading::Flagsmith(input),
             ) => {
-                let traits = input.engine_traits();
-                let identity = input.identifier.map(|id| Identity::new(id, &traits));
-                let result = match &identity {
-                    Some(identity) => snapshot.env.evaluate(Some(identity)),
-                    None => snapshot.env.own_flags(),
-                }
-                .map_err(failed)?;
-                let mut flags: Vec<_> = result
-                    .flags
-                    .iter()
-                    .filter(|f| snapshot.is_visible(*kind, f.key, f.enabled))
-                    .collect();
-                // Sorted by key so that equal inputs give byte-equal bodies.
-                flags.sort_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
-                flags.dedup_by(|a, b| a.key == b.key);
-                for flag in flags {
-                    let can_vary = snapshot.env.can_vary(flag.key);
-                    f(flagsmith::resolve(
-                        flag,
-                        *kind,
-                        *parse_json_strings,
-                        can_vary,
-                    ));
-                }
-                Ok(())
+                with_flags(snapshot, input, |flags| {
+                    let mut flags: Vec<_> = flags
+                        .iter()
+                        .filter(|f| snapshot.is_visible(*kind, f.key, f.enabled))
+                        .collect();
+                    // Sorted by key so that equal inputs give byte-equal bodies.
+                    flags.sort_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
+                    flags.dedup_by(|a, b| a.key == b.key);
+                    for flag in flags {
+                        let can_vary = snapshot.env.can_vary(flag.key);
+                        f(flagsmith::resolve(
+                            flag,
+                            *kind,
+                            *parse_json_strings,
+                            can_vary,
+                        ));
+                    }
+                })
             }
             (Inner::FlagSet { view, .. }, Reading::Flagd { attributes, now }) => {
                 let context = flagpole_flagd::Context::new(attributes, *now);
@@ -391,19 +384,14 @@ impl Target {
                 },
                 Reading::Flagsmith(input),
             ) => {
-                let traits = input.engine_traits();
-                let identity = input.identifier.map(|id| Identity::new(id, &traits));
-                let result = match &identity {
-                    Some(identity) => snapshot.env.evaluate(Some(identity)),
-                    None => snapshot.env.own_flags(),
-                }
-                .map_err(failed)?;
                 let options = bulk::Options {
                     kind: *kind,
                     parse_json_strings: *parse_json_strings,
                     stale: self.stale,
                 };
-                Ok(f(&bulk::pieces::<E>(snapshot, &result.flags, options)))
+                with_flags(snapshot, input, |flags| {
+                    f(&bulk::pieces::<E>(snapshot, flags, options))
+                })
             }
             (Inner::FlagSet { view, .. }, Reading::Flagd { attributes, now }) => {
                 let context = flagpole_flagd::Context::new(attributes, *now);
@@ -482,6 +470,23 @@ impl Target {
             },
         }
     }
+}
+
+/// Every flag of an environment evaluated for the caller (no identity: the environment's own
+/// flags), handed to `f`.
+fn with_flags<R>(
+    snapshot: &Snapshot,
+    input: &Input<'_>,
+    f: impl FnOnce(&[FlagResult<'_>]) -> R,
+) -> Result<R, Unevaluated> {
+    let traits = input.engine_traits();
+    let identity = input.identifier.map(|id| Identity::new(id, &traits));
+    let result = match &identity {
+        Some(identity) => snapshot.env.evaluate(Some(identity)),
+        None => snapshot.env.own_flags(),
+    }
+    .map_err(failed)?;
+    Ok(f(&result.flags))
 }
 
 /// `FLAG_NOT_FOUND` as an answer.
