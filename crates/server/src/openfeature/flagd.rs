@@ -1,15 +1,148 @@
-//! The flagd engine under the OpenFeature layer: one flagd evaluation → one OpenFeature
-//! [`Resolution`] as flagd's own doors give it (no value with no default variant or when
-//! disabled; reasons `STATIC`, `TARGETING_MATCH`, `DEFAULT`, `DISABLED`, `ERROR`; its error
-//! codes; the flag's metadata over its set's). flagd reads every number as a float, so an
-//! integer resolver cuts a fraction toward zero; a value of another type than asked is a type
-//! mismatch.
+//! The flagd engine under the OpenFeature layer: a flag set as an OpenFeature target ([`Set`]:
+//! the view a selector picks, answering what `Target` asks of it), and one flagd evaluation →
+//! one OpenFeature [`Resolution`] as flagd's own doors give it (no value with no default
+//! variant or when disabled; reasons `STATIC`, `TARGETING_MATCH`, `DEFAULT`, `DISABLED`,
+//! `ERROR`; its error codes; the flag's metadata over its set's, a missing flag's the
+//! selector). flagd reads every number as a float, so an integer resolver cuts a fraction
+//! toward zero; a value of another type than asked is a type mismatch.
 
 use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use flagpole_flagd::{Evaluation, Flag};
+use flagpole_flagd::{Context, Evaluation, Flag};
+use serde_json::{Map, Value};
 
-use super::resolution::{Declared, Fractions, Metadata, Resolution, Typing};
+use super::resolution::{Declared, Fractions, Metadata, Refusal, Resolution, Typing, Unevaluated};
+use super::{encode, tag, Encoded, Encoding};
+use crate::flagsets::{FlagView, Selector};
+
+/// A flag set's view, picked by a selector.
+pub(super) struct Set {
+    pub view: Arc<FlagView>,
+    pub selector: Option<String>,
+    /// The selector as flagd answers it in metadata.
+    pub selected: Map<String, Value>,
+}
+
+/// The caller's context as flagd rules read it: the whole context and the time
+/// (`$flagd.timestamp`).
+pub(super) struct Reading<'c> {
+    attributes: Cow<'c, Map<String, Value>>,
+    now: u64,
+}
+
+impl<'c> Reading<'c> {
+    /// The context (absent or `null`: empty); anything but an object is refused.
+    pub(super) fn of(context: Option<&'c Value>) -> Result<Reading<'c>, Refusal> {
+        let attributes = match context {
+            None | Some(Value::Null) => Cow::Owned(Map::new()),
+            Some(Value::Object(map)) => Cow::Borrowed(map),
+            Some(_) => {
+                return Err((
+                    "INVALID_CONTEXT",
+                    "the context must be a JSON object".to_owned(),
+                ))
+            }
+        };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Ok(Reading { attributes, now })
+    }
+
+    pub(super) fn targeting_key(&self) -> Option<&'c str> {
+        match &self.attributes {
+            Cow::Borrowed(map) => map.get("targetingKey").and_then(Value::as_str),
+            Cow::Owned(_) => None,
+        }
+    }
+
+    fn context(&self) -> Context<'_> {
+        Context::new(&self.attributes, self.now)
+    }
+}
+
+impl Set {
+    pub(super) fn new(view: Arc<FlagView>, selector: Option<&str>) -> Set {
+        Set {
+            view,
+            selector: selector.map(str::to_owned),
+            selected: Selector::parse(selector).metadata(),
+        }
+    }
+
+    /// The answer's tag: flagd rules may read any member, so the whole context is hashed.
+    pub(super) fn tag(
+        &self,
+        flag: Option<&str>,
+        reading: &Reading<'_>,
+        stale: bool,
+        settings: &str,
+    ) -> String {
+        tag::flag_set(
+            &self.view.revision,
+            &Selector::parse(self.selector.as_deref()).key(),
+            flag,
+            stale,
+            &reading.attributes,
+            settings,
+        )
+    }
+
+    pub(super) fn one<R>(
+        &self,
+        key: &str,
+        reading: &Reading<'_>,
+        f: impl FnOnce(Resolution<'_>) -> R,
+    ) -> Result<R, Unevaluated> {
+        let evaluation = self.view.set.evaluate(key, &reading.context());
+        let mut r = resolve(key, &evaluation, declared(self.view.set.get(key)));
+        if matches!(r.error, Some(("FLAG_NOT_FOUND", _))) {
+            r.metadata = Metadata::map(&self.selected);
+        }
+        Ok(f(r))
+    }
+
+    pub(super) fn each(
+        &self,
+        reading: &Reading<'_>,
+        mut f: impl FnMut(Resolution<'_>),
+    ) -> Result<(), Unevaluated> {
+        self.view
+            .set
+            .evaluate_each(&reading.context(), |flag, evaluation| {
+                f(resolve(flag.key(), &evaluation, declared(Some(flag))));
+            });
+        Ok(())
+    }
+
+    /// The bulk pieces as flagd's `ResolveAll` lists them: a flag whose declared type no bulk
+    /// answer carries is left out.
+    pub(super) fn encoded<E: Encoding, R>(
+        &self,
+        reading: &Reading<'_>,
+        stale: bool,
+        f: impl FnOnce(&[Encoded<'_>]) -> R,
+    ) -> Result<R, Unevaluated> {
+        let mut evaluations = Vec::with_capacity(self.view.set.len());
+        self.view
+            .set
+            .evaluate_each(&reading.context(), |flag, evaluation| {
+                let declared = declared(Some(flag));
+                if declared != Declared::Unlisted {
+                    evaluations.push((flag.key(), evaluation, declared));
+                }
+            });
+        let pieces: Vec<Encoded<'_>> = evaluations
+            .iter()
+            .map(|(key, evaluation, declared)| {
+                encode::<E>(resolve(key, evaluation, *declared), stale)
+            })
+            .collect();
+        Ok(f(&pieces))
+    }
+}
 
 /// The type a flag declares: its default variant's.
 pub(super) fn declared(flag: Option<&Flag>) -> Declared {

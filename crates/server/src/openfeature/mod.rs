@@ -20,10 +20,11 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+pub(crate) use resolution::Refusal;
 pub(crate) use resolution::{when_stale, Fractions, Meta, Metadata, Resolution};
 #[cfg(test)]
 pub(crate) use resolution::{Declared, Typing};
-pub(crate) use target::{Caller, Refusal, StreamOf, Target};
+pub(crate) use target::{Caller, StreamOf, Target};
 
 /// How a front door encodes a flag's value in its bulk answer.
 pub(crate) trait Encoding {

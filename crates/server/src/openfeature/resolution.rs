@@ -13,6 +13,19 @@ use std::borrow::Cow;
 use flagpole_engine::{FlagResult, Reason};
 use serde_json::{Map, Value};
 
+/// Why a context was refused: `(errorCode, errorDetails)`.
+pub(crate) type Refusal = (&'static str, String);
+
+/// An evaluation that could not be made at all (an engine error, logged where it happened).
+#[derive(Debug)]
+pub(crate) struct Unevaluated;
+
+/// An engine's error, logged, as [`Unevaluated`].
+pub(super) fn failed(e: impl std::fmt::Display) -> Unevaluated {
+    tracing::error!(error = %e, "an OpenFeature evaluation failed");
+    Unevaluated
+}
+
 /// A flag as OpenFeature sees it, borrowing from the evaluation.
 #[derive(Debug)]
 pub(crate) struct Resolution<'a> {

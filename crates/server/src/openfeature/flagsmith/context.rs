@@ -9,6 +9,8 @@ use std::borrow::Cow;
 use flagpole_engine::{Trait, TraitValue};
 use serde_json::{Map, Value};
 
+use crate::openfeature::resolution::Refusal;
+
 /// Longest identifier and trait key accepted (as by `POST /api/v1/identities/`).
 const MAX_IDENTIFIER_CHARS: usize = 2000;
 const MAX_TRAIT_KEY_CHARS: usize = 200;
@@ -21,8 +23,6 @@ pub(in crate::openfeature) struct Input<'a> {
     /// Normalised traits, sorted by key (none without an identity).
     pub traits: Vec<(&'a str, &'a Value)>,
 }
-
-use crate::openfeature::Refusal;
 
 /// A context (absent or `null`: empty), normalised.
 pub(in crate::openfeature) fn of_context(

@@ -1,7 +1,7 @@
 //! The Flagsmith engine under the OpenFeature layer: one Flagsmith flag → one OpenFeature
 //! [`Resolution`], as every OpenFeature front door answers it; the caller's context as the
-//! engine's identity and traits (`context`); the prepared bulk answer (`bulk`); the freshness
-//! hints of an OFREP bulk call (`freshness`).
+//! engine's identity and traits (`context`); an environment as a target (`environment`); the
+//! prepared bulk answer (`bulk`); the freshness hints of an OFREP bulk call (`freshness`).
 //!
 //! Flagsmith flags have an on/off bit and an optional value; OpenFeature has a typed value, a
 //! reason and a variant. The on/off bit drives valueless and boolean flags (a disabled flag reads
@@ -20,9 +20,10 @@ use super::resolution::{Declared, Fractions, Metadata, Resolution, Typing};
 use crate::canonical;
 use crate::keys::KeyKind;
 
-pub(super) mod bulk;
+mod bulk;
 pub(super) mod context;
-pub(super) mod freshness;
+pub(super) mod environment;
+mod freshness;
 
 /// How a typed resolver reads a Flagsmith flag: a disabled one reads `false` (or the caller's
 /// default) whatever its type; only whole numbers are integers.
