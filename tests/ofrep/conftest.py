@@ -39,7 +39,7 @@ from ofrep_support import (  # noqa: E402
     wait_serving,
     write_fixture_documents,
 )
-from serve_harness import binary_path, local_config  # noqa: E402
+from serve_harness import binary_path, local_config, stop_all  # noqa: E402
 from sse_support import SSE_ENVS, SSE_HEARTBEAT, SseStream  # noqa: E402
 
 
@@ -155,19 +155,7 @@ def start_flagpole(tmp_path):
         return fp
 
     yield make
-    problems = []
-    for fp in started:
-        if fp.proc is None:
-            continue
-        was_running, signalled = fp.running(), fp.signalled
-        code = fp.stop(timeout=15)
-        if was_running and code != 0:
-            problems.append(f"flagpole on port {fp.port} exited with {code} after SIGTERM; stderr:\n"
-                            f"{fp.stderr_tail()}")
-        elif not was_running and not signalled:
-            problems.append(f"flagpole on port {fp.port} died on its own (exit code {code}); stderr:\n"
-                            f"{fp.stderr_tail()}")
-    assert not problems, "\n".join(problems)
+    stop_all(started)
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,7 @@ from serve_harness import (
     binary_path,
     local_config,
     standard_envs,
+    stop_all,
     write_documents,
 )
 
@@ -83,20 +84,7 @@ def flagpole(tmp_path):
         return fp
 
     yield make
-    problems = []
-    for fp in started:
-        if fp.proc is not None:
-            was_running, signalled = fp.running(), fp.signalled
-            code = fp.stop(timeout=15)
-            if not fp.expect_clean_exit:
-                continue
-            if was_running and code != 0:
-                problems.append(f"flagpole on port {fp.port} exited with {code} after SIGTERM; stderr:\n"
-                                f"{fp.stderr_tail()}")
-            elif not was_running and not signalled:
-                problems.append(f"flagpole on port {fp.port} died on its own during the test (exit code "
-                                f"{code}); stderr:\n{fp.stderr_tail()}")
-    assert not problems, "\n".join(problems)
+    stop_all(started)
 
 
 @pytest.fixture(scope="module")

@@ -298,6 +298,28 @@ IMF_FIXDATE = re.compile(
 )
 
 
+def stop_all(started: Iterable[FlagpoleProcess]) -> None:
+    """Stops every process a fixture started and fails the test when one did not end as a proxy
+    should: a process still running must exit 0 on SIGTERM (the drain), and one that is gone
+    must have been stopped by the test (`signalled`), not have died on its own. A process whose
+    test expects another end (`expect_clean_exit = False`) is only stopped."""
+    problems = []
+    for fp in started:
+        if fp.proc is None:
+            continue
+        was_running, signalled = fp.running(), fp.signalled
+        code = fp.stop(timeout=15)
+        if not fp.expect_clean_exit:
+            continue
+        if was_running and code != 0:
+            problems.append(f"flagpole on port {fp.port} exited with {code} after SIGTERM; stderr:\n"
+                            f"{fp.stderr_tail()}")
+        elif not was_running and not signalled:
+            problems.append(f"flagpole on port {fp.port} died on its own during the test (exit code "
+                            f"{code}); stderr:\n{fp.stderr_tail()}")
+    assert not problems, "\n".join(problems)
+
+
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Write then rename, as a deploy tool would."""
     path = Path(path)
