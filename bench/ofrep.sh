@@ -15,27 +15,12 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# The load generator: wrk 4.1.0 from Debian (installed if missing; the version is checked).
-WRK_VERSION="4.1.0"
-if ! command -v wrk >/dev/null 2>&1; then
-  echo "installing wrk (apt-get)…" >&2
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq >/dev/null
-  $SUDO apt-get install -y -qq wrk >/dev/null
-fi
-found="$( (wrk -v 2>&1 || true) | head -1 | awk '{print $2}')"
-case "$found" in
-  "$WRK_VERSION"*|debian/"$WRK_VERSION"*) ;;
-  *) echo "warning: wrk $found found, the results in bench/RESULTS.md were taken with $WRK_VERSION" >&2 ;;
-esac
-command -v taskset >/dev/null 2>&1 || { echo "taskset (util-linux) is needed" >&2; exit 1; }
-
+# The load generator and the limits it needs (bench/lib/load.sh).
+. bench/lib/load.sh
+ensure_wrk
 # 10,000 streams need 10,000+ descriptors in the client and in the server (separate processes,
 # each inherits this limit).
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 11000 ]; then
-  echo "warning: ulimit -n is $(ulimit -n); 10,000 streams will not all open (try --conns)" >&2
-fi
+raise_open_files 11000 "10,000 streams will not all open (try --conns)"
 
 cargo build --profile profiling --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
   -p flagpole-http-bench --bin ofrep-bench
