@@ -9,14 +9,10 @@
 //! [`evaluate_feature`] runs the same steps over the context trimmed to one feature (see
 //! `scope.rs`): only the segments that override it are tested.
 
-use std::borrow::Cow;
-
-use crate::condition::Condition;
 use crate::error::EvalError;
 use crate::hashing::{hashed_percentage, hashed_percentages, LANES};
 use crate::identity::Identity;
 use crate::model::{Environment, FeatureCtx, FeatureEntry, Variant};
-use crate::property::{Property, Query};
 use crate::result::{EvaluationResult, FlagResult, Reason, SegmentResult, VariantChoice};
 use crate::value::{Scalar, TraitValue};
 
@@ -410,62 +406,6 @@ impl<'a> Evaluation<'a> {
     /// `str(identity key)`: what percentage splits and multivariate splits hash.
     pub(crate) fn identity_key_text(&self) -> Option<&str> {
         self.key_text.as_deref()
-    }
-
-    pub(crate) fn matches_condition(
-        &mut self,
-        c: &'a Condition,
-        segment_key: &str,
-    ) -> Result<bool, EvalError> {
-        let property = c.property.as_ref().map_err(Clone::clone)?;
-        let operator = c.operator.as_ref().map_err(Clone::clone)?;
-        if let Property::IdentityKey = property {
-            // Borrow the key rather than copying it into the value.
-            let value = match &self.key_text {
-                Some(text) => Scalar::Str(Cow::Borrowed(text.as_ref())),
-                None => Scalar::Null,
-            };
-            return operator.matches(&value, segment_key);
-        }
-        if let (Property::Trait(name), true) = (property, operator.compares_versions()) {
-            // The trait's parse as a version is kept for the other conditions reading it.
-            let (value, version) = self.trait_version(c, name)?;
-            return operator.matches_parsed(&value, segment_key, version);
-        }
-        let value = self.context_value(c, property)?;
-        operator.matches(&value, segment_key)
-    }
-
-    /// `get_context_value` of condition `c`'s property, coerced (or the raw identity key for an
-    /// empty split property).
-    pub(crate) fn context_value(
-        &mut self,
-        c: &Condition,
-        property: &'a Property,
-    ) -> Result<Scalar<'a>, EvalError> {
-        match property {
-            Property::IdentityKey => Ok(match &self.key_text {
-                Some(text) => Scalar::Str(Cow::Owned(text.to_string())),
-                None => Scalar::Null,
-            }),
-            Property::Trait(name) => self.trait_scalar(c, name),
-            Property::Invalid(e) => Err(e.clone()),
-            Property::Path { literal, query } => {
-                let literal_value = self.trait_scalar(c, literal)?;
-                if !literal_value.is_null() {
-                    return Ok(literal_value);
-                }
-                let trimmed = &self.env.trim_sensitive;
-                if let (Scope::Feature(_), Query::Static(_)) = (self.scope, query) {
-                    if !trimmed.is_empty() {
-                        if let Some(path) = trimmed.get(literal) {
-                            return self.general_query(path);
-                        }
-                    }
-                }
-                self.query(query)
-            }
-        }
     }
 }
 
