@@ -118,7 +118,12 @@ mod tests {
         let view = View::build(&[a, b]).unwrap();
         let names: Vec<&str> = view.features.toggle_names().collect();
         assert_eq!(names.len(), 2);
-        assert!(view.features.is_static("b").is_some());
+        assert!(view
+            .features
+            .is_enabled("a", &flagpole_unleash::Context::new()));
+        assert!(!view
+            .features
+            .is_enabled("b", &flagpole_unleash::Context::new()));
     }
 
     #[test]
