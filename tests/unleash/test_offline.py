@@ -132,8 +132,14 @@ def test_register_and_metrics_are_accepted(edge):
                      headers=auth(CLIENT_TOKEN)).status == 202
     assert edge.post("/api/frontend/client/metrics", {"appName": "web", "instanceId": "b", "bucket": bucket},
                      headers=auth(FRONTEND_TOKEN)).status == 202
-    bad = edge.post("/api/client/metrics", {"appName": "a"}, headers=auth(CLIENT_TOKEN))
-    assert bad.status == 400 and "bucket" in bad.json()["message"], bad
+    # As Edge: a bucket may be left out; JSON of another shape is a 422, text that is not JSON a 400.
+    assert edge.post("/api/client/metrics", {"appName": "a"}, headers=auth(CLIENT_TOKEN)).status == 202
+    bad = edge.post("/api/client/metrics", {"appName": "a", "bucket": []}, headers=auth(CLIENT_TOKEN))
+    assert bad.status == 422 and "$.bucket" in bad.json()["message"], bad
+    bad = edge.post("/api/client/register", {"instanceId": "i"}, headers=auth(CLIENT_TOKEN))
+    assert bad.status == 422 and "$.appName" in bad.json()["message"], bad
+    bad = edge.post("/api/client/register", "{", headers={**auth(CLIENT_TOKEN), "Content-Type": "application/json"})
+    assert bad.status == 400 and bad.json()["message"], bad
     assert edge.post("/api/client/metrics", {"appName": "a", "bucket": bucket},
                      headers=auth(FRONTEND_TOKEN)).status == 403
     assert edge.get("/api/client/metrics", headers=auth(CLIENT_TOKEN)).status == 405
