@@ -8,6 +8,7 @@ statuses Edge gives a missing, unknown or wrong-kind token, CORS, hot reload, an
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 from conftest import (CLIENT_TOKEN, FRONTEND_TOKEN, PROJECT_TOKEN, TOGGLES, binary_path,
@@ -194,6 +195,11 @@ def test_hot_reload_and_a_broken_file_keeps_the_last_good(tmp_path, serve_unleas
                "the broken file was never refused")
     assert "$.features[0]" in fp.stderr_text()
     assert fp.get(CLIENT, headers=h).json() == second.json()
+    metrics = fp.get("/metrics").body.decode()
+    # A write may be seen as more than one change: at least one each.
+    assert re.search(r'flagpole_unleash_reloads_total\{result="refused"\} [1-9]', metrics), metrics
+    assert re.search(r'flagpole_unleash_reloads_total\{result="taken"\} [1-9]', metrics), metrics
+    assert "flagpole_unleash_toggles 6" in metrics
     write_toggles(path, "{not json")
     wait_until(lambda: fp.stderr_text().count("Unleash features file refused") >= 2, EVENT_TIMEOUT,
                "the unreadable file was never refused")

@@ -115,8 +115,21 @@ fn tokens(texts: &[String], list: &str) -> Result<Vec<Token>, String> {
         .collect()
 }
 
+/// `/metrics`: the toggles served now, and the files' reloads taken and refused.
+const TOGGLES: &str = "flagpole_unleash_toggles";
+const RELOADS: &str = "flagpole_unleash_reloads_total";
+
 impl Unleash {
     pub(crate) fn new(loaded: Loaded) -> Unleash {
+        metrics::describe_gauge!(TOGGLES, "Unleash toggles served (unleash.features)");
+        metrics::describe_counter!(
+            RELOADS,
+            "Unleash features file reloads since start, by result (taken, refused)"
+        );
+        metrics::gauge!(TOGGLES).set(loaded.view.features.len() as f64);
+        for result in ["taken", "refused"] {
+            metrics::counter!(RELOADS, "result" => result).increment(0);
+        }
         Unleash {
             client_tokens: loaded.client_tokens,
             frontend_tokens: loaded.frontend_tokens,
@@ -184,22 +197,23 @@ impl Unleash {
         if texts[index] == text {
             return Ok(false);
         }
-        if let Err(e) = flagpole_unleash::Features::from_slice(&text) {
+        let refuse = |e: flagpole_unleash::FeaturesError| {
             self.refused.fetch_add(1, Ordering::Relaxed);
-            return Err(e.to_string());
-        }
+            metrics::counter!(RELOADS, "result" => "refused").increment(1);
+            e.to_string()
+        };
+        flagpole_unleash::Features::from_slice(&text).map_err(refuse)?;
         let mut next = texts.clone();
         next[index] = text;
-        let view = View::build(&next).map_err(|e| {
-            self.refused.fetch_add(1, Ordering::Relaxed);
-            e.to_string()
-        })?;
+        let view = View::build(&next).map_err(refuse)?;
         let before = self.view();
         let changed = flagpole_unleash::changed_toggles(&before.features, &view.features);
         for warning in view.features.warnings() {
             tracing::warn!(toggle = %warning.toggle, reason = %warning.message, "Unleash toggle not compiled; it evaluates off");
         }
         *texts = next;
+        metrics::gauge!(TOGGLES).set(view.features.len() as f64);
+        metrics::counter!(RELOADS, "result" => "taken").increment(1);
         self.view.store(Arc::new(view));
         if !changed.is_empty() {
             tracing::info!(file = %self.files[index].display(), changed = ?changed, "Unleash toggles changed");
