@@ -49,6 +49,7 @@ CONFIG_ENV_KEYS = {
     "health_check",
     "proxy_key",
     "flagpole",
+    "unleash",
     "config_path",
 }
 

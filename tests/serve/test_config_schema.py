@@ -46,7 +46,7 @@ STRINGS = ["", " ", "ser.x", "http://127.0.0.1:9/x", "ftp://127.0.0.1/x", "redis
            "INFO", "json"]
 VALUES = ANY + NUMBERS + STRINGS
 # Keys naming files `check` reads (a schema cannot know whether they exist).
-NEEDS_FILES = ("server.tls", "flagpole.documents")
+NEEDS_FILES = ("server.tls", "flagpole.documents", "unleash")
 # Rules between keys, which a schema cannot state; a refusal the schema did not foresee must be
 # one of these (the start of `check`'s message).
 CROSS_KEY = (

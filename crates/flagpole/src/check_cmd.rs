@@ -16,6 +16,9 @@ pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let options = ServeOptions {
         config: args.config.clone(),
         flags: args.flags.clone(),
+        unleash_features: args.unleash_features.clone(),
+        unleash_client_tokens: args.unleash_client_token.clone(),
+        unleash_frontend_tokens: args.unleash_frontend_token.clone(),
         ..Default::default()
     };
     match check(&options, &env) {

@@ -54,6 +54,18 @@ pub(crate) struct ServeArgs {
     /// merges sources); keyless to the OpenFeature doors, reloaded when it changes.
     #[arg(long)]
     pub flags: Vec<String>,
+    /// Serve Unleash toggles from a client-features file (Unleash's `/api/client/features`
+    /// body; repeatable, later files win on a name), as Unleash Edge's offline mode does;
+    /// reloaded when it changes.
+    #[arg(long)]
+    pub unleash_features: Vec<std::path::PathBuf>,
+    /// An Unleash client token (`project:environment.secret`) accepted on `/api/client/*`
+    /// (repeatable).
+    #[arg(long)]
+    pub unleash_client_token: Vec<String>,
+    /// An Unleash frontend token accepted on `/api/frontend` and `/api/proxy` (repeatable).
+    #[arg(long)]
+    pub unleash_frontend_token: Vec<String>,
     /// Address to listen on (overrides server.host).
     #[arg(long)]
     pub host: Option<String>,
@@ -75,6 +87,18 @@ pub(crate) struct CheckArgs {
     /// the file and the JSON path of the fault.
     #[arg(long)]
     pub flags: Vec<String>,
+    /// Serve Unleash toggles from a client-features file (Unleash's `/api/client/features`
+    /// body; repeatable, later files win on a name), as Unleash Edge's offline mode does;
+    /// reloaded when it changes.
+    #[arg(long)]
+    pub unleash_features: Vec<std::path::PathBuf>,
+    /// An Unleash client token (`project:environment.secret`) accepted on `/api/client/*`
+    /// (repeatable).
+    #[arg(long)]
+    pub unleash_client_token: Vec<String>,
+    /// An Unleash frontend token accepted on `/api/frontend` and `/api/proxy` (repeatable).
+    #[arg(long)]
+    pub unleash_frontend_token: Vec<String>,
 }
 
 #[derive(Args)]
@@ -206,6 +230,9 @@ fn serve(args: ServeArgs) -> ExitCode {
         config: args.config,
         documents: args.document,
         flags: args.flags,
+        unleash_features: args.unleash_features,
+        unleash_client_tokens: args.unleash_client_token,
+        unleash_frontend_tokens: args.unleash_frontend_token,
         host: args.host,
         port: args.port,
         example: args.example,

@@ -30,6 +30,7 @@ mod shadow;
 mod sources;
 mod streams;
 mod telemetry;
+mod unleash;
 // … the vendor-neutral OpenFeature layer every OpenFeature front door resolves through …
 mod openfeature;
 // … the front doors, and the listener they are served on.
@@ -115,6 +116,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let flag_sets =
         flagsets::sources::start(&config, ready.flags, warm.clone(), fleet.clone(), &shutdown)
             .await?;
+    // Unleash toggles: the files the preflight compiled, then watched.
+    let unleash = ready
+        .unleash
+        .map(|loaded| unleash::sources::start(loaded, &shutdown));
     // Once the start-up loads are done, so that it says where each document came from.
     banner::print(
         &store,
@@ -140,7 +145,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &shutdown,
     )
     .await;
-    run(ports, state, &config, &shutdown).await;
+    run(ports, state, unleash, &config, &shutdown).await;
     Ok(())
 }
 
@@ -389,7 +394,13 @@ async fn front_doors(
 
 /// Serves until a signal, then drains: the listeners, then the background work's last steps,
 /// all within one budget (`shutdown_timeout_seconds`).
-async fn run(ports: Ports, state: api::AppState, config: &Arc<Config>, shutdown: &Shutdown) {
+async fn run(
+    ports: Ports,
+    state: api::AppState,
+    unleash: Option<Arc<unleash::Unleash>>,
+    config: &Arc<Config>,
+    shutdown: &Shutdown,
+) {
     let flagd_ports = [
         (
             ports.grpc,
@@ -423,7 +434,7 @@ async fn run(ports: Ports, state: api::AppState, config: &Arc<Config>, shutdown:
             )))
         })
         .collect();
-    let api = api::Api::new(state);
+    let api = api::Api::new(state).with_unleash(unleash);
     shutdown.spawn(shutdown::request_on_signal(shutdown.requested.clone()));
     let listeners = server::Listeners {
         main: ports.main,

@@ -1,6 +1,6 @@
 //! Everything `serve` checks before it listens, beyond the configuration itself, as one
 //! function that `flagpole check` runs too, so that `check` exits 0 only when `serve` would
-//! start: every local document read and named by its `api_key`, every flagd flag file compiled, the TLS certificate and key
+//! start: every local document read and named by its `api_key`, every flagd flag file and Unleash features file compiled, the TLS certificate and key
 //! readable and matching, the snapshot directory writable. (The configuration's own checks,
 //! listeners' ports included, are `config::load` and `config::start`.) What it reads is handed
 //! to `serve`, so nothing is read twice.
@@ -24,6 +24,8 @@ pub(crate) struct Ready {
     pub(crate) tls: Option<Tls>,
     /// Each flag source's text when it is a file (read and compiled), `None` for a URL.
     pub(crate) flags: Vec<Option<String>>,
+    /// The Unleash features files (read and compiled) and tokens, when configured.
+    pub(crate) unleash: Option<crate::unleash::Loaded>,
 }
 
 /// Whether the checks may change the machine they run on.
@@ -40,6 +42,7 @@ pub(crate) fn run(config: &Config, mode: Mode) -> Result<Ready, String> {
     let documents = read_all(&config.environments.documents)?;
     let tls = config.server.tls.as_ref().map(Tls::new).transpose()?;
     let flags = crate::flagsets::sources::read_files(&config.flags)?;
+    let unleash = crate::unleash::load(&config.unleash)?;
     if let Some(dir) = &config.upstream.snapshot_dir {
         let checked = match mode {
             Mode::Serve => writable(dir),
@@ -56,6 +59,7 @@ pub(crate) fn run(config: &Config, mode: Mode) -> Result<Ready, String> {
         documents,
         tls,
         flags,
+        unleash,
     })
 }
 

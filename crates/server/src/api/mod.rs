@@ -20,6 +20,7 @@ mod request_body;
 mod respond;
 pub(crate) mod route;
 mod service;
+mod unleash;
 
 use std::sync::Arc;
 

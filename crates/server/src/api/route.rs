@@ -28,6 +28,8 @@ pub(crate) enum Route<'a> {
     OfrepBadKey,
     /// `GET /ofrep/v1/events`: OFREP's change stream.
     OfrepEvents,
+    /// Unleash's client and frontend APIs and Unleash Edge's backstage probes.
+    Unleash(UnleashRoute<'a>),
     Liveness,
     Readiness,
     /// Readiness that stale documents do not fail (`/proxy/health/serving`).
@@ -35,6 +37,31 @@ pub(crate) enum Route<'a> {
     Metrics,
     Status,
     NotFound,
+}
+
+/// An Unleash path (`api/unleash/`); toggle names percent-decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum UnleashRoute<'a> {
+    /// `GET /api/client/features`.
+    ClientFeatures,
+    /// `GET /api/client/features/{name}`.
+    ClientFeature(Cow<'a, str>),
+    /// `POST /api/client/register`.
+    ClientRegister,
+    /// `POST /api/client/metrics`.
+    ClientMetrics,
+    /// `GET`/`POST /api/frontend` (and `/api/proxy`).
+    Frontend,
+    /// `GET`/`POST /api/frontend/features/{name}` (and `/api/proxy/…`).
+    FrontendFeature(Cow<'a, str>),
+    /// `POST /api/frontend/client/metrics` (and `/api/proxy/…`).
+    FrontendMetrics,
+    /// `POST /api/frontend/client/register` (and `/api/proxy/…`).
+    FrontendRegister,
+    /// `GET /internal-backstage/health`.
+    BackstageHealth,
+    /// `GET /internal-backstage/ready`.
+    BackstageReady,
 }
 
 const OFREP_BULK: &str = "ofrep/v1/evaluate/flags";
@@ -47,6 +74,9 @@ impl<'a> Route<'a> {
         }
         if let Some(key) = realtime_key(path) {
             return Route::RealtimeStream(key);
+        }
+        if let Some(route) = unleash(path) {
+            return Route::Unleash(route);
         }
         match path.strip_suffix('/').unwrap_or(path) {
             "/api/v1/flags" => Route::Flags,
@@ -87,6 +117,19 @@ impl<'a> Route<'a> {
             Route::OfrepBulk => RouteLabel::OfrepBulk,
             Route::OfrepFlag(_) | Route::OfrepBadKey => RouteLabel::OfrepFlag,
             Route::OfrepEvents => RouteLabel::OfrepEvents,
+            Route::Unleash(route) => match route {
+                UnleashRoute::ClientFeatures | UnleashRoute::ClientFeature(_) => {
+                    RouteLabel::UnleashClient
+                }
+                UnleashRoute::Frontend | UnleashRoute::FrontendFeature(_) => {
+                    RouteLabel::UnleashFrontend
+                }
+                UnleashRoute::ClientRegister
+                | UnleashRoute::ClientMetrics
+                | UnleashRoute::FrontendMetrics
+                | UnleashRoute::FrontendRegister => RouteLabel::UnleashMetrics,
+                UnleashRoute::BackstageHealth | UnleashRoute::BackstageReady => RouteLabel::Health,
+            },
             Route::Liveness | Route::Readiness | Route::Serving => RouteLabel::Health,
             Route::Metrics => RouteLabel::Metrics,
             Route::Status => RouteLabel::Status,
@@ -119,6 +162,44 @@ fn ofrep(path: &str) -> Option<Route<'_>> {
             .decode_utf8()
             .map_or(Route::OfrepBadKey, Route::OfrepFlag),
     )
+}
+
+fn unleash(path: &str) -> Option<UnleashRoute<'_>> {
+    let path = path.strip_suffix('/').unwrap_or(path);
+    if let Some(rest) = path.strip_prefix("/api/client/") {
+        return match rest {
+            "features" => Some(UnleashRoute::ClientFeatures),
+            "register" => Some(UnleashRoute::ClientRegister),
+            "metrics" => Some(UnleashRoute::ClientMetrics),
+            _ => toggle_name(rest.strip_prefix("features/")?).map(UnleashRoute::ClientFeature),
+        };
+    }
+    if let Some(rest) = path
+        .strip_prefix("/api/frontend")
+        .or_else(|| path.strip_prefix("/api/proxy"))
+    {
+        return match rest {
+            "" => Some(UnleashRoute::Frontend),
+            "/client/metrics" => Some(UnleashRoute::FrontendMetrics),
+            "/client/register" => Some(UnleashRoute::FrontendRegister),
+            _ => toggle_name(rest.strip_prefix("/features/")?).map(UnleashRoute::FrontendFeature),
+        };
+    }
+    match path {
+        "/internal-backstage/health" => Some(UnleashRoute::BackstageHealth),
+        "/internal-backstage/ready" => Some(UnleashRoute::BackstageReady),
+        _ => None,
+    }
+}
+
+/// A toggle name from one path segment, percent-decoded (`None` when empty or not UTF-8).
+fn toggle_name(name: &str) -> Option<Cow<'_, str>> {
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    percent_encoding::percent_decode_str(name)
+        .decode_utf8()
+        .ok()
 }
 
 fn realtime_key(path: &str) -> Option<&str> {
@@ -165,6 +246,37 @@ mod tests {
         assert_eq!(Route::of("/ofrep/v1/evaluate/flagsx"), Route::NotFound);
         assert_eq!(Route::of("/ofrep/v1/events"), Route::OfrepEvents);
         assert_eq!(Route::of("/ofrep/v1/events/"), Route::OfrepEvents);
+    }
+
+    #[test]
+    fn unleash_paths() {
+        let u = |p| match Route::of(p) {
+            Route::Unleash(route) => Some(route),
+            _ => None,
+        };
+        assert_eq!(
+            u("/api/client/features/"),
+            Some(UnleashRoute::ClientFeatures)
+        );
+        assert_eq!(
+            u("/api/client/features/a%20b"),
+            Some(UnleashRoute::ClientFeature("a b".into()))
+        );
+        assert_eq!(u("/api/proxy"), Some(UnleashRoute::Frontend));
+        assert_eq!(
+            u("/api/proxy/features/x"),
+            Some(UnleashRoute::FrontendFeature("x".into()))
+        );
+        assert_eq!(
+            u("/api/frontend/client/metrics"),
+            Some(UnleashRoute::FrontendMetrics)
+        );
+        assert_eq!(
+            u("/internal-backstage/ready"),
+            Some(UnleashRoute::BackstageReady)
+        );
+        assert_eq!(u("/api/frontendx"), None);
+        assert_eq!(u("/api/client/features/a/b"), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{header, HeaderValue, Method, Request, StatusCode};
@@ -16,8 +17,8 @@ use super::error::ApiError;
 use super::flagsmith::{analytics, document, flags, identities, realtime};
 use super::observe::{Head, Observation, Observer};
 use super::ops::{health, metrics, status};
-use super::route::Route;
-use super::{cors, ofrep, AppState, Response};
+use super::route::{Route, UnleashRoute};
+use super::{cors, ofrep, unleash, AppState, Response};
 use crate::telemetry::http::RouteLabel;
 use crate::telemetry::otel::spans::Peer;
 
@@ -28,6 +29,8 @@ pub(crate) struct Api {
     observer: Observer,
     /// The connection served (its spans record it).
     peer: Peer,
+    /// Unleash toggles (`unleash`, `--unleash-features`), when configured.
+    unleash: Option<Arc<crate::unleash::Unleash>>,
 }
 
 impl Api {
@@ -37,7 +40,13 @@ impl Api {
             state,
             observer,
             peer: Peer::default(),
+            unleash: None,
         }
+    }
+
+    /// The service with the Unleash toggles it serves.
+    pub(crate) fn with_unleash(self, unleash: Option<Arc<crate::unleash::Unleash>>) -> Api {
+        Api { unleash, ..self }
     }
 
     /// The service of one connection.
@@ -148,6 +157,10 @@ impl Api {
         ) {
             return (RouteLabel::Preflight, ApiFuture::Ready(Some(preflight)));
         }
+        if let Route::Unleash(route) = route {
+            let route = owned(route);
+            return (label, self.unleash(parts, body, route, origin));
+        }
         let method = &parts.method;
         let is_get = method == Method::GET || method == Method::HEAD;
         let answer = match route {
@@ -231,7 +244,8 @@ impl Api {
                     | Route::OfrepBulk
                     | Route::OfrepFlag(_)
                     | Route::OfrepBadKey
-                    | Route::OfrepEvents => Err(ApiError::not_found("no such endpoint")),
+                    | Route::OfrepEvents
+                    | Route::Unleash(_) => Err(ApiError::not_found("no such endpoint")),
                 };
                 answered.unwrap_or_else(ApiError::into_response)
             }
@@ -330,6 +344,49 @@ impl Api {
             response
         });
         (label, future)
+    }
+}
+
+impl Api {
+    /// The Unleash door: answered now, or once the body is read; CORS as every door.
+    fn unleash(
+        &self,
+        parts: http::request::Parts,
+        body: Incoming,
+        route: UnleashRoute<'static>,
+        origin: Option<HeaderValue>,
+    ) -> ApiFuture {
+        let peer = self.peer.address;
+        if !unleash::needs_body(&route, &parts.method) {
+            let mut response = unleash::now(self.unleash.as_deref(), &parts, &route, peer);
+            cors::finish(&self.state.config, origin, &mut response);
+            return ApiFuture::Ready(Some(response));
+        }
+        let (toggles, config) = (self.unleash.clone(), self.state.config.clone());
+        ApiFuture::body(async move {
+            let limit = config.limits.max_body_bytes;
+            let mut response = unleash::with_body(toggles, limit, parts, body, route, peer).await;
+            cors::finish(&config, origin, &mut response);
+            response
+        })
+    }
+}
+
+/// An Unleash route with its toggle name owned (the answer may outlive the request head).
+fn owned(route: UnleashRoute<'_>) -> UnleashRoute<'static> {
+    match route {
+        UnleashRoute::ClientFeature(name) => UnleashRoute::ClientFeature(name.into_owned().into()),
+        UnleashRoute::FrontendFeature(name) => {
+            UnleashRoute::FrontendFeature(name.into_owned().into())
+        }
+        UnleashRoute::ClientFeatures => UnleashRoute::ClientFeatures,
+        UnleashRoute::ClientRegister => UnleashRoute::ClientRegister,
+        UnleashRoute::ClientMetrics => UnleashRoute::ClientMetrics,
+        UnleashRoute::Frontend => UnleashRoute::Frontend,
+        UnleashRoute::FrontendMetrics => UnleashRoute::FrontendMetrics,
+        UnleashRoute::FrontendRegister => UnleashRoute::FrontendRegister,
+        UnleashRoute::BackstageHealth => UnleashRoute::BackstageHealth,
+        UnleashRoute::BackstageReady => UnleashRoute::BackstageReady,
     }
 }
 

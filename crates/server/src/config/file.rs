@@ -28,6 +28,7 @@ use super::ofrep::OfrepFile;
 use super::settings::{Config, KeyPair};
 use super::shadow::ShadowSection;
 use super::tls::TlsFile;
+use super::unleash::UnleashFile;
 use super::values::{present, BaseUrl, Key, LogLevel, Object, Port, Positive, Seconds, ServerKey};
 
 /// Top-level spellings of the same setting: `(alias, canonical)`. The serde aliases below
@@ -83,6 +84,8 @@ pub(super) struct File {
     ofrep: Option<Object<OfrepFile>>,
     /// flagd flag-definition sources (files watched, http(s) URLs polled), merged as flagd merges its sources and served keyless to the OpenFeature front doors; `flagpole serve --flags PATH` adds files.
     flags: Option<Vec<Object<FlagSourceFile>>>,
+    /// Unleash Edge's offline mode: client-features files served to Unleash SDKs (`/api/client/features`, `/api/frontend`) with the tokens listed here.
+    unleash: Option<Object<UnleashFile>>,
 }
 
 /// One environment: the server key Flagpole fetches with, and the client key.
@@ -387,6 +390,9 @@ impl File {
             .iter()
             .map(|Object(f)| f.to_settings())
             .collect();
+        if let Some(Object(u)) = self.unleash {
+            c.unleash = u.to_settings();
+        }
         c
     }
 
@@ -439,6 +445,7 @@ impl File {
                     .map(|f| Object(FlagSourceFile::from_settings(f)))
                     .collect(),
             ),
+            unleash: Some(Object(UnleashFile::from_settings(&c.unleash))),
             ..File::default()
         }
     }

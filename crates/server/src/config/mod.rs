@@ -30,6 +30,7 @@ mod start;
 mod suggest;
 mod telemetry;
 mod tls;
+pub mod unleash;
 mod values;
 
 use std::fmt;

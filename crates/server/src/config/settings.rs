@@ -38,6 +38,10 @@ pub struct Config {
     /// headers are secrets: left out of this form; the file form redacts them).
     #[serde(skip)]
     pub flags: Vec<super::flags::FlagSource>,
+    /// `unleash` and the `--unleash-*` options: Unleash Edge's offline mode (tokens are
+    /// secrets: left out of this form; the file form redacts them).
+    #[serde(skip)]
+    pub unleash: super::unleash::Unleash,
 }
 
 /// Which environments are served.
@@ -195,6 +199,7 @@ impl Default for Config {
             fleet: None,
             otel: super::telemetry::OtelConfig::default(),
             flags: Vec::new(),
+            unleash: super::unleash::Unleash::default(),
         }
     }
 }

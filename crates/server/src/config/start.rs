@@ -21,6 +21,12 @@ pub struct ServeOptions {
     pub documents: Vec<PathBuf>,
     /// `--flags`: flagd flag files, served after the `flags` list.
     pub flags: Vec<String>,
+    /// `--unleash-features`: Unleash client-features files, served after `unleash.features`.
+    pub unleash_features: Vec<PathBuf>,
+    /// `--unleash-client-token`: client tokens, added to `unleash.client_tokens`.
+    pub unleash_client_tokens: Vec<String>,
+    /// `--unleash-frontend-token`: frontend tokens, added to `unleash.frontend_tokens`.
+    pub unleash_frontend_tokens: Vec<String>,
     pub host: Option<String>,
     pub port: Option<u16>,
     /// `--example`: serve the bundled example environment, whatever else is configured.
@@ -67,6 +73,16 @@ pub fn start(loaded: Loaded, options: &ServeOptions) -> Result<Startup, ConfigEr
     config
         .flags
         .extend(options.flags.iter().map(super::flags::FlagSource::from_uri));
+    let unleash = &mut config.unleash;
+    unleash
+        .features
+        .extend(options.unleash_features.iter().cloned());
+    unleash
+        .client_tokens
+        .extend(options.unleash_client_tokens.iter().cloned());
+    unleash
+        .frontend_tokens
+        .extend(options.unleash_frontend_tokens.iter().cloned());
     if let Some(host) = &options.host {
         config.server.host = host.clone();
     }
@@ -79,10 +95,15 @@ pub fn start(loaded: Loaded, options: &ServeOptions) -> Result<Startup, ConfigEr
     let configured = !envs.key_pairs.is_empty()
         || !envs.documents.is_empty()
         || envs.proxy_key.is_some()
-        || !config.flags.is_empty();
+        || !config.flags.is_empty()
+        || config.unleash.is_configured();
     let example = if options.example {
         Example::Asked
-    } else if sources.is_empty() && options.documents.is_empty() && config.flags.is_empty() {
+    } else if sources.is_empty()
+        && options.documents.is_empty()
+        && config.flags.is_empty()
+        && !config.unleash.is_configured()
+    {
         Example::NothingConfigured
     } else if configured {
         Example::No

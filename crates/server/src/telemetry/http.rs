@@ -19,6 +19,12 @@ pub(crate) enum RouteLabel {
     OfrepFlag,
     OfrepEvents,
     RealtimeStream,
+    /// Unleash's client API: `/api/client/features` (and one toggle).
+    UnleashClient,
+    /// Unleash's frontend API: `/api/frontend`, `/api/proxy` (and one toggle).
+    UnleashFrontend,
+    /// Unleash SDKs' registrations and metrics (`/api/client/register`, `…/metrics`).
+    UnleashMetrics,
     Health,
     Metrics,
     Status,
@@ -28,7 +34,7 @@ pub(crate) enum RouteLabel {
 }
 
 impl RouteLabel {
-    const COUNT: usize = 13;
+    const COUNT: usize = 16;
 
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -40,6 +46,9 @@ impl RouteLabel {
             RouteLabel::OfrepFlag => "ofrep_flag",
             RouteLabel::OfrepEvents => "ofrep_events",
             RouteLabel::RealtimeStream => "realtime_stream",
+            RouteLabel::UnleashClient => "unleash_client",
+            RouteLabel::UnleashFrontend => "unleash_frontend",
+            RouteLabel::UnleashMetrics => "unleash_metrics",
             RouteLabel::Health => "health",
             RouteLabel::Metrics => "metrics",
             RouteLabel::Status => "status",
@@ -62,6 +71,9 @@ impl RouteLabel {
             RouteLabel::OfrepFlag => "/ofrep/v1/evaluate/flags/{key}",
             RouteLabel::OfrepEvents => "/ofrep/v1/events",
             RouteLabel::RealtimeStream => "/sse/environments/{key}/stream",
+            RouteLabel::UnleashClient => "/api/client/features",
+            RouteLabel::UnleashFrontend => "/api/frontend",
+            RouteLabel::UnleashMetrics => "/api/client/metrics",
             RouteLabel::Health => "/proxy/health",
             RouteLabel::Metrics => "/metrics",
             RouteLabel::Status => "/proxy/status",

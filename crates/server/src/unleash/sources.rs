@@ -1,0 +1,92 @@
+//! The Unleash features files after start: each watched by the file watcher (its watches in
+//! place before the proxy serves) and read again when it changes, off the request path. A file
+//! that cannot be read or does not load keeps the last good toggles; why is logged, with the
+//! JSON path of the fault.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::shutdown::Shutdown;
+use crate::sources::file_watcher::{Watched, WatchedFile};
+
+use super::Unleash;
+
+/// The toggles the preflight loaded, served from now on, and their files watched until
+/// shutdown.
+pub(crate) fn start(loaded: super::Loaded, shutdown: &Shutdown) -> Arc<Unleash> {
+    let unleash = Arc::new(Unleash::new(loaded));
+    let view = unleash.view();
+    let (client, frontend) = unleash.token_counts();
+    tracing::info!(
+        files = unleash.files().len(),
+        toggles = view.features.len(),
+        client_tokens = client,
+        frontend_tokens = frontend,
+        "Unleash toggles loaded"
+    );
+    for warning in view.features.warnings() {
+        tracing::warn!(toggle = %warning.toggle, reason = %warning.message, "Unleash toggle not compiled; it evaluates off");
+    }
+    let watched: Vec<WatchedFile> = unleash
+        .files()
+        .iter()
+        .enumerate()
+        .map(|(index, path)| {
+            let reader: Arc<dyn Watched> = Arc::new(FileSource {
+                unleash: unleash.clone(),
+                index,
+            });
+            (reader, path.clone())
+        })
+        .collect();
+    shutdown.spawn(crate::sources::file_watcher::watch(
+        watched,
+        shutdown.requested.clone(),
+    ));
+    unleash
+}
+
+/// One features file, as the file watcher reloads it.
+struct FileSource {
+    unleash: Arc<Unleash>,
+    index: usize,
+}
+
+impl Watched for FileSource {
+    fn reload(
+        self: Arc<Self>,
+        path: PathBuf,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let read = crate::background::run({
+                let path = path.clone();
+                move || std::fs::read(&path)
+            })
+            .await;
+            let text = match read {
+                Ok(Ok(text)) => text,
+                Ok(Err(e)) => {
+                    tracing::warn!(file = %path.display(), error = %e, "cannot read the Unleash features file; the last good toggles are kept");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "reading the Unleash features file failed");
+                    return;
+                }
+            };
+            match self.unleash.publish_off_the_side(self.index, text).await {
+                Ok(true) => tracing::info!(
+                    file = %path.display(),
+                    toggles = self.unleash.view().features.len(),
+                    "Unleash features file reloaded"
+                ),
+                Ok(false) => {}
+                Err(reason) => tracing::warn!(
+                    file = %path.display(),
+                    %reason,
+                    "Unleash features file refused ({reason}); the last good toggles are kept"
+                ),
+            }
+        })
+    }
+}
