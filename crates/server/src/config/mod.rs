@@ -39,8 +39,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use env::Variable;
-pub(crate) use fleet::redact as redact_redis_url;
-pub use fleet::FleetConfig;
+pub use fleet::{redact as redact_redis_url, FleetConfig};
 pub use reference::reference;
 pub use schema::schema;
 pub use settings::{
@@ -48,6 +47,7 @@ pub use settings::{
     Server, ShadowConfig, SseConfig, Telemetry, Upstream,
 };
 pub use start::{start, Example, Plan, ServeOptions, Startup};
+pub use suggest::closest;
 pub use telemetry::{Export, OtelConfig, Protocol, SamplerKind, Signal};
 pub use tls::TlsConfig;
 
