@@ -52,10 +52,8 @@ pub use config::ServeOptions;
 pub use logging::fatal;
 pub use memory::{configure_allocator, on_worker_park, set_thread_cache_flush};
 pub use received::{Incoming, Received, Rejected};
-pub use server::tls::Tls;
 pub use snapshot::etag_memo::EtagMemo;
 pub use snapshot::{identity_cache, identity_response, KeyKind, Snapshot};
-pub use sources::local_file::read as read_document_file;
 pub use store::{build_snapshot, EnvSlot, Source, Store};
 
 use std::collections::{BTreeMap, HashSet};

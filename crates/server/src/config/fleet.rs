@@ -47,7 +47,7 @@ impl fmt::Debug for FleetConfig {
 }
 
 /// The URL with its password replaced by `redacted`.
-pub fn redact(redis_url: &str) -> String {
+pub(crate) fn redact(redis_url: &str) -> String {
     match url::Url::parse(redis_url) {
         Ok(mut url) if url.password().is_some() => {
             let _ = url.set_password(Some("redacted"));

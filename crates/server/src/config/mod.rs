@@ -39,7 +39,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use env::Variable;
-pub use fleet::{redact as redact_redis_url, FleetConfig};
+pub(crate) use fleet::redact as redact_redis_url;
+pub use fleet::FleetConfig;
 pub use reference::reference;
 pub use schema::schema;
 pub use settings::{
@@ -47,7 +48,6 @@ pub use settings::{
     Server, ShadowConfig, SseConfig, Telemetry, Upstream,
 };
 pub use start::{start, Example, Plan, ServeOptions, Startup};
-pub use suggest::closest;
 pub use telemetry::{Export, OtelConfig, Protocol, SamplerKind, Signal};
 pub use tls::TlsConfig;
 

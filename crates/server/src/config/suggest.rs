@@ -142,7 +142,7 @@ pub(super) fn sort(paths: &[KeyPath]) -> Unknown {
 
 /// The known key `key` is a likely typo of, if any: equal ignoring case and `_`/`-`, else the
 /// nearest within two edits (a swap of neighbours counts as one).
-pub fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+pub(crate) fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     let squash = |s: &str| -> String {
         s.chars()
             .filter(|c| *c != '_' && *c != '-')

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::TlsConfig;
 
 /// The acceptor every HTTPS connection goes through, and what reloads its certificate.
-pub struct Tls {
+pub(crate) struct Tls {
     acceptor: TlsAcceptor,
     current: Arc<Current>,
     provider: Arc<CryptoProvider>,
@@ -49,7 +49,7 @@ impl ResolvesServerCert for Current {
 
 impl Tls {
     /// Reads the pair and builds the acceptor. Errors name the file and the key that points to it.
-    pub fn new(config: &TlsConfig) -> Result<Tls, String> {
+    pub(crate) fn new(config: &TlsConfig) -> Result<Tls, String> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         // Taken before reading, so a change made while reading is seen by the first check.
         let loaded = Stamps::of(config);
@@ -71,13 +71,13 @@ impl Tls {
         })
     }
 
-    pub fn acceptor(&self) -> TlsAcceptor {
+    pub(crate) fn acceptor(&self) -> TlsAcceptor {
         self.acceptor.clone()
     }
 
     /// Checks the files every `reload_interval` until `stop`; a changed pair that loads
     /// replaces the one in use, one that does not is logged and the old one kept.
-    pub async fn watch(self: Arc<Tls>, stop: CancellationToken) {
+    pub(crate) async fn watch(self: Arc<Tls>, stop: CancellationToken) {
         let mut seen = self.loaded;
         let mut ticks = tokio::time::interval(self.config.reload_interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

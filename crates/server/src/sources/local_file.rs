@@ -13,7 +13,7 @@ use crate::received::{Incoming, Rejected};
 use crate::store::{EnvSlot, Published};
 
 /// Reads and parses a document file; returns the document and the file's bytes.
-pub fn read(path: &Path) -> Result<(Value, Vec<u8>), String> {
+pub(crate) fn read(path: &Path) -> Result<(Value, Vec<u8>), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let document: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{}: invalid JSON: {e}", path.display()))?;

@@ -171,7 +171,7 @@ impl Fleet {
                     || e.is_timeout()
                     || e.is_connection_dropped()
                     || e.is_connection_refusal()
-                    || e.to_string().contains("READONLY") =>
+                    || e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly) =>
             {
                 // The next connection is made afresh, after the backoff's wait (with Sentinel,
                 // asking where the master is now), not retried by every command meanwhile.
