@@ -13,14 +13,12 @@ use crate::CheckArgs;
 
 pub(crate) fn run(args: &CheckArgs) -> ExitCode {
     let env: Vec<(String, String)> = std::env::vars().collect();
-    let options = ServeOptions {
+    let mut options = ServeOptions {
         config: args.config.clone(),
         flags: args.flags.clone(),
-        unleash_features: args.unleash_features.clone(),
-        unleash_client_tokens: args.unleash_client_token.clone(),
-        unleash_frontend_tokens: args.unleash_frontend_token.clone(),
         ..Default::default()
     };
+    args.unleash.apply(&mut options);
     match check(&options, &env) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -54,18 +54,8 @@ pub(crate) struct ServeArgs {
     /// merges sources); keyless to the OpenFeature doors, reloaded when it changes.
     #[arg(long)]
     pub flags: Vec<String>,
-    /// Serve Unleash toggles from a client-features file (Unleash's `/api/client/features`
-    /// body; repeatable, later files win on a name), as Unleash Edge's offline mode does;
-    /// reloaded when it changes.
-    #[arg(long)]
-    pub unleash_features: Vec<std::path::PathBuf>,
-    /// An Unleash client token (`project:environment.secret`) accepted on `/api/client/*`
-    /// (repeatable).
-    #[arg(long)]
-    pub unleash_client_token: Vec<String>,
-    /// An Unleash frontend token accepted on `/api/frontend` and `/api/proxy` (repeatable).
-    #[arg(long)]
-    pub unleash_frontend_token: Vec<String>,
+    #[command(flatten)]
+    pub unleash: UnleashArgs,
     /// Address to listen on (overrides server.host).
     #[arg(long)]
     pub host: Option<String>,
@@ -78,6 +68,56 @@ pub(crate) struct ServeArgs {
     pub example: bool,
 }
 
+/// The Unleash edge's options, the same for `serve` and `check`.
+#[derive(Args)]
+pub(crate) struct UnleashArgs {
+    /// Serve Unleash toggles from a client-features file (Unleash's `/api/client/features`
+    /// body; repeatable, later files win on a name), as Unleash Edge's offline mode does;
+    /// reloaded when it changes.
+    #[arg(long)]
+    pub unleash_features: Vec<std::path::PathBuf>,
+    /// Serve Unleash toggles from an Unleash server (its base URL, without `/api`, as Unleash
+    /// Edge's --upstream-url): its client API is polled with each client token.
+    #[arg(long, value_name = "URL")]
+    pub unleash_upstream: Option<String>,
+    /// An Unleash client token (`project:environment.secret`) accepted on `/api/client/*`
+    /// and, with an upstream, polled with (repeatable).
+    #[arg(long)]
+    pub unleash_client_token: Vec<String>,
+    /// An Unleash frontend token accepted on `/api/frontend` and `/api/proxy` (repeatable).
+    #[arg(long)]
+    pub unleash_frontend_token: Vec<String>,
+    /// Seconds between two fetches of one client token's features from the upstream
+    /// [default: 15].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub unleash_refresh_interval: Option<std::time::Duration>,
+    /// Seconds between two forwardings of SDK registrations and metrics to the upstream
+    /// [default: 60].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub unleash_metrics_interval: Option<std::time::Duration>,
+}
+
+impl UnleashArgs {
+    /// The options of the server's start these set.
+    pub(crate) fn apply(&self, options: &mut flagpole_server::ServeOptions) {
+        options.unleash_features = self.unleash_features.clone();
+        options.unleash_upstream = self.unleash_upstream.clone();
+        options.unleash_client_tokens = self.unleash_client_token.clone();
+        options.unleash_frontend_tokens = self.unleash_frontend_token.clone();
+        options.unleash_refresh_interval = self.unleash_refresh_interval;
+        options.unleash_metrics_interval = self.unleash_metrics_interval;
+    }
+}
+
+/// A positive number of seconds (fractions allowed).
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| *s > 0.0)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| format!("{text:?} is not a positive number of seconds"))
+}
+
 #[derive(Args)]
 pub(crate) struct CheckArgs {
     /// The configuration file (default: $CONFIG_PATH, else ./config.json if present).
@@ -87,18 +127,8 @@ pub(crate) struct CheckArgs {
     /// the file and the JSON path of the fault.
     #[arg(long)]
     pub flags: Vec<String>,
-    /// Serve Unleash toggles from a client-features file (Unleash's `/api/client/features`
-    /// body; repeatable, later files win on a name), as Unleash Edge's offline mode does;
-    /// reloaded when it changes.
-    #[arg(long)]
-    pub unleash_features: Vec<std::path::PathBuf>,
-    /// An Unleash client token (`project:environment.secret`) accepted on `/api/client/*`
-    /// (repeatable).
-    #[arg(long)]
-    pub unleash_client_token: Vec<String>,
-    /// An Unleash frontend token accepted on `/api/frontend` and `/api/proxy` (repeatable).
-    #[arg(long)]
-    pub unleash_frontend_token: Vec<String>,
+    #[command(flatten)]
+    pub unleash: UnleashArgs,
 }
 
 #[derive(Args)]
@@ -226,17 +256,16 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let options = flagpole_server::ServeOptions {
+    let mut options = flagpole_server::ServeOptions {
         config: args.config,
         documents: args.document,
         flags: args.flags,
-        unleash_features: args.unleash_features,
-        unleash_client_tokens: args.unleash_client_token,
-        unleash_frontend_tokens: args.unleash_frontend_token,
         host: args.host,
         port: args.port,
         example: args.example,
+        ..Default::default()
     };
+    args.unleash.apply(&mut options);
     match runtime.block_on(flagpole_server::serve(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -114,10 +114,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let flag_sets =
         flagsets::sources::start(&config, ready.flags, warm.clone(), fleet.clone(), &shutdown)
             .await?;
-    // Unleash toggles: the files the preflight compiled, then watched.
+    // Unleash toggles: the files the preflight compiled, then watched; or the upstream polled.
     let unleash = ready
         .unleash
-        .map(|loaded| unleash::sources::start(loaded, &shutdown));
+        .map(|loaded| unleash::sources::start(loaded, &config.unleash, &shutdown));
     // Once the start-up loads are done, so that it says where each document came from.
     banner::print(
         &store,

@@ -27,6 +27,12 @@ pub struct ServeOptions {
     pub unleash_client_tokens: Vec<String>,
     /// `--unleash-frontend-token`: frontend tokens, added to `unleash.frontend_tokens`.
     pub unleash_frontend_tokens: Vec<String>,
+    /// `--unleash-upstream`: the Unleash server polled (overrides `unleash.upstream`).
+    pub unleash_upstream: Option<String>,
+    /// `--unleash-refresh-interval` (overrides `unleash.refresh_interval_seconds`).
+    pub unleash_refresh_interval: Option<std::time::Duration>,
+    /// `--unleash-metrics-interval` (overrides `unleash.metrics_interval_seconds`).
+    pub unleash_metrics_interval: Option<std::time::Duration>,
     pub host: Option<String>,
     pub port: Option<u16>,
     /// `--example`: serve the bundled example environment, whatever else is configured.
@@ -83,6 +89,15 @@ pub fn start(loaded: Loaded, options: &ServeOptions) -> Result<Startup, ConfigEr
     unleash
         .frontend_tokens
         .extend(options.unleash_frontend_tokens.iter().cloned());
+    if let Some(url) = &options.unleash_upstream {
+        unleash.upstream = Some(url.trim_end_matches('/').to_owned());
+    }
+    if let Some(interval) = options.unleash_refresh_interval {
+        unleash.refresh_interval = interval;
+    }
+    if let Some(interval) = options.unleash_metrics_interval {
+        unleash.metrics_interval = interval;
+    }
     if let Some(host) = &options.host {
         config.server.host = host.clone();
     }

@@ -1,23 +1,25 @@
-//! Unleash toggles served offline, as Unleash Edge's offline mode serves its bootstrap file:
-//! client-features files (`unleash.features`, `--unleash-features`) read and compiled before
-//! the proxy listens, then watched (`sources.rs`); each accepted state is one immutable
-//! [`View`] swapped in atomically, so a request reads one consistent body and never waits for
-//! a reload. The tokens (`unleash.client_tokens`, `unleash.frontend_tokens`) are parsed once
-//! here; the Unleash front door (`api/unleash/`) asks [`Unleash::admit`] which token a request
-//! presents and reads the current view.
+//! Unleash toggles served as Unleash Edge serves them, in either of its modes: offline from
+//! client-features files (`unleash.features`, `--unleash-features`), read and compiled before
+//! the proxy listens and then watched (`sources.rs`); or from an Unleash server
+//! (`unleash.upstream`), its client API polled with each client token (`upstream.rs`). Each
+//! stream of toggles is a [`Feed`] whose accepted state is one immutable [`View`] swapped in
+//! atomically, so a request reads one consistent body and never waits for an update. The
+//! tokens (`unleash.client_tokens`, `unleash.frontend_tokens`) are parsed once here; the
+//! Unleash front door (`api/unleash/`) asks [`Unleash::admit`] which token a request presents
+//! and reads that token's feed.
 
+pub(crate) mod feed;
 pub(crate) mod sources;
+mod upstream;
 mod view;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
-use flagpole_unleash::Token;
-use parking_lot::Mutex;
+use flagpole_unleash::{Projects, Token};
 
 use crate::config::unleash::Unleash as UnleashConfig;
+pub(crate) use feed::Feed;
 pub(crate) use view::View;
 
 /// Which API a token opens.
@@ -40,63 +42,140 @@ pub(crate) enum Refused {
     WrongKind,
 }
 
+/// Where the toggles come from.
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    /// Features files, merged into one feed every token reads.
+    Files(Vec<PathBuf>),
+    /// An Unleash server's base URL: a feed per client token.
+    Upstream(String),
+}
+
 /// The Unleash toggles of the process and who may read them.
 #[derive(Debug)]
 pub(crate) struct Unleash {
     client_tokens: Vec<Token>,
     frontend_tokens: Vec<Token>,
-    files: Vec<PathBuf>,
-    /// Each file's last good text, in order (what the current view was built from).
-    texts: Mutex<Vec<Arc<[u8]>>>,
-    view: ArcSwap<View>,
-    /// Reloads refused since start (a file that did not load; the last good view kept).
-    pub(crate) refused: AtomicU64,
+    /// The feed each token reads, by its index in its list.
+    client_feeds: Vec<usize>,
+    frontend_feeds: Vec<usize>,
+    feeds: Vec<Arc<Feed>>,
+    origin: Origin,
 }
 
-/// What the preflight read: the files' texts, compiled, and the tokens parsed.
+/// A request's token, admitted, and the feed it reads.
+#[derive(Debug)]
+pub(crate) struct Admitted<'u> {
+    pub(crate) token: &'u Token,
+    pub(crate) feed: &'u Feed,
+}
+
+/// What the preflight read: the files' texts compiled (offline), the tokens parsed and each
+/// token's feed chosen.
 #[derive(Debug)]
 pub(crate) struct Loaded {
     client_tokens: Vec<Token>,
     frontend_tokens: Vec<Token>,
-    files: Vec<PathBuf>,
-    texts: Vec<Arc<[u8]>>,
-    view: View,
+    client_feeds: Vec<usize>,
+    frontend_feeds: Vec<usize>,
+    /// Offline: the files' texts and their view.
+    files: Option<(Vec<Arc<[u8]>>, View)>,
+    origin: Origin,
 }
 
-/// Reads and compiles the configured files and parses the tokens; `None` when nothing Unleash
-/// is configured. The error names the file (or the token's place in its list, never the token)
-/// and, for a file, the JSON path of the fault.
+/// Reads and compiles the configured files (or checks the upstream's settings) and parses the
+/// tokens; `None` when nothing Unleash is configured. The error names the file (or the token's
+/// place in its list, never the token) and, for a file, the JSON path of the fault.
 pub(crate) fn load(config: &UnleashConfig) -> Result<Option<Loaded>, String> {
     if !config.is_configured() {
         if !config.client_tokens.is_empty() || !config.frontend_tokens.is_empty() {
-            return Err("unleash: tokens are configured but no features file \
-                        (unleash.features, --unleash-features FILE)"
-                .into());
+            return Err(
+                "unleash: tokens are configured but nothing to serve them from \
+                        (unleash.features / --unleash-features FILE, or \
+                        unleash.upstream / --unleash-upstream URL)"
+                    .into(),
+            );
         }
         return Ok(None);
     }
     let client_tokens = tokens(&config.client_tokens, "client_tokens")?;
     let frontend_tokens = tokens(&config.frontend_tokens, "frontend_tokens")?;
-    let mut texts = Vec::new();
-    for path in &config.features {
-        let text = std::fs::read(path).map_err(|e| {
-            format!(
-                "unleash features file {}: cannot read it: {e}",
-                path.display()
-            )
-        })?;
-        flagpole_unleash::Features::from_slice(&text)
-            .map_err(|e| format!("unleash features file {}: {e}", path.display()))?;
-        texts.push(Arc::<[u8]>::from(text));
+    let Some(upstream) = &config.upstream else {
+        let mut texts = Vec::new();
+        for path in &config.features {
+            let text = std::fs::read(path).map_err(|e| {
+                format!(
+                    "unleash features file {}: cannot read it: {e}",
+                    path.display()
+                )
+            })?;
+            flagpole_unleash::Features::from_slice(&text)
+                .map_err(|e| format!("unleash features file {}: {e}", path.display()))?;
+            texts.push(Arc::<[u8]>::from(text));
+        }
+        let view = View::build(&texts).map_err(|e| format!("unleash features files: {e}"))?;
+        return Ok(Some(Loaded {
+            client_feeds: vec![0; client_tokens.len()],
+            frontend_feeds: vec![0; frontend_tokens.len()],
+            client_tokens,
+            frontend_tokens,
+            files: Some((texts, view)),
+            origin: Origin::Files(config.features.clone()),
+        }));
+    };
+    if !config.features.is_empty() {
+        return Err(
+            "unleash: features files and an upstream are both configured; \
+                    serve from one (Unleash Edge's offline mode or its edge mode)"
+                .into(),
+        );
     }
-    let view = View::build(&texts).map_err(|e| format!("unleash features files: {e}"))?;
+    url::Url::parse(upstream)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .ok_or_else(|| format!("unleash.upstream {upstream:?}: not an http:// or https:// URL"))?;
+    if client_tokens.is_empty() {
+        return Err(
+            "unleash.upstream is polled with client tokens: give at least one \
+                    (unleash.client_tokens, --unleash-client-token)"
+                .into(),
+        );
+    }
+    let frontend_feeds = frontend_tokens
+        .iter()
+        .enumerate()
+        .map(|(i, front)| {
+            client_tokens
+                .iter()
+                .position(|client| covers(client, front))
+                .ok_or_else(|| {
+                    format!(
+                        "unleash.frontend_tokens[{i}] ({}): no client token fetches its toggles \
+                         (one of environment {:?} whose projects include the frontend token's)",
+                        crate::keys::fingerprint(front.secret_text()),
+                        front.environment()
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Some(Loaded {
+        client_feeds: (0..client_tokens.len()).collect(),
+        frontend_feeds,
         client_tokens,
         frontend_tokens,
-        files: config.features.clone(),
-        texts,
-        view,
+        files: None,
+        origin: Origin::Upstream(upstream.clone()),
     }))
+}
+
+/// Whether the toggles fetched with `client` hold every toggle `front` may see.
+fn covers(client: &Token, front: &Token) -> bool {
+    client.environment() == front.environment()
+        && match (client.projects(), front.projects()) {
+            (Projects::All, _) => true,
+            (Projects::Only(_), Projects::All) => false,
+            (Projects::Only(have), Projects::Only(want)) => want.is_subset(have),
+        }
 }
 
 fn tokens(texts: &[String], list: &str) -> Result<Vec<Token>, String> {
@@ -115,42 +194,34 @@ fn tokens(texts: &[String], list: &str) -> Result<Vec<Token>, String> {
         .collect()
 }
 
-/// `/metrics`: the toggles served now, and the files' reloads taken and refused.
-const TOGGLES: &str = "flagpole_unleash_toggles";
-const RELOADS: &str = "flagpole_unleash_reloads_total";
-
 impl Unleash {
     pub(crate) fn new(loaded: Loaded) -> Unleash {
-        metrics::describe_gauge!(TOGGLES, "Unleash toggles served (unleash.features)");
-        metrics::describe_counter!(
-            RELOADS,
-            "Unleash features file reloads since start, by result (taken, refused)"
-        );
-        metrics::gauge!(TOGGLES).set(loaded.view.features.len() as f64);
-        for result in ["taken", "refused"] {
-            metrics::counter!(RELOADS, "result" => result).increment(0);
-        }
+        feed::describe_metrics();
+        let feeds = match loaded.files {
+            Some((texts, view)) => vec![Arc::new(Feed::loaded("files".into(), texts, view))],
+            None => loaded
+                .client_tokens
+                .iter()
+                .map(|t| Arc::new(Feed::empty(crate::keys::fingerprint(t.secret_text()), 1)))
+                .collect(),
+        };
         Unleash {
             client_tokens: loaded.client_tokens,
             frontend_tokens: loaded.frontend_tokens,
-            files: loaded.files,
-            texts: Mutex::new(loaded.texts),
-            view: ArcSwap::from_pointee(loaded.view),
-            refused: AtomicU64::new(0),
+            client_feeds: loaded.client_feeds,
+            frontend_feeds: loaded.frontend_feeds,
+            feeds,
+            origin: loaded.origin,
         }
     }
 
-    /// The toggles served now.
-    pub(crate) fn view(&self) -> Arc<View> {
-        self.view.load_full()
-    }
-
-    /// The token an `Authorization` header presents (`Bearer ` allowed), if it opens `kind`.
+    /// The token an `Authorization` header presents (`Bearer ` allowed), if it opens `kind`,
+    /// and the feed it reads.
     pub(crate) fn admit(
         &self,
         authorization: Option<&str>,
         kind: TokenKind,
-    ) -> Result<&Token, Refused> {
+    ) -> Result<Admitted<'_>, Refused> {
         let presented = authorization.map(str::trim).filter(|t| !t.is_empty());
         let presented = presented.ok_or(Refused::Missing)?;
         let presented = presented
@@ -166,64 +237,46 @@ impl Unleash {
                     false => found,
                 })
         };
-        let (own, other) = match kind {
-            TokenKind::Client => (&self.client_tokens, &self.frontend_tokens),
-            TokenKind::Frontend => (&self.frontend_tokens, &self.client_tokens),
+        let (own, feeds, other) = match kind {
+            TokenKind::Client => (
+                &self.client_tokens,
+                &self.client_feeds,
+                &self.frontend_tokens,
+            ),
+            TokenKind::Frontend => (
+                &self.frontend_tokens,
+                &self.frontend_feeds,
+                &self.client_tokens,
+            ),
         };
         match (find(own), find(other)) {
-            (Some(i), _) => Ok(&own[i]),
+            (Some(i), _) => Ok(Admitted {
+                token: &own[i],
+                feed: &self.feeds[feeds[i]],
+            }),
             (None, Some(_)) => Err(Refused::WrongKind),
             (None, None) => Err(Refused::Unknown),
         }
     }
 
-    /// Takes new text for file `index` (on the blocking pool: compiling is CPU work no request
-    /// should wait behind): `Ok(true)` when it changed the toggles, `Ok(false)` when it is the
-    /// content already served; a refused file keeps the last good view.
-    pub(crate) async fn publish_off_the_side(
-        self: &Arc<Self>,
-        index: usize,
-        text: Vec<u8>,
-    ) -> Result<bool, String> {
-        let unleash = self.clone();
-        crate::background::run(move || unleash.publish(index, text.into()))
-            .await
-            .unwrap_or_else(|e| Err(format!("building the Unleash toggles failed: {e}")))
+    /// Every feed, in order (one for the files; one per client token with an upstream).
+    pub(crate) fn feeds(&self) -> &[Arc<Feed>] {
+        &self.feeds
     }
 
-    fn publish(&self, index: usize, text: Arc<[u8]>) -> Result<bool, String> {
-        // One rebuild at a time, so views are never published out of order.
-        let mut texts = self.texts.lock();
-        if texts[index] == text {
-            return Ok(false);
-        }
-        let refuse = |e: flagpole_unleash::FeaturesError| {
-            self.refused.fetch_add(1, Ordering::Relaxed);
-            metrics::counter!(RELOADS, "result" => "refused").increment(1);
-            e.to_string()
-        };
-        flagpole_unleash::Features::from_slice(&text).map_err(refuse)?;
-        let mut next = texts.clone();
-        next[index] = text;
-        let view = View::build(&next).map_err(refuse)?;
-        let before = self.view();
-        let changed = flagpole_unleash::changed_toggles(&before.features, &view.features);
-        for warning in view.features.warnings() {
-            tracing::warn!(toggle = %warning.toggle, reason = %warning.message, "Unleash toggle not compiled; it evaluates off");
-        }
-        *texts = next;
-        metrics::gauge!(TOGGLES).set(view.features.len() as f64);
-        metrics::counter!(RELOADS, "result" => "taken").increment(1);
-        self.view.store(Arc::new(view));
-        if !changed.is_empty() {
-            tracing::info!(file = %self.files[index].display(), changed = ?changed, "Unleash toggles changed");
-        }
-        Ok(true)
+    /// Whether every feed has toggles to serve (Unleash Edge's readiness).
+    pub(crate) fn is_ready(&self) -> bool {
+        self.feeds.iter().all(|f| f.view().is_some())
     }
 
-    /// The features files, in order.
-    pub(crate) fn files(&self) -> &[PathBuf] {
-        &self.files
+    /// Where the toggles come from.
+    pub(crate) fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// The client tokens, in order (feed `i` of an upstream is fetched with token `i`).
+    pub(crate) fn client_tokens(&self) -> &[Token] {
+        &self.client_tokens
     }
 
     /// How many tokens of each kind are configured (for the start-up line).
@@ -243,6 +296,7 @@ mod tests {
             features: vec![path],
             client_tokens: vec!["*:development.client".into()],
             frontend_tokens: vec!["*:development.front".into()],
+            ..Default::default()
         };
         Unleash::new(load(&config).unwrap().unwrap())
     }
@@ -278,9 +332,34 @@ mod tests {
             features: vec!["/nonexistent".into()],
             client_tokens: vec!["secretwithoutcolon".into()],
             frontend_tokens: vec![],
+            ..Default::default()
         };
         let e = load(&config).unwrap_err();
         assert!(e.starts_with("unleash.client_tokens[0]"), "{e}");
         assert!(!e.contains("secretwithoutcolon"), "{e}");
+    }
+
+    #[test]
+    fn with_an_upstream_a_frontend_token_reads_a_client_token_of_its_environment() {
+        let config = |frontend: &str| UnleashConfig {
+            upstream: Some("http://127.0.0.1:4242".into()),
+            client_tokens: vec!["[a,b]:production.one".into(), "*:development.two".into()],
+            frontend_tokens: vec![frontend.into()],
+            ..Default::default()
+        };
+        let u = Unleash::new(load(&config("a:production.f")).unwrap().unwrap());
+        assert_eq!(u.feeds().len(), 2);
+        assert!(!u.is_ready(), "nothing fetched yet");
+        let front = u
+            .admit(Some("a:production.f"), TokenKind::Frontend)
+            .unwrap();
+        assert!(std::ptr::eq(front.feed, &*u.feeds()[0]));
+        let dev = Unleash::new(load(&config("*:development.f")).unwrap().unwrap());
+        let front = dev
+            .admit(Some("*:development.f"), TokenKind::Frontend)
+            .unwrap();
+        assert!(std::ptr::eq(front.feed, &*dev.feeds()[1]));
+        let e = load(&config("*:production.f")).unwrap_err();
+        assert!(e.starts_with("unleash.frontend_tokens[0]"), "{e}");
     }
 }

@@ -1,7 +1,8 @@
-//! The Unleash features files after start: each watched by the file watcher (its watches in
-//! place before the proxy serves) and read again when it changes, off the request path. A file
-//! that cannot be read or does not load keeps the last good toggles; why is logged, with the
-//! JSON path of the fault.
+//! The Unleash toggles after start. Offline, each features file is watched by the file watcher
+//! (its watches in place before the proxy serves) and read again when it changes, off the
+//! request path; a file that cannot be read or does not load keeps the last good toggles, and
+//! why is logged with the JSON path of the fault. With an upstream, a poller per client token
+//! (`upstream.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,16 +10,34 @@ use std::sync::Arc;
 use crate::shutdown::Shutdown;
 use crate::sources::file_watcher::{Watched, WatchedFile};
 
-use super::Unleash;
+use super::{Feed, Origin, Unleash};
 
-/// The toggles the preflight loaded, served from now on, and their files watched until
-/// shutdown.
-pub(crate) fn start(loaded: super::Loaded, shutdown: &Shutdown) -> Arc<Unleash> {
+/// The toggles the preflight loaded, served from now on: their files watched, or the upstream
+/// polled, until shutdown.
+pub(crate) fn start(
+    loaded: super::Loaded,
+    config: &crate::config::unleash::Unleash,
+    shutdown: &Shutdown,
+) -> Arc<Unleash> {
     let unleash = Arc::new(Unleash::new(loaded));
-    let view = unleash.view();
     let (client, frontend) = unleash.token_counts();
+    let files = match unleash.origin() {
+        Origin::Files(files) => files.clone(),
+        Origin::Upstream(url) => {
+            tracing::info!(
+                upstream = %url,
+                client_tokens = client,
+                frontend_tokens = frontend,
+                "Unleash toggles from an upstream"
+            );
+            super::upstream::start(&unleash, url, config, shutdown);
+            return unleash;
+        }
+    };
+    let feed = unleash.feeds()[0].clone();
+    let view = feed.view().expect("the preflight built the files' view");
     tracing::info!(
-        files = unleash.files().len(),
+        files = files.len(),
         toggles = view.features.len(),
         client_tokens = client,
         frontend_tokens = frontend,
@@ -27,13 +46,12 @@ pub(crate) fn start(loaded: super::Loaded, shutdown: &Shutdown) -> Arc<Unleash> 
     for warning in view.features.warnings() {
         tracing::warn!(toggle = %warning.toggle, reason = %warning.message, "Unleash toggle not compiled; it evaluates off");
     }
-    let watched: Vec<WatchedFile> = unleash
-        .files()
+    let watched: Vec<WatchedFile> = files
         .iter()
         .enumerate()
         .map(|(index, path)| {
             let reader: Arc<dyn Watched> = Arc::new(FileSource {
-                unleash: unleash.clone(),
+                feed: feed.clone(),
                 index,
             });
             (reader, path.clone())
@@ -48,7 +66,7 @@ pub(crate) fn start(loaded: super::Loaded, shutdown: &Shutdown) -> Arc<Unleash> 
 
 /// One features file, as the file watcher reloads it.
 struct FileSource {
-    unleash: Arc<Unleash>,
+    feed: Arc<Feed>,
     index: usize,
 }
 
@@ -74,10 +92,10 @@ impl Watched for FileSource {
                     return;
                 }
             };
-            match self.unleash.publish_off_the_side(self.index, text).await {
+            match self.feed.publish_off_the_side(self.index, text).await {
                 Ok(true) => tracing::info!(
                     file = %path.display(),
-                    toggles = self.unleash.view().features.len(),
+                    toggles = self.feed.view().map_or(0, |v| v.features.len()),
                     "Unleash features file reloaded"
                 ),
                 Ok(false) => {}

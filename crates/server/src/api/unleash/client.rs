@@ -9,14 +9,18 @@ use http::request::Parts;
 use http::StatusCode;
 use serde_json::Value;
 
-use super::{admit, json, query_pairs};
+use std::sync::Arc;
+
+use super::{admit, json, query_pairs, view_of};
 use crate::api::error::ApiError;
 use crate::api::{respond, Response};
-use crate::unleash::{TokenKind, Unleash};
+use crate::unleash::{TokenKind, Unleash, View};
 
-/// Which toggles this request may see.
-fn scope(unleash: &Unleash, parts: &Parts) -> Result<ClientScope, ApiError> {
-    let token = admit(unleash, parts, TokenKind::Client)?;
+/// Which toggles this request may see, and the view it reads them from.
+fn scope(unleash: &Unleash, parts: &Parts) -> Result<(ClientScope, Arc<View>), ApiError> {
+    let admitted = admit(unleash, parts, TokenKind::Client)?;
+    let view = view_of(&admitted)?;
+    let token = admitted.token;
     let pairs = query_pairs(parts);
     let projects = pairs
         .iter()
@@ -27,22 +31,23 @@ fn scope(unleash: &Unleash, parts: &Parts) -> Result<ClientScope, ApiError> {
         .rev()
         .find(|(k, _)| k == "namePrefix")
         .map(|(_, v)| v.as_str());
-    Ok(ClientScope::for_token(token)
+    let scope = ClientScope::for_token(token)
         .with_query_projects(projects)
-        .with_name_prefix(prefix))
+        .with_name_prefix(prefix);
+    Ok((scope, view))
 }
 
 /// The whole body, prepared.
 pub(super) fn features(unleash: &Unleash, parts: &Parts) -> Result<Response, ApiError> {
-    let scope = scope(unleash, parts)?;
-    let body = unleash.view().client_body(&scope);
+    let (scope, view) = scope(unleash, parts)?;
+    let body = view.client_body(&scope);
     Ok(respond::prepared(&parts.headers, &body, None))
 }
 
 /// One toggle of the body, as received; 404 when the scope holds no toggle of that name.
 pub(super) fn feature(unleash: &Unleash, parts: &Parts, name: &str) -> Result<Response, ApiError> {
-    let scope = scope(unleash, parts)?;
-    let body = unleash.view().client_body(&scope);
+    let (scope, view) = scope(unleash, parts)?;
+    let body = view.client_body(&scope);
     let parsed: Value = serde_json::from_slice(&body.bytes())
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     let toggle = parsed

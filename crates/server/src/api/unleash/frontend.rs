@@ -13,7 +13,7 @@ use flagpole_unleash::Context;
 use http::request::Parts;
 use http::StatusCode;
 
-use super::{admit, json, query_pairs};
+use super::{admit, json, query_pairs, view_of};
 use crate::api::error::ApiError;
 use crate::api::Response;
 use crate::unleash::{TokenKind, Unleash};
@@ -25,12 +25,12 @@ pub(super) fn all(
     body: Option<&[u8]>,
     peer: Option<SocketAddr>,
 ) -> Result<Response, ApiError> {
-    let token = admit(unleash, parts, TokenKind::Frontend)?;
+    let admitted = admit(unleash, parts, TokenKind::Frontend)?;
+    let view = view_of(&admitted)?;
     let context = context(parts, body, peer)?;
-    let toggles = unleash
-        .view()
+    let toggles = view
         .features
-        .enabled_toggles(&context, token.projects());
+        .enabled_toggles(&context, admitted.token.projects());
     Ok(no_store(json(StatusCode::OK, toggles.to_json())))
 }
 
@@ -42,12 +42,12 @@ pub(super) fn one(
     name: &str,
     peer: Option<SocketAddr>,
 ) -> Result<Response, ApiError> {
-    let token = admit(unleash, parts, TokenKind::Frontend)?;
+    let admitted = admit(unleash, parts, TokenKind::Frontend)?;
+    let view = view_of(&admitted)?;
     let context = context(parts, body, peer)?;
-    let toggle = unleash
-        .view()
+    let toggle = view
         .features
-        .frontend_toggle_in(name, &context, token.projects())
+        .frontend_toggle_in(name, &context, admitted.token.projects())
         .ok_or_else(|| ApiError::not_found(format!("no toggle named {name:?} for this token")))?;
     let bytes = serde_json::to_vec(&toggle)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;

@@ -21,7 +21,7 @@ use super::error::ApiError;
 use super::request_body::{self, BodyError};
 use super::route::UnleashRoute;
 use super::Response;
-use crate::unleash::{Refused, TokenKind, Unleash};
+use crate::unleash::{Admitted, Refused, TokenKind, Unleash, View};
 
 /// Whether this request is answered only once its body is read.
 pub(super) fn needs_body(route: &UnleashRoute<'_>, method: &Method) -> bool {
@@ -117,7 +117,7 @@ fn admit<'u>(
     unleash: &'u Unleash,
     parts: &Parts,
     kind: TokenKind,
-) -> Result<&'u flagpole_unleash::Token, ApiError> {
+) -> Result<Admitted<'u>, ApiError> {
     let header = parts
         .headers
         .get(header::AUTHORIZATION)
@@ -134,6 +134,19 @@ fn admit<'u>(
             }
         };
         ApiError::new(StatusCode::FORBIDDEN, message)
+    })
+}
+
+/// The toggles the admitted token reads; a 503 before its feed's first fetch from the upstream
+/// (what Unleash Edge answers while it has no features for a token).
+fn view_of(admitted: &Admitted<'_>) -> Result<Arc<View>, ApiError> {
+    admitted.feed.view().ok_or_else(|| {
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this token's toggles have not been fetched from the Unleash server yet",
+        );
+        e.retry_after = Some(1);
+        e
     })
 }
 

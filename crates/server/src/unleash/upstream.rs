@@ -1,0 +1,212 @@
+//! The edge mode: an Unleash server's client API (`GET {upstream}/api/client/features`) polled
+//! with each client token, as Unleash Edge polls it: one poller per token (the server answers
+//! each with its own projects and environment), conditional (`If-None-Match` with the last
+//! ETag, so an unchanged state costs a 304), at a phase of its own within the refresh interval
+//! (`sources::poll_schedule`), backing off while the server fails. A body that does not load,
+//! a refused token or an unreachable server keeps the last good toggles; the feed's health
+//! says why, and how long ago it last took an update.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::header::{AUTHORIZATION, ETAG, IF_NONE_MATCH};
+use reqwest::StatusCode;
+
+use crate::config::unleash::Unleash as UnleashConfig;
+use crate::shutdown::Shutdown;
+use crate::sources::poll_schedule::PollSchedule;
+
+use super::{Feed, Unleash};
+
+/// A whole fetch, body included, takes at most this long.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// While the server fails, polls are this many periods apart at most (doubling from one).
+const MAX_BACKOFF_PERIODS: u32 = 8;
+
+/// `/metrics`: fetches by feed and result (`200`, `304`, `refused`, `error`).
+const FETCHES: &str = "flagpole_unleash_fetches_total";
+
+/// Starts a poller per client token, each until shutdown.
+pub(super) fn start(
+    unleash: &Arc<Unleash>,
+    url: &str,
+    config: &UnleashConfig,
+    shutdown: &Shutdown,
+) {
+    metrics::describe_counter!(
+        FETCHES,
+        "Unleash upstream fetches of /api/client/features, by feed and result"
+    );
+    let endpoint = format!("{}/api/client/features", url.trim_end_matches('/'));
+    let client = crate::sources::upstream::client();
+    let identity = Arc::new(Identity::new(config.refresh_interval));
+    for (token, feed) in unleash.client_tokens().iter().zip(unleash.feeds()) {
+        let poller = Poller {
+            endpoint: endpoint.clone(),
+            token: token.secret_text().to_owned(),
+            feed: feed.clone(),
+            client: client.clone(),
+            identity: identity.clone(),
+            etag: None,
+        };
+        let stop = shutdown.requested.clone();
+        shutdown.spawn(poller.run(config.refresh_interval, stop));
+    }
+}
+
+/// How the proxy introduces itself to the Unleash server (as an SDK does, so the server's
+/// applications and connected-instances views list it).
+pub(crate) struct Identity {
+    pub(crate) app_name: &'static str,
+    pub(crate) instance_id: String,
+    pub(crate) connection_id: String,
+    interval_ms: String,
+}
+
+impl Identity {
+    pub(crate) fn new(interval: Duration) -> Identity {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "flagpole".into());
+        Identity {
+            app_name: "flagpole",
+            instance_id: format!("{host}-{}", std::process::id()),
+            connection_id: format!("{:032x}", rand::random::<u128>()),
+            interval_ms: interval.as_millis().to_string(),
+        }
+    }
+
+    /// The headers Unleash reads from its SDKs.
+    pub(crate) fn apply(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        request
+            .header("unleash-appname", self.app_name)
+            .header("unleash-instanceid", &self.instance_id)
+            .header("unleash-connection-id", &self.connection_id)
+            .header("unleash-interval", &self.interval_ms)
+            .header(
+                "unleash-sdk",
+                concat!("flagpole:", env!("CARGO_PKG_VERSION")),
+            )
+    }
+}
+
+/// One client token's poller.
+struct Poller {
+    endpoint: String,
+    token: String,
+    feed: Arc<Feed>,
+    client: reqwest::Client,
+    identity: Arc<Identity>,
+    /// The ETag of the body served now (sent as `If-None-Match`).
+    etag: Option<String>,
+}
+
+/// What one fetch came to.
+enum Fetched {
+    Changed(Vec<u8>, Option<String>),
+    Unchanged,
+}
+
+impl Poller {
+    async fn run(mut self, period: Duration, stop: tokio_util::sync::CancellationToken) {
+        let period = period.max(Duration::from_millis(100));
+        let mut schedule = PollSchedule::new(period, Instant::now());
+        loop {
+            self.poll_once().await;
+            let mut next = schedule.next_after(Instant::now());
+            let failures = self.feed.health().failures;
+            if failures > 1 {
+                // Back off while the server fails: 2, 4, … periods apart, never more than the cap.
+                let periods = 1u32 << (failures - 1).min(MAX_BACKOFF_PERIODS.ilog2());
+                next = next.max(Instant::now() + period * periods);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(next.into()) => {}
+                _ = stop.cancelled() => return,
+            }
+        }
+    }
+
+    async fn poll_once(&mut self) {
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch()).await;
+        let result = match fetched {
+            Err(_) => Err(("error", format!("no answer within {FETCH_TIMEOUT:?}"))),
+            Ok(result) => result,
+        };
+        match result {
+            Ok(Fetched::Unchanged) => {
+                metrics::counter!(FETCHES, "feed" => self.feed.name.clone(), "result" => "304")
+                    .increment(1);
+                self.feed.mark_ok();
+            }
+            Ok(Fetched::Changed(body, etag)) => {
+                metrics::counter!(FETCHES, "feed" => self.feed.name.clone(), "result" => "200")
+                    .increment(1);
+                let first = self.feed.view().is_none();
+                match self.feed.publish_off_the_side(0, body).await {
+                    Ok(changed) => {
+                        self.etag = etag;
+                        self.feed.mark_ok();
+                        if first || changed {
+                            tracing::info!(
+                                feed = %self.feed.name,
+                                toggles = self.feed.view().map_or(0, |v| v.features.len()),
+                                "Unleash toggles fetched from the upstream"
+                            );
+                        }
+                    }
+                    Err(reason) => {
+                        // The ETag is not taken: the next poll fetches the body again.
+                        tracing::warn!(feed = %self.feed.name, %reason, "the upstream's Unleash features were refused; the last good toggles are kept");
+                        self.feed
+                            .mark_failure(format!("the body did not load: {reason}"));
+                    }
+                }
+            }
+            Err((result, why)) => {
+                metrics::counter!(FETCHES, "feed" => self.feed.name.clone(), "result" => result)
+                    .increment(1);
+                if self.feed.health().failures == 0 {
+                    tracing::warn!(feed = %self.feed.name, reason = %why, "fetching Unleash features from the upstream failed; the last good toggles are kept");
+                }
+                self.feed.mark_failure(why);
+            }
+        }
+    }
+
+    async fn fetch(&self) -> Result<Fetched, (&'static str, String)> {
+        let mut request = self
+            .client
+            .get(&self.endpoint)
+            .header(AUTHORIZATION, &self.token);
+        if let Some(etag) = &self.etag {
+            request = request.header(IF_NONE_MATCH, etag);
+        }
+        let response = self
+            .identity
+            .apply(request)
+            .send()
+            .await
+            .map_err(|e| ("error", format!("the upstream is unreachable: {e}")))?;
+        let status = response.status();
+        match status {
+            StatusCode::NOT_MODIFIED => Ok(Fetched::Unchanged),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err((
+                "refused",
+                format!("the upstream refused this client token (HTTP {status})"),
+            )),
+            s if s.is_success() => {
+                let etag = response
+                    .headers()
+                    .get(ETAG)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let body = response
+                    .bytes()
+                    .await
+                    .map_err(|e| ("error", format!("reading the body failed: {e}")))?;
+                Ok(Fetched::Changed(body.to_vec(), etag))
+            }
+            s => Err(("error", format!("the upstream answered HTTP {s}"))),
+        }
+    }
+}
