@@ -197,9 +197,9 @@ def test_hot_reload_and_a_broken_file_keeps_the_last_good(tmp_path, serve_unleas
     assert fp.get(CLIENT, headers=h).json() == second.json()
     metrics = fp.get("/metrics").body.decode()
     # A write may be seen as more than one change: at least one each.
-    assert re.search(r'flagpole_unleash_reloads_total\{result="refused"\} [1-9]', metrics), metrics
-    assert re.search(r'flagpole_unleash_reloads_total\{result="taken"\} [1-9]', metrics), metrics
-    assert "flagpole_unleash_toggles 6" in metrics
+    assert re.search(r'flagpole_unleash_reloads_total\{feed="files",result="refused"\} [1-9]', metrics), metrics
+    assert re.search(r'flagpole_unleash_reloads_total\{feed="files",result="taken"\} [1-9]', metrics), metrics
+    assert 'flagpole_unleash_toggles{feed="files"} 6' in metrics
     write_toggles(path, "{not json")
     wait_until(lambda: fp.stderr_text().count("Unleash features file refused") >= 2, EVENT_TIMEOUT,
                "the unreadable file was never refused")

@@ -6,7 +6,8 @@
 //! frontend API's answer ([`Features::enabled_toggles`]), a filtered client body for a
 //! [`ClientScope`] (a [`Token`]'s projects and the SDKs' query filters:
 //! [`Features::client_body`]), what OpenFeature needs ([`Features::resolve_for_openfeature`])
-//! and which toggles a new body changed ([`changed_toggles`]).
+//! which toggles a new body changed ([`changed_toggles`]), and what SDKs report gathered for
+//! the server ([`Usage`]).
 //!
 //! Like the other engine crates this one does no I/O, reads no clock (the caller fills
 //! `currentTime`: [`Context::fill_current_time`]) and keeps no global state. The engine draws
@@ -26,6 +27,7 @@ mod openfeature;
 mod scope;
 mod toggle;
 mod token;
+mod usage;
 
 pub use changes::changed_toggles;
 pub use context::{Context, ContextError};
@@ -36,3 +38,4 @@ pub use frontend::{FrontendToggle, FrontendToggles, FrontendVariant};
 pub use openfeature::{PayloadError, Resolution, TypedValue};
 pub use scope::ClientScope;
 pub use token::{Projects, Token, TokenError};
+pub use usage::{Batch, Usage, UsageError, MAX_KEYS};

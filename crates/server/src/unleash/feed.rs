@@ -38,6 +38,8 @@ pub(crate) struct Feed {
     health: Mutex<Health>,
     /// Updates refused since start (a text that did not load; the last good view kept).
     pub(crate) refused: AtomicU64,
+    /// What SDKs reading this feed reported, until forwarded (`usage.rs`).
+    pub(super) usage: Mutex<flagpole_unleash::Usage>,
 }
 
 /// When the feed last took an update, and the last failure since.
@@ -73,6 +75,7 @@ impl Feed {
             view: ArcSwapOption::empty(),
             health: Mutex::new(Health::default()),
             refused: AtomicU64::new(0),
+            usage: Mutex::new(flagpole_unleash::Usage::default()),
         }
     }
 

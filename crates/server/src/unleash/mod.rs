@@ -9,8 +9,10 @@
 //! and reads that token's feed.
 
 pub(crate) mod feed;
+mod identity;
 pub(crate) mod sources;
 mod upstream;
+mod usage;
 mod view;
 
 use std::path::PathBuf;
@@ -61,6 +63,8 @@ pub(crate) struct Unleash {
     frontend_feeds: Vec<usize>,
     feeds: Vec<Arc<Feed>>,
     origin: Origin,
+    /// How the proxy introduces itself upstream.
+    pub(crate) identity: identity::Identity,
 }
 
 /// A request's token, admitted, and the feed it reads.
@@ -81,6 +85,7 @@ pub(crate) struct Loaded {
     /// Offline: the files' texts and their view.
     files: Option<(Vec<Arc<[u8]>>, View)>,
     origin: Origin,
+    refresh_interval: std::time::Duration,
 }
 
 /// Reads and compiles the configured files (or checks the upstream's settings) and parses the
@@ -121,6 +126,7 @@ pub(crate) fn load(config: &UnleashConfig) -> Result<Option<Loaded>, String> {
             frontend_tokens,
             files: Some((texts, view)),
             origin: Origin::Files(config.features.clone()),
+            refresh_interval: config.refresh_interval,
         }));
     };
     if !config.features.is_empty() {
@@ -165,6 +171,7 @@ pub(crate) fn load(config: &UnleashConfig) -> Result<Option<Loaded>, String> {
         frontend_tokens,
         files: None,
         origin: Origin::Upstream(upstream.clone()),
+        refresh_interval: config.refresh_interval,
     }))
 }
 
@@ -212,6 +219,7 @@ impl Unleash {
             frontend_feeds: loaded.frontend_feeds,
             feeds,
             origin: loaded.origin,
+            identity: identity::Identity::new(loaded.refresh_interval),
         }
     }
 
@@ -272,6 +280,12 @@ impl Unleash {
     /// Where the toggles come from.
     pub(crate) fn origin(&self) -> &Origin {
         &self.origin
+    }
+
+    /// Whether SDK registrations and metrics go upstream (offline they are checked, counted
+    /// in `/metrics` by route, and let go).
+    pub(crate) fn forwards_usage(&self) -> bool {
+        matches!(self.origin, Origin::Upstream(_))
     }
 
     /// The client tokens, in order (feed `i` of an upstream is fetched with token `i`).

@@ -31,6 +31,12 @@ pub(crate) fn start(
                 "Unleash toggles from an upstream"
             );
             super::upstream::start(&unleash, url, config, shutdown);
+            shutdown.spawn(super::usage::run(
+                unleash.clone(),
+                url.clone(),
+                config.metrics_interval,
+                shutdown.drained.clone(),
+            ));
             return unleash;
         }
     };

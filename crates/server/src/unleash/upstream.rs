@@ -40,52 +40,17 @@ pub(super) fn start(
     );
     let endpoint = format!("{}/api/client/features", url.trim_end_matches('/'));
     let client = crate::sources::upstream::client();
-    let identity = Arc::new(Identity::new(config.refresh_interval));
     for (token, feed) in unleash.client_tokens().iter().zip(unleash.feeds()) {
         let poller = Poller {
             endpoint: endpoint.clone(),
             token: token.secret_text().to_owned(),
             feed: feed.clone(),
             client: client.clone(),
-            identity: identity.clone(),
+            unleash: unleash.clone(),
             etag: None,
         };
         let stop = shutdown.requested.clone();
         shutdown.spawn(poller.run(config.refresh_interval, stop));
-    }
-}
-
-/// How the proxy introduces itself to the Unleash server (as an SDK does, so the server's
-/// applications and connected-instances views list it).
-pub(crate) struct Identity {
-    pub(crate) app_name: &'static str,
-    pub(crate) instance_id: String,
-    pub(crate) connection_id: String,
-    interval_ms: String,
-}
-
-impl Identity {
-    pub(crate) fn new(interval: Duration) -> Identity {
-        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "flagpole".into());
-        Identity {
-            app_name: "flagpole",
-            instance_id: format!("{host}-{}", std::process::id()),
-            connection_id: format!("{:032x}", rand::random::<u128>()),
-            interval_ms: interval.as_millis().to_string(),
-        }
-    }
-
-    /// The headers Unleash reads from its SDKs.
-    pub(crate) fn apply(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        request
-            .header("unleash-appname", self.app_name)
-            .header("unleash-instanceid", &self.instance_id)
-            .header("unleash-connection-id", &self.connection_id)
-            .header("unleash-interval", &self.interval_ms)
-            .header(
-                "unleash-sdk",
-                concat!("flagpole:", env!("CARGO_PKG_VERSION")),
-            )
     }
 }
 
@@ -95,7 +60,8 @@ struct Poller {
     token: String,
     feed: Arc<Feed>,
     client: reqwest::Client,
-    identity: Arc<Identity>,
+    /// Whose identity the requests carry.
+    unleash: Arc<Unleash>,
     /// The ETag of the body served now (sent as `If-None-Match`).
     etag: Option<String>,
 }
@@ -182,6 +148,7 @@ impl Poller {
             request = request.header(IF_NONE_MATCH, etag);
         }
         let response = self
+            .unleash
             .identity
             .apply(request)
             .send()

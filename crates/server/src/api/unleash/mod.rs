@@ -79,7 +79,7 @@ pub(super) async fn with_body(
             UnleashRoute::ClientRegister | UnleashRoute::ClientMetrics => TokenKind::Client,
             _ => TokenKind::Frontend,
         };
-        admit(unleash, &parts, kind)?;
+        let admitted = admit(unleash, &parts, kind)?;
         let body = request_body::read(body, limit).await.map_err(|e| match e {
             BodyError::TooLarge => ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -93,9 +93,11 @@ pub(super) async fn with_body(
                 frontend::one(unleash, &parts, Some(&body), name, peer)
             }
             UnleashRoute::ClientRegister | UnleashRoute::FrontendRegister => {
-                metrics::register(&body)
+                metrics::register(unleash, &admitted, &body)
             }
-            UnleashRoute::ClientMetrics | UnleashRoute::FrontendMetrics => metrics::metrics(&body),
+            UnleashRoute::ClientMetrics | UnleashRoute::FrontendMetrics => {
+                metrics::metrics(unleash, &admitted, &body)
+            }
             route => Ok(not_allowed(&parts.method, route)),
         }
     };
