@@ -10,7 +10,7 @@ mod background;
 mod body;
 mod canonical;
 mod canonical_text;
-pub mod config;
+pub use flagpole_config as config;
 mod json;
 mod keys;
 mod logging;

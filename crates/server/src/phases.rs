@@ -10,9 +10,9 @@ use std::time::SystemTime;
 
 use tokio::sync::Semaphore;
 
-use crate::config::Config;
 use crate::shutdown::Shutdown;
 use crate::sources::{local_file, upstream, warm_start::WarmStart};
+use flagpole_config::Config;
 /// The bundled example environment, served when nothing is configured or with `--example`.
 pub(crate) const EXAMPLE_DOCUMENT: &str = include_str!("../../../examples/environment.json");
 const EXAMPLE_SERVER_KEY: &str = "ser.example_server_key";
