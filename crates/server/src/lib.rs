@@ -114,10 +114,14 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let flag_sets =
         flagsets::sources::start(&config, ready.flags, warm.clone(), fleet.clone(), &shutdown)
             .await?;
-    // Unleash toggles: the files the preflight compiled, then watched; or the upstream polled.
-    let unleash = ready
-        .unleash
-        .map(|loaded| unleash::sources::start(loaded, &config.unleash, &shutdown));
+    // Unleash toggles: the files the preflight compiled, then watched; or the upstream polled
+    // (its warm-start copies served first).
+    let unleash = match ready.unleash {
+        Some(loaded) => {
+            Some(unleash::sources::start(loaded, &config.unleash, warm.clone(), &shutdown).await)
+        }
+        None => None,
+    };
     // Once the start-up loads are done, so that it says where each document came from.
     banner::print(
         &store,

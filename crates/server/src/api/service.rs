@@ -222,17 +222,21 @@ impl Api {
                         document::environment_document(&self.state, &parts)
                     }
                     Route::Liveness => Ok(health::liveness()),
-                    Route::Readiness => {
-                        Ok(health::readiness(&self.state, health::Readiness::Strict))
-                    }
-                    Route::Serving => {
-                        Ok(health::readiness(&self.state, health::Readiness::Serving))
-                    }
+                    Route::Readiness => Ok(health::readiness(
+                        &self.state,
+                        health::Readiness::Strict,
+                        self.unleash.as_deref(),
+                    )),
+                    Route::Serving => Ok(health::readiness(
+                        &self.state,
+                        health::Readiness::Serving,
+                        self.unleash.as_deref(),
+                    )),
                     Route::Metrics => metrics::metrics(&self.state).ok_or_else(|| {
                         ApiError::not_found("metrics are disabled (flagpole.metrics.enabled)")
                     }),
                     Route::Status => match config.telemetry.status_page {
-                        true => Ok(status::status(&self.state, &parts)),
+                        true => Ok(status::status(&self.state, &parts, self.unleash.as_deref())),
                         false => Err(ApiError::not_found(
                             "the status page is disabled (flagpole.status_page.enabled)",
                         )),

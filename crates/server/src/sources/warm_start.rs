@@ -1,6 +1,7 @@
 //! Warm start: each new good document is written to the snapshot directory atomically (temp
 //! file, fsync, rename), and on start the saved documents are served at once, before upstream
-//! answers (or when it never does). Health reports their real age.
+//! answers (or when it never does). Health reports their real age. The same for flagd URL
+//! sources and Unleash client tokens' features.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -108,6 +109,73 @@ impl WarmStart {
     pub(crate) fn read_flags(&self, uri: &str) -> Option<String> {
         std::fs::read_to_string(self.flag_source(uri)).ok()
     }
+}
+
+impl WarmStart {
+    /// Where an Unleash client token's last good features are kept: a hash of the upstream and
+    /// the token (a token never becomes a file name).
+    fn unleash_feed(&self, upstream: &str, token: &str) -> PathBuf {
+        let key = format!("{upstream}\n{token}");
+        self.dir.join(format!(
+            "unleash-{:032x}",
+            xxhash_rust::xxh3::xxh3_128(key.as_bytes())
+        ))
+    }
+
+    /// Saves a client token's features body as the upstream sent it, with its ETag and when
+    /// (atomically, on the blocking pool).
+    pub(crate) async fn save_unleash(
+        &self,
+        upstream: &str,
+        token: &str,
+        body: Vec<u8>,
+        etag: Option<String>,
+    ) {
+        let stem = self.unleash_feed(upstream, token);
+        let at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let meta = json!({"saved_at_ms": at.as_millis() as u64, "upstream_etag": etag});
+        let result = crate::background::run(move || {
+            write_atomic(&stem.with_extension("json"), &body)?;
+            write_atomic(
+                &stem.with_extension("meta.json"),
+                meta.to_string().as_bytes(),
+            )
+        })
+        .await;
+        if let Ok(Err(e)) = result {
+            tracing::warn!(error = %e, "cannot save the Unleash features' warm-start copy");
+        }
+    }
+
+    /// A client token's saved features: the body, its ETag and when it was saved.
+    pub(crate) fn read_unleash(&self, upstream: &str, token: &str) -> Option<SavedFeatures> {
+        let stem = self.unleash_feed(upstream, token);
+        let body = std::fs::read(stem.with_extension("json")).ok()?;
+        let meta: Value = std::fs::read(stem.with_extension("meta.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        Some(SavedFeatures {
+            body,
+            etag: meta
+                .get("upstream_etag")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            saved_at: meta
+                .get("saved_at_ms")
+                .and_then(Value::as_u64)
+                .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+        })
+    }
+}
+
+/// An Unleash client token's features as last saved.
+pub(crate) struct SavedFeatures {
+    pub(crate) body: Vec<u8>,
+    pub(crate) etag: Option<String>,
+    pub(crate) saved_at: Option<SystemTime>,
 }
 
 /// Write to a temporary file, fsync it, rename it over the target, fsync the directory.

@@ -38,8 +38,25 @@ pub(crate) struct Feed {
     health: Mutex<Health>,
     /// Updates refused since start (a text that did not load; the last good view kept).
     pub(crate) refused: AtomicU64,
+    /// Whether it is polled from an upstream (only a polled feed can go stale).
+    polled: bool,
     /// What SDKs reading this feed reported, until forwarded (`usage.rs`).
     pub(super) usage: Mutex<flagpole_unleash::Usage>,
+}
+
+/// A feed as the status page shows it.
+#[derive(Debug, Clone)]
+pub(crate) struct Facts {
+    pub(crate) name: String,
+    pub(crate) polled: bool,
+    pub(crate) loaded: bool,
+    pub(crate) toggles: usize,
+    pub(crate) revision: Option<String>,
+    pub(crate) last_success: Option<SystemTime>,
+    pub(crate) age_seconds: Option<f64>,
+    pub(crate) last_error: Option<String>,
+    pub(crate) stale: bool,
+    pub(crate) refused: u64,
 }
 
 /// When the feed last took an update, and the last failure since.
@@ -56,7 +73,8 @@ pub(crate) struct Health {
 impl Feed {
     /// A feed whose first view is already built (the preflight compiled the files).
     pub(super) fn loaded(name: String, texts: Vec<Arc<[u8]>>, view: View) -> Feed {
-        let feed = Feed::empty(name, texts.len());
+        let mut feed = Feed::empty(name, texts.len());
+        feed.polled = false;
         *feed.texts.lock() = texts;
         metrics::gauge!(TOGGLES, "feed" => feed.name.clone()).set(view.features.len() as f64);
         feed.view.store(Some(Arc::new(view)));
@@ -75,6 +93,7 @@ impl Feed {
             view: ArcSwapOption::empty(),
             health: Mutex::new(Health::default()),
             refused: AtomicU64::new(0),
+            polled: true,
             usage: Mutex::new(flagpole_unleash::Usage::default()),
         }
     }
@@ -82,6 +101,36 @@ impl Feed {
     /// The toggles served now; `None` before the first update.
     pub(crate) fn view(&self) -> Option<Arc<View>> {
         self.view.load_full()
+    }
+
+    /// Whether the feed is polled and its last update is older than `allowed` (`None`: never
+    /// stale); a feed with nothing fetched yet has nothing stale to serve.
+    pub(crate) fn is_stale(&self, allowed: Option<std::time::Duration>) -> bool {
+        let (Some(allowed), true) = (allowed, self.polled) else {
+            return false;
+        };
+        match self.health.lock().last_ok {
+            Some((at, _)) if self.view.load().is_some() => at.elapsed() > allowed,
+            _ => false,
+        }
+    }
+
+    /// What the status page shows of it.
+    pub(crate) fn facts(&self, allowed: Option<std::time::Duration>) -> Facts {
+        let view = self.view();
+        let health = self.health();
+        Facts {
+            name: self.name.clone(),
+            polled: self.polled,
+            loaded: view.is_some(),
+            toggles: view.as_ref().map_or(0, |v| v.features.len()),
+            revision: view.map(|v| v.revision.clone()),
+            last_success: health.last_ok.map(|(_, at)| at),
+            age_seconds: health.last_ok.map(|(at, _)| at.elapsed().as_secs_f64()),
+            last_error: health.last_error,
+            stale: self.is_stale(allowed),
+            refused: self.refused.load(Ordering::Relaxed),
+        }
     }
 
     /// The feed's freshness.
@@ -95,6 +144,16 @@ impl Feed {
         health.last_ok = Some((Instant::now(), SystemTime::now()));
         health.last_error = None;
         health.failures = 0;
+    }
+
+    /// An update confirmed at `at` (a warm-start copy saved then): its age is its real one.
+    pub(crate) fn mark_ok_at(&self, at: SystemTime) {
+        let age = SystemTime::now().duration_since(at).unwrap_or_default();
+        let mut health = self.health.lock();
+        health.last_ok = Some((
+            Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+            at,
+        ));
     }
 
     /// An attempt that failed; the last good view is kept.

@@ -12,6 +12,7 @@ pub(crate) struct Identity {
     pub(crate) instance_id: String,
     pub(crate) connection_id: String,
     interval_ms: String,
+    interval: Duration,
 }
 
 impl Identity {
@@ -22,7 +23,13 @@ impl Identity {
             instance_id: format!("{host}-{}", std::process::id()),
             connection_id: format!("{:032x}", rand::random::<u128>()),
             interval_ms: interval.as_millis().to_string(),
+            interval,
         }
+    }
+
+    /// The refresh interval it announces.
+    pub(crate) fn interval(&self) -> Duration {
+        self.interval
     }
 
     /// The headers Unleash reads from its SDKs.

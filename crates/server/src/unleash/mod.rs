@@ -282,6 +282,15 @@ impl Unleash {
         &self.origin
     }
 
+    /// How old a polled feed's last update may be before it is stale: the refresh interval
+    /// plus the grace readiness allows (`health.stale_grace`); `None`: never stale.
+    pub(crate) fn stale_after(
+        &self,
+        grace: Option<std::time::Duration>,
+    ) -> Option<std::time::Duration> {
+        grace.map(|g| self.identity.interval().saturating_add(g))
+    }
+
     /// Whether SDK registrations and metrics go upstream (offline they are checked, counted
     /// in `/metrics` by route, and let go).
     pub(crate) fn forwards_usage(&self) -> bool {

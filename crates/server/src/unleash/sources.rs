@@ -13,10 +13,11 @@ use crate::sources::file_watcher::{Watched, WatchedFile};
 use super::{Feed, Origin, Unleash};
 
 /// The toggles the preflight loaded, served from now on: their files watched, or the upstream
-/// polled, until shutdown.
-pub(crate) fn start(
+/// polled (warm-start copies served first), until shutdown.
+pub(crate) async fn start(
     loaded: super::Loaded,
     config: &crate::config::unleash::Unleash,
+    warm: Option<Arc<crate::sources::warm_start::WarmStart>>,
     shutdown: &Shutdown,
 ) -> Arc<Unleash> {
     let unleash = Arc::new(Unleash::new(loaded));
@@ -30,7 +31,7 @@ pub(crate) fn start(
                 frontend_tokens = frontend,
                 "Unleash toggles from an upstream"
             );
-            super::upstream::start(&unleash, url, config, shutdown);
+            super::upstream::start(&unleash, url, config, warm, shutdown).await;
             shutdown.spawn(super::usage::run(
                 unleash.clone(),
                 url.clone(),

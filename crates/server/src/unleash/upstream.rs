@@ -15,6 +15,7 @@ use reqwest::StatusCode;
 use crate::config::unleash::Unleash as UnleashConfig;
 use crate::shutdown::Shutdown;
 use crate::sources::poll_schedule::PollSchedule;
+use crate::sources::warm_start::WarmStart;
 
 use super::{Feed, Unleash};
 
@@ -27,11 +28,14 @@ const MAX_BACKOFF_PERIODS: u32 = 8;
 /// `/metrics`: fetches by feed and result (`200`, `304`, `refused`, `error`).
 const FETCHES: &str = "flagpole_unleash_fetches_total";
 
-/// Starts a poller per client token, each until shutdown.
-pub(super) fn start(
+/// Starts a poller per client token, each until shutdown; with a warm-start directory, each
+/// token's saved features are served first (until the server answers, or when it never does)
+/// and every new body is saved.
+pub(super) async fn start(
     unleash: &Arc<Unleash>,
     url: &str,
     config: &UnleashConfig,
+    warm: Option<Arc<WarmStart>>,
     shutdown: &Shutdown,
 ) {
     metrics::describe_counter!(
@@ -41,14 +45,17 @@ pub(super) fn start(
     let endpoint = format!("{}/api/client/features", url.trim_end_matches('/'));
     let client = crate::sources::upstream::client();
     for (token, feed) in unleash.client_tokens().iter().zip(unleash.feeds()) {
-        let poller = Poller {
+        let mut poller = Poller {
             endpoint: endpoint.clone(),
+            upstream: url.to_owned(),
             token: token.secret_text().to_owned(),
             feed: feed.clone(),
             client: client.clone(),
             unleash: unleash.clone(),
             etag: None,
+            warm: warm.clone(),
         };
+        poller.warm_start().await;
         let stop = shutdown.requested.clone();
         shutdown.spawn(poller.run(config.refresh_interval, stop));
     }
@@ -57,6 +64,8 @@ pub(super) fn start(
 /// One client token's poller.
 struct Poller {
     endpoint: String,
+    /// The upstream's base URL (what a warm-start copy is kept under, with the token).
+    upstream: String,
     token: String,
     feed: Arc<Feed>,
     client: reqwest::Client,
@@ -64,6 +73,7 @@ struct Poller {
     unleash: Arc<Unleash>,
     /// The ETag of the body served now (sent as `If-None-Match`).
     etag: Option<String>,
+    warm: Option<Arc<WarmStart>>,
 }
 
 /// What one fetch came to.
@@ -73,6 +83,30 @@ enum Fetched {
 }
 
 impl Poller {
+    /// Serves the token's saved features, if any, with their real age and ETag (so the first
+    /// poll can be a 304).
+    async fn warm_start(&mut self) {
+        let Some(saved) = self
+            .warm
+            .as_ref()
+            .and_then(|w| w.read_unleash(&self.upstream, &self.token))
+        else {
+            return;
+        };
+        match self.feed.publish_off_the_side(0, saved.body).await {
+            Ok(_) => {
+                self.etag = saved.etag;
+                if let Some(at) = saved.saved_at {
+                    self.feed.mark_ok_at(at);
+                }
+                tracing::info!(feed = %self.feed.name, "serving the Unleash features' warm-start copy until the upstream answers");
+            }
+            Err(reason) => {
+                tracing::warn!(feed = %self.feed.name, %reason, "ignoring an unreadable warm-start copy of Unleash features")
+            }
+        }
+    }
+
     async fn run(mut self, period: Duration, stop: tokio_util::sync::CancellationToken) {
         let period = period.max(Duration::from_millis(100));
         let mut schedule = PollSchedule::new(period, Instant::now());
@@ -108,8 +142,13 @@ impl Poller {
                 metrics::counter!(FETCHES, "feed" => self.feed.name.clone(), "result" => "200")
                     .increment(1);
                 let first = self.feed.view().is_none();
+                let saved = self.warm.is_some().then(|| body.clone());
                 match self.feed.publish_off_the_side(0, body).await {
                     Ok(changed) => {
+                        if let (Some(warm), Some(body)) = (&self.warm, saved) {
+                            warm.save_unleash(&self.upstream, &self.token, body, etag.clone())
+                                .await;
+                        }
                         self.etag = etag;
                         self.feed.mark_ok();
                         if first || changed {

@@ -34,7 +34,11 @@ pub(crate) enum Readiness {
     Serving,
 }
 
-pub(crate) fn readiness(state: &AppState, kind: Readiness) -> Response {
+pub(crate) fn readiness(
+    state: &AppState,
+    kind: Readiness,
+    unleash: Option<&crate::unleash::Unleash>,
+) -> Response {
     let envs = state.store.environments();
     let envs_empty = envs.is_empty();
     let total = envs.len();
@@ -61,7 +65,8 @@ pub(crate) fn readiness(state: &AppState, kind: Readiness) -> Response {
         }
     }
     let flags = &state.flag_sets;
-    if envs_empty && !(flags.is_configured() && state.config.environments.proxy_key.is_none()) {
+    let other_sources = flags.is_configured() || unleash.is_some();
+    if envs_empty && !(other_sources && state.config.environments.proxy_key.is_none()) {
         // With `proxy_key`, until discovery has listed an environment.
         reason = Some("no environments.");
     }
@@ -72,6 +77,22 @@ pub(crate) fn readiness(state: &AppState, kind: Readiness) -> Response {
         reason = Some("flag source(s) not loaded.");
     } else if flags_stale > 0 && kind == Readiness::Strict {
         reason.get_or_insert("flag source(s) stale.");
+    }
+    let mut unleash_line = None;
+    if let Some(unleash) = unleash {
+        let allowed = unleash.stale_after(state.config.health.stale_grace);
+        let feeds = unleash.feeds();
+        let loaded = feeds.iter().filter(|f| f.view().is_some()).count();
+        let stale = feeds.iter().filter(|f| f.is_stale(allowed)).count();
+        if loaded < feeds.len() {
+            reason = Some("Unleash feed(s) not fetched.");
+        } else if stale > 0 && kind == Readiness::Strict {
+            reason.get_or_insert("Unleash feed(s) stale.");
+        }
+        unleash_line = Some(format!(
+            "{loaded}/{} Unleash feeds loaded, {stale} stale",
+            feeds.len()
+        ));
     }
     if state.store.is_shutting_down() {
         reason = Some("shutting down.");
@@ -91,6 +112,9 @@ pub(crate) fn readiness(state: &AppState, kind: Readiness) -> Response {
         body["flag_sources"] = json!(format!(
             "{flags_loaded}/{flag_sources} flag sources loaded, {flags_stale} stale"
         ));
+    }
+    if let Some(line) = unleash_line {
+        body["unleash_feeds"] = json!(line);
     }
     json_response(status, &body)
 }

@@ -262,6 +262,7 @@ pub(super) fn page(report: &Report) -> String {
     }
     fleet(&mut out, report);
     flag_sources(&mut out, report);
+    unleash_feeds(&mut out, report);
     analytics(&mut out, report);
     let generated = report
         .now
@@ -358,6 +359,54 @@ fn flag_sources(out: &mut String, report: &Report) {
         cell(out, "flag_source_refused", "num", &grouped(f.refused));
         let error = f.last_error.as_deref().unwrap_or("");
         cell(out, "flag_source_last_error", "error", &escape(error));
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+/// The Unleash feeds, when Unleash toggles are served.
+fn unleash_feeds(out: &mut String, report: &Report) {
+    if report.unleash.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h2>Unleash feeds</h2>\n<div class=\"table\"><table \
+         data-section=\"unleash_feeds\"><thead><tr><th>Feed</th><th>Source</th><th>Toggles</th>\
+         <th>Updated</th><th>Stale</th><th>Refused</th><th>Last error</th></tr></thead><tbody>\n",
+    );
+    for f in &report.unleash {
+        let updated = f
+            .last_success
+            .map_or_else(|| "not fetched".to_owned(), when);
+        out.push_str("<tr>");
+        cell(
+            out,
+            "unleash_feed",
+            "",
+            &format!("<code>{}</code>", escape(&f.name)),
+        );
+        cell(
+            out,
+            "unleash_feed_source",
+            "",
+            if f.polled { "upstream" } else { "files" },
+        );
+        cell(
+            out,
+            "unleash_feed_toggles",
+            "num",
+            &grouped(f.toggles as u64),
+        );
+        cell(out, "unleash_feed_updated", "", &escape(&updated));
+        cell(
+            out,
+            "unleash_feed_stale",
+            "",
+            if f.stale { "stale" } else { "" },
+        );
+        cell(out, "unleash_feed_refused", "num", &grouped(f.refused));
+        let error = f.last_error.as_deref().unwrap_or("");
+        cell(out, "unleash_feed_last_error", "error", &escape(error));
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody></table></div>\n");

@@ -6,7 +6,9 @@
 //! and the requests refused because their key reached no environment; per environment that
 //! reported flag analytics, the evaluations received, forwarded and dropped, and the last flush;
 //! in a fleet, its store: reachable, replicas, leases held, documents from the store and from
-//! upstream, upstream fetches saved, store values refused.
+//! upstream, upstream fetches saved, store values refused; flagd flag sources; Unleash feeds
+//! (the features files, or one per client token polled upstream): toggles, revision, last
+//! update and age, stale, refused updates, the last error.
 //!
 //! Nothing secret is shown: environments appear as key fingerprints, and any configured key
 //! that an error message happens to contain is replaced by its fingerprint.
@@ -22,8 +24,12 @@ mod report;
 use crate::api::{full, AppState, Response};
 use report::Report;
 
-pub(crate) fn status(state: &AppState, request: &Parts) -> Response {
-    let report = Report::read(state, query_page(request));
+pub(crate) fn status(
+    state: &AppState,
+    request: &Parts,
+    unleash: Option<&crate::unleash::Unleash>,
+) -> Response {
+    let report = Report::read(state, query_page(request), unleash);
     let (body, content_type) = if wants_json(request) {
         let body = serde_json::to_vec_pretty(&to_json(&report)).expect("serialise");
         (body, "application/json")
@@ -155,6 +161,18 @@ fn to_json(report: &Report) -> Value {
                 std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))),
             "stale": f.stale,
             "refused_loads": f.refused,
+            "last_error": f.last_error,
+        })).collect::<Vec<_>>(),
+        "unleash_feeds": report.unleash.iter().map(|f| json!({
+            "feed": f.name,
+            "source": if f.polled { "upstream" } else { "files" },
+            "loaded": f.loaded,
+            "toggles": f.toggles,
+            "revision": f.revision,
+            "last_success": f.last_success.map(rfc3339),
+            "age_seconds": f.age_seconds,
+            "stale": f.stale,
+            "refused_updates": f.refused,
             "last_error": f.last_error,
         })).collect::<Vec<_>>(),
         "page": report.page,

@@ -35,11 +35,17 @@ pub(super) struct Report {
     pub flag_sources: Vec<crate::flagsets::SourceFacts>,
     /// The selectors flag sets answer to ("" for all merged).
     pub flag_sets: Vec<String>,
+    /// Unleash feeds, in configuration order.
+    pub unleash: Vec<crate::unleash::feed::Facts>,
 }
 
 impl Report {
     /// The report with page `page` (from 1; clamped to the pages there are) of environments.
-    pub(super) fn read(state: &AppState, page: usize) -> Report {
+    pub(super) fn read(
+        state: &AppState,
+        page: usize,
+        unleash: Option<&crate::unleash::Unleash>,
+    ) -> Report {
         let now = SystemTime::now();
         let (started_at, uptime) = telemetry::uptime();
         let mut environments: Vec<EnvFacts> = state
@@ -76,6 +82,10 @@ impl Report {
             fleet: state.fleet.as_ref().map(|f| f.facts()),
             flag_sources: state.flag_sets.facts(),
             flag_sets: state.flag_sets.selectors(),
+            unleash: unleash.map_or_else(Vec::new, |u| {
+                let allowed = u.stale_after(state.config.health.stale_grace);
+                u.feeds().iter().map(|f| f.facts(allowed)).collect()
+            }),
         }
     }
 }
