@@ -26,6 +26,7 @@ import signal
 import subprocess
 import tempfile
 import urllib.parse
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -318,15 +319,36 @@ class UnleashServer(OnLoopback):
 
     # -- admin API: what the SDKs reported ---------------------------------------------
 
-    def feature_metrics(self, name: str) -> dict[str, int]:
-        """Evaluations counted for a toggle over the last 48 hours, summed over apps and
-        environments (Unleash writes what it received to the database every few seconds)."""
+    def feature_metrics(self, name: str, app: str) -> dict[str, int]:
+        """What the server counted for a toggle from one application over the last 48 hours
+        (it writes what it received to the database every 5 s)."""
         rows = self.admin("GET", f"/client-metrics/features/{urllib.parse.quote(name)}/raw")["data"]
-        return {"yes": sum(r.get("yes", 0) for r in rows), "no": sum(r.get("no", 0) for r in rows),
-                "apps": sorted({r["appName"] for r in rows if r.get("yes") or r.get("no")})}
+        rows = [r for r in rows if r["appName"] == app]
+        return {"yes": sum(r.get("yes", 0) for r in rows), "no": sum(r.get("no", 0) for r in rows)}
+
+    def wait_metrics_known(self, *names: str) -> None:
+        """Until the server counts metrics for toggles just made: it drops those of names absent
+        from a list it renews every 10 s. Probes go straight to the server, from an application
+        of their own, one a second until every toggle's is counted."""
+        app = "metrics-probe"
+
+        def counted() -> bool:
+            now = utc_now()
+            toggles = {name: {"yes": 1, "no": 0, "variants": {}} for name in names}
+            r = self.request("POST", "/api/client/metrics", self.client_tokens["development"],
+                             {"appName": app, "instanceId": app, "bucket": {"start": now, "stop": now, "toggles": toggles}})
+            assert r.status == 202, r
+            return all(self.feature_metrics(name, app)["yes"] > 0 for name in names)
+
+        wait_until(counted, EVENT_TIMEOUT, f"the server never counted metrics for {names}", interval=1)
 
     def applications(self) -> list[str]:
         return sorted(a["appName"] for a in self.admin("GET", "/metrics/applications")["applications"])
+
+
+def utc_now() -> str:
+    """A metrics bucket's time, as the SDKs write it."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def frontend_query(context: dict) -> dict:
