@@ -160,12 +160,14 @@ def assert_polled_once_per_interval(upstream, replicas, envs, poll_seconds: floa
     # Each environment's longest wait between polls, counted in rounds of the fleet's polls
     # (requests for any environment ÷ environments) rather than seconds, so that a slow machine
     # slows both sides alike: a holder polls every round; an environment without one waits
-    # until a replica takes its lease.
+    # until a replica takes its lease (up to the lease, five rounds). A holder's poll that ends
+    # after its next slot (a loaded machine) skips to the slot after by design, one wait of two
+    # rounds plus the rounds' own spread: so up to three, and never the lease's five.
     for key, polled in times.items():
         edges = [t0, *polled, t1]
         start, end = max(zip(edges, edges[1:]), key=lambda e: e[1] - e[0])
         rounds = sum(start < t < end for t in all_times) / len(envs)
-        assert rounds <= 2, f"{key} went unpolled for {rounds:.1f} rounds ({len(polled)} polls in the window)"
+        assert rounds <= 3, f"{key} went unpolled for {rounds:.1f} rounds ({len(polled)} polls in the window)"
 
     # In total about one request per environment per interval: not one per replica, and not
     # far below one (environments without a holder).

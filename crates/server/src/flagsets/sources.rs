@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::config::flags::FlagSource;
 use crate::config::Config;
 use crate::shutdown::Shutdown;
-use crate::sources::file_watcher::{Watched, WatchedFile};
+use crate::sources::file_watcher::{read_again, Watched, WatchedFile};
 use crate::sources::fleet::Fleet;
 use crate::sources::warm_start::WarmStart;
 
@@ -121,18 +121,13 @@ impl Watched for FileSource {
         path: PathBuf,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
         Box::pin(async move {
-            let read = crate::background::run({
-                let path = path.clone();
-                move || std::fs::read_to_string(&path)
-            })
-            .await;
-            match read {
-                Ok(Ok(text)) => self.take(&path, text).await,
-                Ok(Err(e)) => {
-                    tracing::warn!(file = %path.display(), error = %e, "cannot read the flag file; the last good flags are kept")
-                }
+            let Some(bytes) = read_again(&path, "the flag file").await else {
+                return;
+            };
+            match String::from_utf8(bytes) {
+                Ok(text) => self.take(&path, text).await,
                 Err(e) => {
-                    tracing::warn!(file = %path.display(), error = %e, "reading the flag file failed")
+                    tracing::warn!(file = %path.display(), error = %e, "the flag file is not UTF-8; the last good flags are kept")
                 }
             }
         })

@@ -24,6 +24,28 @@ pub(crate) trait Watched: Send + Sync {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 }
 
+/// Reads a watched file again on the blocking pool (a slow disk never holds a worker); a file
+/// that cannot be read is logged as `what` ("the flag file") and `None`: its reader keeps the
+/// last good content.
+pub(crate) async fn read_again(path: &std::path::Path, what: &str) -> Option<Vec<u8>> {
+    let read = crate::background::run({
+        let path = path.to_owned();
+        move || std::fs::read(path)
+    })
+    .await;
+    match read {
+        Ok(Ok(bytes)) => Some(bytes),
+        Ok(Err(e)) => {
+            tracing::warn!(file = %path.display(), error = %e, "cannot read {what}; the last good content is kept");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(file = %path.display(), error = %e, "reading {what} failed");
+            None
+        }
+    }
+}
+
 impl Watched for EnvSlot {
     fn reload(
         self: Arc<Self>,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::shutdown::Shutdown;
-use crate::sources::file_watcher::{Watched, WatchedFile};
+use crate::sources::file_watcher::{read_again, Watched, WatchedFile};
 
 use super::{Feed, Origin, Unleash};
 
@@ -83,21 +83,8 @@ impl Watched for FileSource {
         path: PathBuf,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
         Box::pin(async move {
-            let read = crate::background::run({
-                let path = path.clone();
-                move || std::fs::read(&path)
-            })
-            .await;
-            let text = match read {
-                Ok(Ok(text)) => text,
-                Ok(Err(e)) => {
-                    tracing::warn!(file = %path.display(), error = %e, "cannot read the Unleash features file; the last good toggles are kept");
-                    return;
-                }
-                Err(e) => {
-                    tracing::warn!(file = %path.display(), error = %e, "reading the Unleash features file failed");
-                    return;
-                }
+            let Some(text) = read_again(&path, "the Unleash features file").await else {
+                return;
             };
             match self.feed.publish_off_the_side(self.index, text).await {
                 Ok(true) => tracing::info!(

@@ -170,7 +170,9 @@ impl Poller {
             Err((result, why)) => {
                 metrics::counter!(FETCHES, "feed" => self.feed.name.clone(), "result" => result)
                     .increment(1);
-                if self.feed.health().failures == 0 {
+                // Logged when it starts failing, and again when the reason changes (not at every
+                // poll of a long outage).
+                if self.feed.health().last_error.as_deref() != Some(why.as_str()) {
                     tracing::warn!(feed = %self.feed.name, reason = %why, "fetching Unleash features from the upstream failed; the last good toggles are kept");
                 }
                 self.feed.mark_failure(why);
