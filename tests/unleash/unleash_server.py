@@ -8,7 +8,7 @@ and where the SDK metrics Flagpole forwards must end up.
   with createdb; `stop()` removes the directory.
 - `UnleashServer`: `server.mjs` on a free loopback port with the tokens below created at start;
   `stop()` and `start()` again on the same port and database (an outage, then a recovery);
-  admin-API helpers to make and change toggles, and to read back the metrics it counted.
+  admin-API methods to make and change toggles, and to read back the metrics it counted.
 
 Both start once per test session (conftest.py), since a first start migrates the database
 (seconds); the tests then give their toggles names of their own.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import os
 import pwd
 import shutil
@@ -377,6 +376,3 @@ def start_stack(workdir: Path) -> tuple[PostgresCluster, UnleashServer]:
         raise
     return cluster, server
 
-
-def dump(body: Any) -> str:
-    return json.dumps(body, indent=1, sort_keys=True)[:4000]
