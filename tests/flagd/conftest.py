@@ -29,7 +29,8 @@ sys.path.insert(0, str(HERE.parent / "ofrep"))
 sys.path.insert(0, str(HERE.parent))  # browser_support
 
 from browser_support import npm_ci  # noqa: E402
-from flagd_support import ENVS, FlagdProcess, flagd_config, write_documents  # noqa: E402
+from fixture_files import write_documents  # noqa: E402
+from flagd_support import ENVS, FlagdProcess, flagd_config  # noqa: E402
 from serve_harness import binary_path, free_port  # noqa: E402
 from flagfile_support import SERVERS  # noqa: E402
 

@@ -16,21 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import fixtures as fx
+from fixture_files import write_documents
 from serve_harness import Env, FlagpoleProcess, Upstream, free_port, local_config, upstream_config, wait_until
 
 MAIN = Env("flagd_main_client", "ser.flagd_main_server", fx.make_document("flagd_main_client", env_id=5001))
 LIVE = Env("flagd_live_client", "ser.flagd_live_server", fx.make_document("flagd_live_client", env_id=5002))
 ENVS = [MAIN, LIVE]
-
-
-def write_documents(directory: Path, envs: list[Env]) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for e in envs:
-        p = directory / f"{e.client_key}.json"
-        p.write_text(json.dumps(e.document, indent=1, ensure_ascii=False))
-        paths.append(p)
-    return paths
 
 
 def flagd_config(paths: list[Path], grpc_port: int) -> dict:

@@ -8,7 +8,8 @@ import json
 import socket
 import time
 
-from flagd_support import ENVS, MAIN, write_documents
+from fixture_files import write_documents
+from flagd_support import ENVS, MAIN
 from serve_harness import free_port, local_config
 
 UNARY = "/flagd.evaluation.v1.Service/ResolveString"

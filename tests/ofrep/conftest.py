@@ -30,6 +30,7 @@ sys.path.insert(0, str(HERE.parent / "serve"))
 sys.path.insert(0, str(HERE.parent))  # browser_support
 
 from browser_support import npm_ci  # noqa: E402
+from fixture_files import write_documents  # noqa: E402
 from ofrep_support import (  # noqa: E402
     LOADED_ENVS,
     OPTIONS,
@@ -37,7 +38,6 @@ from ofrep_support import (  # noqa: E402
     OfrepProcess,
     main_config,
     wait_serving,
-    write_fixture_documents,
 )
 from serve_harness import binary_path, local_config, stop_all  # noqa: E402
 from sse_support import SSE_ENVS, SSE_HEARTBEAT, SseStream  # noqa: E402
@@ -67,7 +67,7 @@ class Main:
 @pytest.fixture(scope="session")
 def main_setup(tmp_path_factory):
     work = tmp_path_factory.mktemp("ofrep-main")
-    paths = write_fixture_documents(work / "docs", LOADED_ENVS)
+    paths = write_documents(work / "docs", LOADED_ENVS)
     config = main_config(paths)
     fp = OfrepProcess(work, config=config).start()
     try:
@@ -109,7 +109,7 @@ class SseServer:
 @pytest.fixture(scope="session")
 def sse(tmp_path_factory):
     work = tmp_path_factory.mktemp("ofrep-sse")
-    paths = write_fixture_documents(work / "docs", SSE_ENVS)
+    paths = write_documents(work / "docs", SSE_ENVS)
     config = local_config(paths, SSE_ENVS, allow_origins=[ORIGIN],
                           ofrep={"sse": {"heartbeat_sec": SSE_HEARTBEAT}})
     fp = OfrepProcess(work, config=config).start()
