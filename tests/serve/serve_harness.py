@@ -63,12 +63,12 @@ def binary_path() -> Path:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Response:
-    status: int
+class HeaderLookup:
+    """Reading response headers by name, whatever their case, from `headers` (name, value pairs
+    in the order received): for a whole `Response` and for a stream read as it arrives
+    (tests/ofrep/sse_support.py) alike."""
+
     headers: list[tuple[str, str]]
-    body: bytes
-    reason: str = ""
 
     def header(self, name: str) -> str | None:
         for k, v in self.headers:
@@ -78,6 +78,14 @@ class Response:
 
     def header_all(self, name: str) -> list[str]:
         return [v for k, v in self.headers if k.lower() == name.lower()]
+
+
+@dataclass
+class Response(HeaderLookup):
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    reason: str = ""
 
     def json(self) -> Any:
         return json.loads(self.body)
