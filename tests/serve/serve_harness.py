@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import pytest
+
 from documents import make_document
 from loopback import EVENT_TIMEOUT, HOST, OnLoopback, free_port, wait_until
 # The scripted upstream lives in its own module; its names stay importable from here.
@@ -327,6 +329,25 @@ def stop_all(started: Iterable[FlagpoleProcess]) -> None:
             problems.append(f"flagpole on port {fp.port} died on its own during the test (exit code "
                             f"{code}); stderr:\n{fp.stderr_tail()}")
     assert not problems, "\n".join(problems)
+
+
+def stop_expecting_zero(fp: FlagpoleProcess) -> None:
+    """Stops a fixture's one process: it must exit 0 on SIGTERM (the drain)."""
+    code = fp.stop()
+    assert code == 0, f"flagpole exit code {code} after SIGTERM; stderr:\n{fp.stderr_tail()}"
+
+
+def required_binary() -> str:
+    """The flagpole binary (`binary_path`); missing or not executable, the test fails saying how
+    to build it: a suite never skips itself for want of it."""
+    path = binary_path()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail(
+            f"flagpole binary not found (or not executable) at {path}. Build it with "
+            "`cargo build --release -p flagpole` from the repository root, or point FLAGPOLE_BIN at it.",
+            pytrace=False,
+        )
+    return str(path)
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
