@@ -101,6 +101,22 @@ def reference_cases(env: Env, contexts: list, providers: dict[str, bool], zero: 
     return cases, expected
 
 
+def error_cases(no_error: Any = None) -> list[tuple[dict, dict]]:
+    """(case, what its answer must hold) for the errors every provider language is checked on: a
+    client key does not see a server-only flag, a server key does, a missing flag, a type
+    mismatch. `no_error`: the provider's error code of an answer without error."""
+    return [
+        ({"provider": "client", "type": "string", "flag": "secret", "default": "x"},
+         {"value": "x", "errorCode": "FLAG_NOT_FOUND"}),
+        ({"provider": "server", "type": "string", "flag": "secret", "default": "x"},
+         {"value": "s3cret", "errorCode": no_error}),
+        ({"provider": "server", "type": "boolean", "flag": "nope", "default": True},
+         {"value": True, "errorCode": "FLAG_NOT_FOUND"}),
+        ({"provider": "server", "type": "boolean", "flag": "text", "default": False},
+         {"value": False, "errorCode": "TYPE_MISMATCH"}),
+    ]
+
+
 def document_change_case(flagd_srv, open_session, revision: int) -> None:
     """A provider (`open_session(port, {"live": LIVE's server key})`, with an LRU cache) reads
     LIVE's `text`; the test rewrites LIVE's document at `revision`: a configuration change naming
