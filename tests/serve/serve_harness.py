@@ -15,9 +15,10 @@ import re
 import signal
 import socket
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import pytest
 
@@ -348,6 +349,36 @@ def required_binary() -> str:
             pytrace=False,
         )
     return str(path)
+
+
+def assert_connection_cap(port: int, cap: int, request: bytes,
+                          read_answer: Callable[[socket.socket], bytes]) -> bytes:
+    """A listener on `port` capped at `cap` connections: with `cap` idle ones open, one more
+    (done in the backlog) sends `request` and gets no answer; once an idle one closes it is
+    served (read with `read_answer`), HTTP/1.1 200. Returns that answer."""
+    # No event tells when the server has closed the probe's connection or accepted the idle ones:
+    # a second is long for either, even on a busy machine.
+    time.sleep(1.0)
+    idle = [socket.create_connection((HOST, port), timeout=5) for _ in range(cap)]
+    try:
+        time.sleep(1.0)
+        waiting = socket.create_connection((HOST, port), timeout=5)  # completes in the backlog
+        waiting.sendall(request)
+        waiting.settimeout(1.0)
+        try:
+            early = waiting.recv(65536)
+        except socket.timeout:
+            early = b""
+        assert early == b"", f"connection {cap + 1} was served over a cap of {cap}: {early[:80]!r}"
+        idle.pop().close()
+        waiting.settimeout(60)
+        answer = read_answer(waiting)
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        waiting.close()
+    finally:
+        for s in idle:
+            s.close()
+    return answer
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
