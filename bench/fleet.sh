@@ -17,14 +17,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 for tool in redis-server redis-cli; do
   command -v "$tool" >/dev/null 2>&1 || { echo "$tool is needed (apt-get install redis-server)" >&2; exit 1; }
 done
-if ! command -v wrk >/dev/null 2>&1; then
-  echo "installing wrk (apt-get)…" >&2
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq >/dev/null
-  $SUDO apt-get install -y -qq wrk >/dev/null
-fi
+# The load generator and the limits it needs (bench/lib/load.sh).
+. bench/lib/load.sh
+install_wrk
 # Five replicas with 100 environments each, and 60 change streams.
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+lift_open_files
 
 cargo build --release --quiet --locked -p flagpole --bin flagpole
 # FLAGPOLE_BIN: another build to measure the same way.

@@ -22,14 +22,10 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   [ "${args[$i]}" = "--minutes" ] && minutes="${args[$((i + 1))]:-30}"
 done
 
-# The peak is measured with wrk 4.1.0 from Debian (installed if missing).
-if ! command -v wrk >/dev/null 2>&1; then
-  echo "installing wrk (apt-get)…" >&2
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq >/dev/null
-  $SUDO apt-get install -y -qq wrk >/dev/null
-fi
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+# The peak is measured with wrk 4.1.0 from Debian (installed if missing; bench/lib/load.sh).
+. bench/lib/load.sh
+install_wrk
+lift_open_files
 
 cargo build --profile profiling --quiet -p flagpole --bin flagpole -p flagpole-bench --bin gen-docs \
   -p flagpole-http-bench --bin soak

@@ -29,18 +29,15 @@ sys.path.insert(0, str(HERE.parent / "ofrep"))
 sys.path.insert(0, str(HERE.parent))  # browser_support
 
 from browser_support import npm_ci  # noqa: E402
-from flagd_support import ENVS, FlagdProcess, flagd_config, write_documents  # noqa: E402
-from serve_harness import binary_path, free_port  # noqa: E402
+from fixture_files import write_documents  # noqa: E402
+from flagd_support import ENVS, FlagdProcess, flagd_config  # noqa: E402
+from serve_harness import free_port, required_binary, stop_expecting_zero  # noqa: E402
 from flagfile_support import SERVERS  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
 def flagd_binary() -> str:
-    path = binary_path()
-    if not path.is_file() or not os.access(path, os.X_OK):
-        pytest.fail(f"flagpole binary not found at {path}: `cargo build --release -p flagpole` "
-                    "or point FLAGPOLE_BIN at it.", pytrace=False)
-    return str(path)
+    return required_binary()
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +49,7 @@ def flagd_srv(tmp_path_factory):
     fp.wait_grpc()
     fp.paths = paths
     yield fp
-    assert fp.stop() == 0, fp.stderr_tail()
+    stop_expecting_zero(fp)
 
 
 @pytest.fixture

@@ -16,21 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import fixtures as fx
+from fixture_files import write_documents
 from serve_harness import Env, FlagpoleProcess, Upstream, free_port, local_config, upstream_config, wait_until
 
 MAIN = Env("flagd_main_client", "ser.flagd_main_server", fx.make_document("flagd_main_client", env_id=5001))
 LIVE = Env("flagd_live_client", "ser.flagd_live_server", fx.make_document("flagd_live_client", env_id=5002))
 ENVS = [MAIN, LIVE]
-
-
-def write_documents(directory: Path, envs: list[Env]) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for e in envs:
-        p = directory / f"{e.client_key}.json"
-        p.write_text(json.dumps(e.document, indent=1, ensure_ascii=False))
-        paths.append(p)
-    return paths
 
 
 def flagd_config(paths: list[Path], grpc_port: int) -> dict:
@@ -108,6 +99,22 @@ def reference_cases(env: Env, contexts: list, providers: dict[str, bool], zero: 
                     value, variant = zero[resolver], ""
                 expected.append({"value": value, "variant": variant, "reason": reason})
     return cases, expected
+
+
+def error_cases(no_error: Any = None) -> list[tuple[dict, dict]]:
+    """(case, what its answer must hold) for the errors every provider language is checked on: a
+    client key does not see a server-only flag, a server key does, a missing flag, a type
+    mismatch. `no_error`: the provider's error code of an answer without error."""
+    return [
+        ({"provider": "client", "type": "string", "flag": "secret", "default": "x"},
+         {"value": "x", "errorCode": "FLAG_NOT_FOUND"}),
+        ({"provider": "server", "type": "string", "flag": "secret", "default": "x"},
+         {"value": "s3cret", "errorCode": no_error}),
+        ({"provider": "server", "type": "boolean", "flag": "nope", "default": True},
+         {"value": True, "errorCode": "FLAG_NOT_FOUND"}),
+        ({"provider": "server", "type": "boolean", "flag": "text", "default": False},
+         {"value": False, "errorCode": "TYPE_MISMATCH"}),
+    ]
 
 
 def document_change_case(flagd_srv, open_session, revision: int) -> None:

@@ -12,7 +12,8 @@ import copy
 import json
 from pathlib import Path
 
-from flagd_support import ENVS, FlagdProcess, flagd_config, write_documents
+from fixture_files import write_documents
+from flagd_support import ENVS, FlagdProcess, flagd_config
 from serve_harness import free_port
 
 FLAG_SET_ID = "shop"

@@ -12,7 +12,8 @@ import subprocess
 from pathlib import Path
 
 import fixtures as fx
-from flagd_support import MAIN, DriverSession, document_change_case, domains_case, reference_cases, stale_case
+from flagd_support import (MAIN, DriverSession, document_change_case, domains_case, error_cases, reference_cases,
+                           stale_case)
 
 # The Go provider (0.3.2) returns the wire value of a DISABLED answer without a variant rather
 # than the caller's default (Python and JS return the default): the type's zero value.
@@ -54,16 +55,7 @@ def test_go_provider_equals_the_reference(flagd_srv, go_driver, tmp_path):
     mv_users = fx.mv_identities(MAIN.document, 1)
     contexts = CONTEXTS + [{"targetingKey": u} for users in mv_users.values() for u in users]
     cases, expected = reference_cases(MAIN, contexts, {"server": True, "client": False}, zero=ZERO)
-    extra = [
-        ({"provider": "client", "type": "string", "flag": "secret", "default": "x"},
-         {"value": "x", "errorCode": "FLAG_NOT_FOUND"}),
-        ({"provider": "server", "type": "string", "flag": "secret", "default": "x"},
-         {"value": "s3cret", "errorCode": ""}),
-        ({"provider": "server", "type": "boolean", "flag": "nope", "default": True},
-         {"value": True, "errorCode": "FLAG_NOT_FOUND"}),
-        ({"provider": "server", "type": "boolean", "flag": "text", "default": False},
-         {"value": False, "errorCode": "TYPE_MISMATCH"}),
-    ]
+    extra = error_cases(no_error="")
     cases += [c for c, _ in extra]
     out = run_driver(go_driver, tmp_path, {"port": flagd_srv.grpc_port, "providers": providers,
                                            "cases": cases})

@@ -10,7 +10,7 @@ import json
 import subprocess
 
 import fixtures as fx
-from flagd_support import MAIN, DriverSession, domains_case, reference_cases, stale_case
+from flagd_support import MAIN, DriverSession, domains_case, error_cases, reference_cases, stale_case
 
 ZERO = {"boolean": False, "string": "", "integer": 0, "float": 0.0, "object": None}
 
@@ -20,16 +20,7 @@ def test_java_provider_equals_the_reference(flagd_srv, java_driver, tmp_path):
     contexts = [None, {"targetingKey": "u1", "plan": "pro"}, {"targetingKey": "u1", "plan": "free"},
                 {"targetingKey": fx.OVERRIDE_USER}] + [{"targetingKey": u} for us in mv_users.values() for u in us]
     cases, expected = reference_cases(MAIN, contexts, {"server": True, "client": False}, zero=ZERO)
-    extra = [
-        ({"provider": "client", "type": "string", "flag": "secret", "default": "x"},
-         {"value": "x", "errorCode": "FLAG_NOT_FOUND"}),
-        ({"provider": "server", "type": "string", "flag": "secret", "default": "x"},
-         {"value": "s3cret", "errorCode": None}),
-        ({"provider": "server", "type": "boolean", "flag": "nope", "default": True},
-         {"value": True, "errorCode": "FLAG_NOT_FOUND"}),
-        ({"provider": "server", "type": "boolean", "flag": "text", "default": False},
-         {"value": False, "errorCode": "TYPE_MISMATCH"}),
-    ]
+    extra = error_cases()
     request = {"port": flagd_srv.grpc_port,
                "providers": {"server": {"key": MAIN.server_key}, "client": {"key": MAIN.client_key}},
                "cases": cases + [c for c, _ in extra]}

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 
-from flagd_support import ENVS, MAIN, write_documents
-from serve_harness import free_port, local_config
+from fixture_files import write_documents
+from flagd_support import ENVS, MAIN
+from serve_harness import assert_connection_cap, free_port, local_config
 
 UNARY = "/flagd.evaluation.v1.Service/ResolveString"
 
@@ -38,29 +38,8 @@ def test_connection_cap_and_head_limit(start_flagd, tmp_path):
     })
     fp = start_flagd(config=config)
     body = json.dumps({"flagKey": "seg_feat", "context": {"targetingKey": "u1", "plan": "pro"}}).encode()
-    # The readiness probe's connection must be gone before the idle ones take the cap; no event
-    # says when the server saw it close, and a second is long for that even on a busy machine.
-    time.sleep(1.0)
-    idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
-    try:
-        time.sleep(1.0)
-        waiting = socket.create_connection(("127.0.0.1", port), timeout=5)  # done in the backlog
-        waiting.sendall(connect_request(body))
-        waiting.settimeout(1.0)
-        try:
-            early = waiting.recv(65536)
-        except socket.timeout:
-            early = b""
-        assert early == b"", f"a 3rd connection was served over a cap of 2: {early[:80]!r}"
-        idle.pop().close()
-        waiting.settimeout(60)
-        answer = read_all(waiting)
-        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
-        assert b'"pro-value"' in answer, answer[:300]
-        waiting.close()
-    finally:
-        for s in idle:
-            s.close()
+    answer = assert_connection_cap(port, 2, connect_request(body), read_all)
+    assert b'"pro-value"' in answer, answer[:300]
     # A request head over the limit is refused, not buffered without bound.
     huge = socket.create_connection(("127.0.0.1", port), timeout=60)
     try:

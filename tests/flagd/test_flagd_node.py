@@ -12,7 +12,8 @@ import shutil
 import subprocess
 
 import fixtures as fx
-from flagd_support import MAIN, DriverSession, document_change_case, domains_case, reference_cases, stale_case
+from flagd_support import (MAIN, DriverSession, document_change_case, domains_case, error_cases, reference_cases,
+                           stale_case)
 
 # JS has one number type: integers and floats are both read with getNumberDetails.
 JS_TYPE = {"boolean": "boolean", "string": "string", "integer": "number", "float": "number",
@@ -54,15 +55,7 @@ def test_js_provider_equals_the_reference(flagd_srv, node_flagd_dir, tmp_path):
     contexts = CONTEXTS + [{"targetingKey": u} for users in mv_users.values() for u in users]
     cases, expected = reference_cases(MAIN, contexts, {"server": True, "client": False},
                                       type_name=JS_TYPE.get)
-    extra = [
-        ({"provider": "client", "type": "string", "flag": "secret", "default": "x"},
-         {"value": "x", "errorCode": "FLAG_NOT_FOUND"}),
-        ({"provider": "server", "type": "string", "flag": "secret", "default": "x"},
-         {"value": "s3cret", "errorCode": None}),
-        ({"provider": "server", "type": "boolean", "flag": "nope", "default": True},
-         {"value": True, "errorCode": "FLAG_NOT_FOUND"}),
-        ({"provider": "server", "type": "boolean", "flag": "text", "default": False},
-         {"value": False, "errorCode": "TYPE_MISMATCH"}),
+    extra = error_cases() + [
         # A segment-targeted flag read without context is DEFAULT, so the cache keeps nothing.
         ({"provider": "cached", "type": "string", "flag": "seg_feat", "default": "x"},
          {"value": "default", "reason": "DEFAULT"}),

@@ -245,7 +245,7 @@ def test_document_change_is_a_configuration_change_event(flagd_srv):
 
 
 def test_reconnects_after_a_restart(start_flagd, tmp_path):
-    from flagd_support import write_documents
+    from fixture_files import write_documents
     from serve_harness import free_port
     paths = write_documents(tmp_path / "docs", [MAIN, LIVE])
     grpc_port, http_port = free_port(), free_port()

@@ -19,7 +19,6 @@ upstream) and provides:
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ sys.path.insert(0, str(HERE.parent / "serve"))
 sys.path.insert(0, str(HERE.parent))  # browser_support
 
 from browser_support import npm_ci  # noqa: E402
+from fixture_files import write_documents  # noqa: E402
 from ofrep_support import (  # noqa: E402
     LOADED_ENVS,
     OPTIONS,
@@ -37,22 +37,14 @@ from ofrep_support import (  # noqa: E402
     OfrepProcess,
     main_config,
     wait_serving,
-    write_fixture_documents,
 )
-from serve_harness import binary_path, local_config, stop_all  # noqa: E402
+from serve_harness import local_config, required_binary, stop_all, stop_expecting_zero  # noqa: E402
 from sse_support import SSE_ENVS, SSE_HEARTBEAT, SseStream  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
 def ofrep_binary() -> str:
-    path = binary_path()
-    if not path.is_file() or not os.access(path, os.X_OK):
-        pytest.fail(
-            f"flagpole binary not found (or not executable) at {path}. Build it with "
-            "`cargo build --release -p flagpole` from the repository root, or point FLAGPOLE_BIN at it.",
-            pytrace=False,
-        )
-    return str(path)
+    return required_binary()
 
 
 class Main:
@@ -67,15 +59,14 @@ class Main:
 @pytest.fixture(scope="session")
 def main_setup(tmp_path_factory):
     work = tmp_path_factory.mktemp("ofrep-main")
-    paths = write_fixture_documents(work / "docs", LOADED_ENVS)
+    paths = write_documents(work / "docs", LOADED_ENVS)
     config = main_config(paths)
     fp = OfrepProcess(work, config=config).start()
     try:
         wait_serving(fp)
         yield Main(fp, config, paths)
     finally:
-        code = fp.stop()
-        assert code == 0, f"flagpole exit code {code} after SIGTERM; stderr:\n{fp.stderr_tail()}"
+        stop_expecting_zero(fp)
 
 
 @pytest.fixture(scope="session")
@@ -93,8 +84,7 @@ def opts_srv(main_setup, tmp_path_factory) -> OfrepProcess:
         wait_serving(fp, context={"targetingKey": "probe"})
         yield fp
     finally:
-        code = fp.stop()
-        assert code == 0, f"flagpole exit code {code} after SIGTERM; stderr:\n{fp.stderr_tail()}"
+        stop_expecting_zero(fp)
 
 
 class SseServer:
@@ -109,7 +99,7 @@ class SseServer:
 @pytest.fixture(scope="session")
 def sse(tmp_path_factory):
     work = tmp_path_factory.mktemp("ofrep-sse")
-    paths = write_fixture_documents(work / "docs", SSE_ENVS)
+    paths = write_documents(work / "docs", SSE_ENVS)
     config = local_config(paths, SSE_ENVS, allow_origins=[ORIGIN],
                           ofrep={"sse": {"heartbeat_sec": SSE_HEARTBEAT}})
     fp = OfrepProcess(work, config=config).start()
@@ -117,8 +107,7 @@ def sse(tmp_path_factory):
         wait_serving(fp, SSE_ENVS[0].server_key)
         yield SseServer(fp, config, {e.client_key: p for e, p in zip(SSE_ENVS, paths)})
     finally:
-        code = fp.stop()
-        assert code == 0, f"flagpole exit code {code} after SIGTERM; stderr:\n{fp.stderr_tail()}"
+        stop_expecting_zero(fp)
 
 
 @pytest.fixture

@@ -48,16 +48,6 @@ class OfrepProcess(FlagpoleProcess):
         return env
 
 
-def write_fixture_documents(directory: Path, envs: list[Env]) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for e in envs:
-        p = directory / f"{e.client_key}.json"
-        p.write_text(json.dumps(e.document, indent=1, ensure_ascii=False))
-        paths.append(p)
-    return paths
-
-
 def main_config(paths: list[Path], **extra) -> dict:
     """The main server: local documents for the loaded environments, UNLOADED on a dead upstream."""
     return local_config(paths, ALL_ENVS, allow_origins=[ORIGIN], **extra)

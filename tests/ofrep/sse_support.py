@@ -14,7 +14,7 @@ import socket
 import time
 from typing import Any, Iterable
 
-from serve_harness import HOST, Response
+from serve_harness import HOST, HeaderLookup, Response
 
 EVENTS = "/ofrep/v1/events"
 TOKEN_LABEL = b"flagpole-ofrep-sse/1\n"
@@ -118,7 +118,7 @@ class Event:
         return f"<Event {self.block!r}>"
 
 
-class SseStream:
+class SseStream(HeaderLookup):
     """`GET path` over HTTP/1.1 on a raw socket, the response read incrementally.
 
     After construction `status` and `headers` are known. A non-200 response is read to its end
@@ -215,15 +215,6 @@ class SseStream:
         self._decode()
         self.body = self.data
         self.close()
-
-    def header(self, name: str) -> str | None:
-        for k, v in self.headers:
-            if k.lower() == name.lower():
-                return v
-        return None
-
-    def header_all(self, name: str) -> list[str]:
-        return [v for k, v in self.headers if k.lower() == name.lower()]
 
     def response(self) -> Response:
         return Response(self.status, self.headers, self.body)

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import fixtures as fx
 from browser_support import StaticServer, chromium_or_skip, run_node_driver
-from ofrep_support import write_fixture_documents
+from fixture_files import write_documents
 from serve_harness import Env, local_config
 from sse_support import event_id_of, seq_of
 
@@ -64,7 +64,7 @@ def test_browser_demo_page_follows_a_change(start_flagpole, node_ofrep_dir, tmp_
     assert (before["text"]["value"], after["text"]["value"]) == ("Hello", "Hello r1"), (before, after)
 
     with StaticServer(HERE) as static:
-        paths = write_fixture_documents(tmp_path / "docs", [BROWSER])
+        paths = write_documents(tmp_path / "docs", [BROWSER])
         config = local_config(paths, [BROWSER], allow_origins=[static.origin])
         fp = start_flagpole(config=config, workdir=tmp_path / "fp", serving_key=BROWSER.server_key)
         query = urlencode({"baseUrl": fp.base_url, "key": BROWSER.client_key,

@@ -11,7 +11,7 @@ import subprocess
 from urllib.parse import parse_qs, urlsplit
 
 import fixtures as fx
-from ofrep_support import write_fixture_documents
+from fixture_files import write_documents
 from serve_harness import Env, local_config
 from sse_support import event_id_of, events_path, seq_of, sse_token
 
@@ -70,7 +70,7 @@ def query(url: str) -> dict[str, str]:
 
 
 def test_js_web_provider(start_flagpole, node_ofrep_dir, tmp_path):
-    paths = write_fixture_documents(tmp_path / "docs", [WEB])
+    paths = write_documents(tmp_path / "docs", [WEB])
     fp = start_flagpole(config=local_config(paths, [WEB]), workdir=tmp_path / "web", serving_key=WEB.server_key)
     doc0 = WEB.document
     doc1 = fx.make_document(WEB.client_key, env_id=WEB.document["id"], revision=1)

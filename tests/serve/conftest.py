@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,8 +26,10 @@ from serve_harness import (
     Upstream,
     binary_path,
     local_config,
+    required_binary,
     standard_envs,
     stop_all,
+    stop_expecting_zero,
     write_documents,
 )
 
@@ -41,15 +42,9 @@ def pytest_report_header(config):
 
 @pytest.fixture(scope="session", autouse=True)
 def serve_binary() -> str:
-    path = binary_path()
-    if not path.is_file() or not os.access(path, os.X_OK):
-        pytest.fail(
-            f"flagpole binary not found (or not executable) at {path}. Build it with "
-            "`cargo build --release -p flagpole` from the repository root, or point FLAGPOLE_BIN at it.",
-            pytrace=False,
-        )
+    path = required_binary()
     try:
-        probe = subprocess.run([str(path), "serve", "--help"], capture_output=True, text=True, timeout=30)
+        probe = subprocess.run([path, "serve", "--help"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as error:
         pytest.fail(f"`{path} serve --help` did not run: {error}", pytrace=False)
     if probe.returncode != 0:
@@ -99,8 +94,7 @@ def srv(tmp_path_factory):
         fp.wait_ready(60)
         yield fp
     finally:
-        code = fp.stop()
-        assert code == 0, f"flagpole exit code {code} after SIGTERM"
+        stop_expecting_zero(fp)
 
 
 @pytest.fixture(scope="session")

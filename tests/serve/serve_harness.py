@@ -15,9 +15,12 @@ import re
 import signal
 import socket
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
+
+import pytest
 
 from documents import make_document
 from loopback import EVENT_TIMEOUT, HOST, OnLoopback, free_port, wait_until
@@ -63,12 +66,12 @@ def binary_path() -> Path:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Response:
-    status: int
+class HeaderLookup:
+    """Reading response headers by name, whatever their case, from `headers` (name, value pairs
+    in the order received): for a whole `Response` and for a stream read as it arrives
+    (tests/ofrep/sse_support.py) alike."""
+
     headers: list[tuple[str, str]]
-    body: bytes
-    reason: str = ""
 
     def header(self, name: str) -> str | None:
         for k, v in self.headers:
@@ -78,6 +81,14 @@ class Response:
 
     def header_all(self, name: str) -> list[str]:
         return [v for k, v in self.headers if k.lower() == name.lower()]
+
+
+@dataclass
+class Response(HeaderLookup):
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    reason: str = ""
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -319,6 +330,55 @@ def stop_all(started: Iterable[FlagpoleProcess]) -> None:
             problems.append(f"flagpole on port {fp.port} died on its own during the test (exit code "
                             f"{code}); stderr:\n{fp.stderr_tail()}")
     assert not problems, "\n".join(problems)
+
+
+def stop_expecting_zero(fp: FlagpoleProcess) -> None:
+    """Stops a fixture's one process: it must exit 0 on SIGTERM (the drain)."""
+    code = fp.stop()
+    assert code == 0, f"flagpole exit code {code} after SIGTERM; stderr:\n{fp.stderr_tail()}"
+
+
+def required_binary() -> str:
+    """The flagpole binary (`binary_path`); missing or not executable, the test fails saying how
+    to build it: a suite never skips itself for want of it."""
+    path = binary_path()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.fail(
+            f"flagpole binary not found (or not executable) at {path}. Build it with "
+            "`cargo build --release -p flagpole` from the repository root, or point FLAGPOLE_BIN at it.",
+            pytrace=False,
+        )
+    return str(path)
+
+
+def assert_connection_cap(port: int, cap: int, request: bytes,
+                          read_answer: Callable[[socket.socket], bytes]) -> bytes:
+    """A listener on `port` capped at `cap` connections: with `cap` idle ones open, one more
+    (done in the backlog) sends `request` and gets no answer; once an idle one closes it is
+    served (read with `read_answer`), HTTP/1.1 200. Returns that answer."""
+    # No event tells when the server has closed the probe's connection or accepted the idle ones:
+    # a second is long for either, even on a busy machine.
+    time.sleep(1.0)
+    idle = [socket.create_connection((HOST, port), timeout=5) for _ in range(cap)]
+    try:
+        time.sleep(1.0)
+        waiting = socket.create_connection((HOST, port), timeout=5)  # completes in the backlog
+        waiting.sendall(request)
+        waiting.settimeout(1.0)
+        try:
+            early = waiting.recv(65536)
+        except socket.timeout:
+            early = b""
+        assert early == b"", f"connection {cap + 1} was served over a cap of {cap}: {early[:80]!r}"
+        idle.pop().close()
+        waiting.settimeout(60)
+        answer = read_answer(waiting)
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        waiting.close()
+    finally:
+        for s in idle:
+            s.close()
+    return answer
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:

@@ -200,23 +200,18 @@ mod tests {
     use serde_json::json;
     use std::time::Duration;
 
-    use crate::from_json;
-
-    fn load(v: serde_json::Value) -> Result<crate::Config, String> {
-        from_json(v.as_object().unwrap())
-            .map(|l| l.config)
-            .map_err(|e| e.to_string())
-    }
+    use crate::tests::config_of;
 
     #[test]
     fn absent_means_no_fleet_and_the_lease_has_a_default() {
-        assert_eq!(load(json!({})).unwrap().fleet, None);
-        let c = load(json!({"flagpole": {"fleet": {"redis_url": "redis://127.0.0.1:6379/0"}}}))
-            .unwrap()
-            .fleet
-            .unwrap();
+        assert_eq!(config_of(json!({})).unwrap().fleet, None);
+        let c =
+            config_of(json!({"flagpole": {"fleet": {"redis_url": "redis://127.0.0.1:6379/0"}}}))
+                .unwrap()
+                .fleet
+                .unwrap();
         assert_eq!(c.lease, Duration::from_secs(15));
-        let c = load(json!({"flagpole": {"fleet": {"redis_url": "rediss://u:p@r.test:6380", "lease_seconds": 5}}}))
+        let c = config_of(json!({"flagpole": {"fleet": {"redis_url": "rediss://u:p@r.test:6380", "lease_seconds": 5}}}))
             .unwrap()
             .fleet
             .unwrap();
@@ -226,24 +221,25 @@ mod tests {
     #[test]
     fn bad_urls_and_leases_are_named_without_the_password() {
         for url in ["http://r.test", "not a url", "redis://", ""] {
-            let e = load(json!({"flagpole": {"fleet": {"redis_url": url}}})).unwrap_err();
+            let e = config_of(json!({"flagpole": {"fleet": {"redis_url": url}}})).unwrap_err();
             assert!(e.contains("flagpole.fleet.redis_url"), "{url}: {e}");
         }
-        let e = load(json!({"flagpole": {"fleet": {"redis_url": "https://u:hunter2@r.test"}}}))
-            .unwrap_err();
+        let e =
+            config_of(json!({"flagpole": {"fleet": {"redis_url": "https://u:hunter2@r.test"}}}))
+                .unwrap_err();
         assert!(!e.contains("hunter2"), "{e}");
-        let e = load(
+        let e = config_of(
             json!({"flagpole": {"fleet": {"redis_url": "redis://r.test", "lease_seconds": 0.2}}}),
         )
         .unwrap_err();
         assert!(e.contains("flagpole.fleet.lease_seconds"), "{e}");
-        let e = load(json!({"flagpole": {"fleet": {"lease_seconds": 5}}})).unwrap_err();
+        let e = config_of(json!({"flagpole": {"fleet": {"lease_seconds": 5}}})).unwrap_err();
         assert!(e.contains("redis_url"), "{e}");
     }
 
     #[test]
     fn sentinels_name_the_master_instead_of_a_url() {
-        let c = load(json!({"flagpole": {"fleet": {
+        let c = config_of(json!({"flagpole": {"fleet": {
             "sentinels": ["10.0.0.1:26379", "rediss://u:hunter2@s.test:26380"],
             "sentinel_master": "flags"}}}))
         .unwrap();
@@ -265,9 +261,10 @@ mod tests {
             "s.test:port",
             "http://s.test:1",
         ] {
-            let e =
-                load(json!({"flagpole": {"fleet": {"sentinels": [bad], "sentinel_master": "m"}}}))
-                    .unwrap_err();
+            let e = config_of(
+                json!({"flagpole": {"fleet": {"sentinels": [bad], "sentinel_master": "m"}}}),
+            )
+            .unwrap_err();
             assert!(e.contains("flagpole.fleet.sentinels"), "{bad}: {e}");
         }
         for (fleet, says) in [
@@ -287,14 +284,14 @@ mod tests {
             ),
             (json!({}), "redis_url"),
         ] {
-            let e = load(json!({"flagpole": {"fleet": fleet}})).unwrap_err();
+            let e = config_of(json!({"flagpole": {"fleet": fleet}})).unwrap_err();
             assert!(e.contains(says), "{fleet}: {e}");
         }
     }
 
     #[test]
     fn the_password_is_redacted() {
-        let c = load(
+        let c = config_of(
             json!({"flagpole": {"fleet": {"redis_url": "rediss://app:hunter2@r.test:6380/0"}}}),
         )
         .unwrap();

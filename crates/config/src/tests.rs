@@ -13,6 +13,12 @@ fn load_json(v: Value) -> Result<Loaded, ConfigError> {
     from_json(v.as_object().unwrap())
 }
 
+/// The configuration a file of this JSON gives, or the error's message: for the tests of each
+/// section's module too (`super::tests::config_of` there).
+pub(super) fn config_of(v: Value) -> Result<Config, String> {
+    load_json(v).map(|l| l.config).map_err(|e| e.to_string())
+}
+
 fn error(v: Value) -> String {
     load_json(v.clone())
         .map(|l| panic!("{v} loaded: {:?}", l.config))

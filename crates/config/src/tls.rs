@@ -79,23 +79,17 @@ impl TlsFile {
 mod tests {
     use serde_json::json;
 
-    use super::super::from_json;
-
-    fn load(v: serde_json::Value) -> Result<super::super::Config, String> {
-        from_json(v.as_object().unwrap())
-            .map(|l| l.config)
-            .map_err(|e| e.to_string())
-    }
+    use super::super::tests::config_of;
 
     #[test]
     fn section_read_with_defaults() {
-        let c =
-            load(json!({"server": {"tls": {"cert_path": "c.pem", "key_path": "k.pem"}}})).unwrap();
+        let c = config_of(json!({"server": {"tls": {"cert_path": "c.pem", "key_path": "k.pem"}}}))
+            .unwrap();
         let tls = c.server.tls.unwrap();
         assert_eq!(tls.cert_path.to_str(), Some("c.pem"));
         assert_eq!(tls.plain_port, None);
         assert_eq!(tls.reload_interval, std::time::Duration::from_secs(2));
-        let c = load(
+        let c = config_of(
             json!({"server": {"tls": {"cert_path": "c.pem", "key_path": "k.pem",
             "plain_port": 8080, "reload_interval_seconds": 0.5}}}),
         )
@@ -104,16 +98,19 @@ mod tests {
         assert_eq!(tls.plain_port, Some(8080));
         assert_eq!(tls.reload_interval, std::time::Duration::from_millis(500));
         assert_eq!(
-            load(json!({"server": {"tls": null}})).unwrap().server.tls,
+            config_of(json!({"server": {"tls": null}}))
+                .unwrap()
+                .server
+                .tls,
             None
         );
     }
 
     #[test]
     fn both_paths_required_and_typos_named() {
-        let e = load(json!({"server": {"tls": {"cert_path": "c.pem"}}})).unwrap_err();
+        let e = config_of(json!({"server": {"tls": {"cert_path": "c.pem"}}})).unwrap_err();
         assert!(e.contains("server.tls") && e.contains("key_path"), "{e}");
-        let e = load(
+        let e = config_of(
             json!({"server": {"tls": {"cert_path": "c.pem", "key_path": "k.pem",
             "plain_prot": 1}}}),
         )

@@ -12,6 +12,8 @@
 
 use std::borrow::Cow;
 
+mod common;
+
 use flagpole_engine::{Environment, Identity, Shared, Trait, TraitValue};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -23,22 +25,6 @@ fn condition() -> impl Strategy<Value = Value> {
         6 => proptest::sample::select(TRAITS).prop_map(Value::from),
         1 => proptest::sample::select(&["$.identity.identifier", "$.identity.traits.age", "$.environment.key", ""][..]).prop_map(Value::from),
     ];
-    let operator = proptest::sample::select(
-        &[
-            "EQUAL",
-            "NOT_EQUAL",
-            "GREATER_THAN",
-            "LESS_THAN_INCLUSIVE",
-            "CONTAINS",
-            "NOT_CONTAINS",
-            "REGEX",
-            "PERCENTAGE_SPLIT",
-            "MODULO",
-            "IS_SET",
-            "IS_NOT_SET",
-            "IN",
-        ][..],
-    );
     let value = prop_oneof![
         proptest::sample::select(
             &[
@@ -60,12 +46,14 @@ fn condition() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         Just(serde_json::from_str::<Value>("1e400").unwrap()),
     ];
-    let shape = 0..8u8;
-    (property, operator, value, shape).prop_map(|(property, operator, value, shape)| match shape {
-        0 => json!({"operator": operator, "value": value}),
-        1 => json!({"property": property, "value": value}),
-        _ => json!({"property": property, "operator": operator, "value": value}),
-    })
+    // One in eight without a property, one in eight without an operator.
+    common::condition(
+        property,
+        common::operator(),
+        value,
+        &["property", "operator"],
+        0..8usize,
+    )
 }
 
 fn rule(depth: u32) -> BoxedStrategy<Value> {

@@ -12,29 +12,11 @@
 
 use std::borrow::Cow;
 
+mod common;
+
 use flagpole_engine::{Environment, Identity, Trait, TraitValue};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-
-const OPERATORS: &[&str] = &[
-    "EQUAL",
-    "NOT_EQUAL",
-    "GREATER_THAN",
-    "GREATER_THAN_INCLUSIVE",
-    "LESS_THAN",
-    "LESS_THAN_INCLUSIVE",
-    "CONTAINS",
-    "NOT_CONTAINS",
-    "REGEX",
-    "PERCENTAGE_SPLIT",
-    "MODULO",
-    "IS_SET",
-    "IS_NOT_SET",
-    "IN",
-    "NOT_IN",
-    "",
-    "equal",
-];
 
 const PROPERTIES: &[&str] = &[
     "t",
@@ -164,6 +146,14 @@ fn feature_name() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Every operator, and names no operator has (two draws in seventeen).
+fn operator_or_junk() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        15 => common::operator(),
+        2 => proptest::sample::select(&["", "equal"][..]),
+    ]
+}
+
 fn condition() -> BoxedStrategy<Value> {
     let value = prop_oneof![
         6 => interesting_string().prop_map(Value::String),
@@ -171,23 +161,14 @@ fn condition() -> BoxedStrategy<Value> {
         1 => proptest::collection::vec(scalar(), 0..4).prop_map(Value::Array),
         1 => number(),
     ];
-    or_junk(
-        (
-            proptest::sample::select(PROPERTIES),
-            proptest::sample::select(OPERATORS),
-            value,
-            0..10u8,
-        )
-            .prop_map(|(property, operator, value, drop)| {
-                let mut c = json!({"property": property, "operator": operator, "value": value});
-                match drop {
-                    0 => c.as_object_mut().unwrap().remove("property"),
-                    1 => c.as_object_mut().unwrap().remove("value"),
-                    _ => None,
-                };
-                c
-            }),
-    )
+    // One in ten without a property, one in ten without a value.
+    or_junk(common::condition(
+        proptest::sample::select(PROPERTIES).prop_map(Value::from),
+        operator_or_junk(),
+        value,
+        &["property", "value"],
+        0..10usize,
+    ))
     .boxed()
 }
 

@@ -14,6 +14,8 @@
 
 use std::borrow::Cow;
 
+mod common;
+
 use flagpole_engine::{
     Environment, EvalError, EvaluationResult, FlagResult, Identity, Trait, TraitValue,
 };
@@ -185,22 +187,6 @@ fn document_condition() -> impl Strategy<Value = Value> {
         4 => proptest::sample::select(TRAITS).prop_map(Value::from),
         1 => proptest::sample::select(&["$.identity.identifier", "$.identity.key", "$.environment.name", ""][..]).prop_map(Value::from),
     ];
-    let operator = proptest::sample::select(
-        &[
-            "EQUAL",
-            "NOT_EQUAL",
-            "GREATER_THAN",
-            "LESS_THAN_INCLUSIVE",
-            "CONTAINS",
-            "REGEX",
-            "PERCENTAGE_SPLIT",
-            "MODULO",
-            "IS_SET",
-            "IS_NOT_SET",
-            "IN",
-            "NOT_IN",
-        ][..],
-    );
     let value = prop_oneof![
         small_scalar(),
         proptest::sample::select(
@@ -216,8 +202,7 @@ fn document_condition() -> impl Strategy<Value = Value> {
         )
         .prop_map(Value::from),
     ];
-    (property, operator, value)
-        .prop_map(|(property, operator, value)| json!({"property": property, "operator": operator, "value": value}))
+    common::condition(property, common::operator(), value, &[], Just(0))
 }
 
 /// A condition of any kind, including ones that read the context's features, segments and flags.
@@ -242,8 +227,6 @@ fn any_condition() -> impl Strategy<Value = Value> {
         ][..],
     )
     .prop_map(Value::from);
-    let operator =
-        proptest::sample::select(&["EQUAL", "IS_SET", "IS_NOT_SET", "REGEX", "CONTAINS"][..]);
     let value = prop_oneof![
         small_scalar(),
         Just(json!("f")),
@@ -252,8 +235,7 @@ fn any_condition() -> impl Strategy<Value = Value> {
     ];
     prop_oneof![
         1 => document_condition(),
-        2 => (property, operator, value)
-            .prop_map(|(p, o, v)| json!({"property": p, "operator": o, "value": v})),
+        2 => common::condition(property, common::operator(), value, &[], Just(0)),
     ]
 }
 

@@ -1,12 +1,15 @@
 //! Shared helpers for the engine's integration tests: evaluate a context through the public API
-//! exactly as `flagpole eval context` does, and a one-condition context builder.
+//! exactly as `flagpole eval context` does, a one-condition context builder, and for the
+//! property tests (fuzz.rs, cheap_first.rs, per_feature.rs) one list of the operators and one
+//! strategy for a segment condition.
 #![allow(
     dead_code,
     reason = "shared by several test files, each using a part of it"
 )]
 
 use flagpole_engine::{Environment, Identity, TraitValue};
-use serde_json::{json, Value};
+use proptest::prelude::*;
+use serde_json::{json, Map, Value};
 
 /// What evaluating a context gave.
 #[derive(Debug, PartialEq)]
@@ -278,4 +281,53 @@ pub(crate) fn run_id_rows(rows: &[IdRow]) {
         rows.len(),
         failures.join("\n")
     );
+}
+
+/// Every operator a segment condition may name.
+pub(crate) const OPERATORS: &[&str] = &[
+    "EQUAL",
+    "NOT_EQUAL",
+    "GREATER_THAN",
+    "GREATER_THAN_INCLUSIVE",
+    "LESS_THAN",
+    "LESS_THAN_INCLUSIVE",
+    "CONTAINS",
+    "NOT_CONTAINS",
+    "REGEX",
+    "PERCENTAGE_SPLIT",
+    "MODULO",
+    "IS_SET",
+    "IS_NOT_SET",
+    "IN",
+    "NOT_IN",
+];
+
+/// Any of [`OPERATORS`].
+pub(crate) fn operator() -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(OPERATORS)
+}
+
+/// A segment condition `{"property", "operator", "value"}` of the three strategies, the key
+/// `missing[i]` left out when `pick` draws `i` (a larger draw leaves every key in).
+pub(crate) fn condition(
+    property: impl Strategy<Value = Value>,
+    operator: impl Strategy<Value = &'static str>,
+    value: impl Strategy<Value = Value>,
+    missing: &'static [&'static str],
+    pick: impl Strategy<Value = usize>,
+) -> impl Strategy<Value = Value> {
+    (property, operator, value, pick).prop_map(move |(property, operator, value, pick)| {
+        let left_out = missing.get(pick).copied();
+        let keys = [
+            ("property", property),
+            ("operator", Value::from(operator)),
+            ("value", value),
+        ];
+        Value::Object(
+            keys.into_iter()
+                .filter(|(key, _)| Some(*key) != left_out)
+                .map(|(key, v)| (key.to_string(), v))
+                .collect::<Map<_, _>>(),
+        )
+    })
 }
