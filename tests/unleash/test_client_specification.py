@@ -1,5 +1,7 @@
 """Every case of Unleash's client specification (npm @unleash/client-specification 6.1.0, in
-tests/unleash/node) answered through Flagpole's frontend API: each file's state served with
+tests/unleash/node) answered right through Flagpole: by the official Node SDK (`unleash-client`)
+fed each file's state by Flagpole's client API (nothing the SDK needs lost on the way), and by
+Flagpole's frontend API: each file's state served with
 `--unleash-features`, each case's context POSTed to `/api/frontend/features/{name}` with a
 frontend token for every project. `tests` expect the toggle's `enabled`; `variantTests` its
 variant (name, enabled, payload) and, where stated, whether the toggle is enabled. A toggle the
@@ -14,11 +16,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
+import subprocess
 import urllib.parse
 
 from conftest import write_toggles
 
 TOKEN = "*:development.spec-frontend-secret"
+CLIENT_TOKEN = "*:development.spec-client-secret"
 CALLER = "127.0.0.2"
 
 
@@ -91,6 +96,36 @@ def test_every_case_through_the_frontend_api(tmp_path, node_dir, serve_unleash):
                     actual["feature_enabled"] = got["enabled"]
             if actual != expected:
                 wrong.append(f"{name}: {case['description']}: expected {expected}, got {actual}")
+        fp.stop()
+    assert cases >= 279, cases  # 6.1.0 has 279
+    assert not wrong, f"{len(wrong)} of {cases} cases answered wrong:\n" + "\n".join(wrong[:40])
+
+
+def spec_files(node_dir):
+    spec_dir = node_dir / "node_modules" / "@unleash" / "client-specification" / "specifications"
+    files = json.loads((spec_dir / "index.json").read_text())
+    assert files, "index.json lists no file"
+    return [(name, spec_dir / name) for name in files]
+
+
+def test_every_case_through_the_node_sdk_fed_by_flagpole(tmp_path, node_dir, serve_unleash):
+    node = shutil.which("node") or "node"
+    cases, wrong = 0, []
+    for name, path in spec_files(node_dir):
+        spec = json.loads(path.read_text())
+        state = spec["state"]
+        features = tmp_path / f"{name}.features.json"
+        write_toggles(features, body_from_events(state["events"]) if "events" in state else state)
+        fp = serve_unleash(features, client=(CLIENT_TOKEN,), frontend=())
+        run = subprocess.run([node, "spec_sdk.mjs", f"http://127.0.0.1:{fp.port}", CLIENT_TOKEN, str(path)],
+                             cwd=node_dir, capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, (name, run.stderr[-2000:])
+        out = json.loads(run.stdout.strip().splitlines()[-1])
+        assert out["errors"] == [], (name, out["errors"])
+        for case in out["cases"]:
+            cases += 1
+            if case["actual"] != case["expected"]:
+                wrong.append(f"{name}: {case['description']}: expected {case['expected']}, got {case['actual']}")
         fp.stop()
     assert cases >= 279, cases  # 6.1.0 has 279
     assert not wrong, f"{len(wrong)} of {cases} cases answered wrong:\n" + "\n".join(wrong[:40])
