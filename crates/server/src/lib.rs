@@ -391,6 +391,7 @@ async fn front_doors(
         shadow,
         fleet,
         flag_sets,
+        unleash: None,
     }
 }
 
@@ -403,6 +404,11 @@ async fn run(
     config: &Arc<Config>,
     shutdown: &Shutdown,
 ) {
+    // The OpenFeature doors (OFREP, flagd) answer Unleash tokens too.
+    let state = api::AppState {
+        unleash: unleash.clone(),
+        ..state
+    };
     let flagd_ports = [
         (
             ports.grpc,
