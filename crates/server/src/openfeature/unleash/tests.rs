@@ -176,8 +176,9 @@ fn the_token_scopes_the_toggles() {
 fn tags_follow_the_scope_the_context_and_the_revision() {
     let a = toggles(only_a());
     let all = toggles(Projects::All);
-    let one = Reading::of(Some(&json!({"targetingKey": "u1"}))).unwrap();
-    let other = Reading::of(Some(&json!({"targetingKey": "u2"}))).unwrap();
+    let (u1, u2) = (json!({"targetingKey": "u1"}), json!({"targetingKey": "u2"}));
+    let one = Reading::of(Some(&u1)).unwrap();
+    let other = Reading::of(Some(&u2)).unwrap();
     let tag = a.tag(None, &one, false, "s");
     assert_eq!(tag, a.tag(None, &one, false, "s"));
     assert_ne!(tag, all.tag(None, &one, false, "s"));
