@@ -109,6 +109,36 @@ else
   echo "no redis-server (Debian: apt-get install redis-server); the fleet tests will be skipped"
 fi
 
+# The Unleash edge-mode tests (tests/unleash/test_upstream.py) run a real Unleash server on a
+# throwaway PostgreSQL cluster: Debian's postgresql (its server binaries live in
+# /usr/lib/postgresql/*/bin, off PATH; the tests look there). Installed like redis-server.
+have_postgres() {
+  [ -n "${FLAGPOLE_PG_BINDIR:-}" ] && [ -x "$FLAGPOLE_PG_BINDIR/initdb" ] && return 0
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && return 0
+  command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1
+}
+echo "== postgresql (Unleash server tests)"
+if have_postgres; then
+  echo "found: $(compgen -G '/usr/lib/postgresql/*/bin/initdb' | head -n1 || command -v initdb)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  log=$(mktemp)
+  # The package's own cluster is never used: the tests make theirs.
+  if DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 &&
+     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >>"$log" 2>&1; then
+    echo "installed: $(compgen -G '/usr/lib/postgresql/*/bin/initdb' | head -n1)"
+  else
+    echo "could not install postgresql:" >&2
+    tail -n 5 "$log" >&2
+    in_ci && exit 1
+  fi
+  rm -f "$log"
+elif in_ci; then
+  echo "missing prerequisite: PostgreSQL (Debian: apt-get install postgresql)" >&2
+  exit 1
+else
+  echo "no PostgreSQL (Debian: apt-get install postgresql); the Unleash server tests will be skipped"
+fi
+
 # The Helm chart tests (tests/serve/test_helm.py) run `helm lint` and `helm template`. Helm is a
 # Go program: installed into .tools/bin (untracked) at the version the chart is tested with.
 HELM_VERSION=v3.22.0
@@ -201,6 +231,19 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 export FLAGPOLE_UNLEASH_SPEC="$PWD/$spec_node/node_modules/@unleash/client-specification/specifications"
+
+# The real Unleash server (tests/unleash/server: unleash-server and the Node 22 it needs, both
+# from npm) for the edge-mode tests: runtime dependencies only and no install scripts (none is
+# needed to run it), reinstalled only when its lock file changes. The stamp is the one the tests'
+# own install step (tests/unleash/unleash_server.py) checks.
+echo "== Unleash server (npm ci in tests/unleash/server)"
+server_node=tests/unleash/server
+stamp="$server_node/node_modules/.flagpole-lock.sha"
+want=$(sha256sum "$server_node/package-lock.json" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  (cd "$server_node" && npm ci --silent --no-audit --no-fund --omit=dev --ignore-scripts)
+  echo "$want" > "$stamp"
+fi
 
 echo "== cargo test"
 cargo test --workspace --locked

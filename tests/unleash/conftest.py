@@ -9,6 +9,10 @@ Reuses the serve suite's harness (process wrapper, HTTP client) and provides:
   a test; tests that rewrite a file start their own process with `serve_unleash`).
 - `serve_unleash`: a factory for further processes (stopped at teardown).
 - `node_dir` (session): tests/unleash/node with `npm ci` done when its lock file changed.
+- `unleash_server` (session): a real Unleash server on a throwaway PostgreSQL
+  (unleash_server.py), running whenever a test starts (a test that stopped it has it started
+  again), for the tests of Flagpole polling it (test_upstream*.py).
+- `serve_upstream`: a factory of Flagpole processes polling that server (stopped at teardown).
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ sys.path.insert(0, str(HERE.parent / "serve"))
 sys.path.insert(0, str(HERE.parent))  # browser_support
 
 from browser_support import npm_ci  # noqa: E402
+from loopback import EVENT_TIMEOUT, wait_until  # noqa: E402
 from serve_harness import FlagpoleProcess, binary_path, write_atomic  # noqa: E402
+from unleash_server import Unavailable, start_stack  # noqa: E402
 
 CLIENT_TOKEN = "*:development.unleash-client-secret"
 PROJECT_TOKEN = "other:development.unleash-other-secret"
@@ -106,3 +112,61 @@ def serve_unleash(tmp_path):
 @pytest.fixture(scope="session")
 def node_dir() -> Path:
     return npm_ci(HERE / "node")
+
+
+@pytest.fixture(scope="session")
+def unleash_server_session(tmp_path_factory):
+    try:
+        cluster, server = start_stack(tmp_path_factory.mktemp("unleash-server"))
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    yield server
+    try:
+        server.stop()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def unleash_server(unleash_server_session):
+    if not unleash_server_session.running():
+        unleash_server_session.start()
+    return unleash_server_session
+
+
+def upstream_args(server, client=None, frontend=None, refresh: float = 0.5, metrics: float = 1) -> list[str]:
+    """Flagpole's options to poll `server`: by default with every client and frontend token it
+    knows, a refresh every half second and metrics forwarded every second."""
+    args = ["--unleash-upstream", server.url, "--unleash-refresh-interval", str(refresh),
+            "--unleash-metrics-interval", str(metrics)]
+    for t in client if client is not None else server.client_tokens.values():
+        args += ["--unleash-client-token", t]
+    for t in frontend if frontend is not None else server.frontend_tokens.values():
+        args += ["--unleash-frontend-token", t]
+    return args
+
+
+@pytest.fixture
+def serve_upstream(tmp_path, unleash_server):
+    started: list[FlagpoleProcess] = []
+
+    def make(wait_ready: bool = True, **options) -> FlagpoleProcess:
+        fp = FlagpoleProcess(tmp_path / f"fp{len(started)}", extra_args=upstream_args(unleash_server, **options))
+        started.append(fp)
+        fp.start()
+        if wait_ready:
+            wait_backstage_ready(fp)
+        return fp
+
+    yield make
+    for fp in started:
+        fp.stop()
+
+
+def wait_backstage_ready(fp: FlagpoleProcess, timeout: float = EVENT_TIMEOUT) -> None:
+    """Until Unleash Edge's readiness probe says ready: every client token's toggles fetched."""
+    try:
+        wait_until(lambda: fp.get("/internal-backstage/ready").status == 200, timeout,
+                   f"flagpole on port {fp.port} never became ready")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\nstderr:\n{fp.stderr_tail()}") from None

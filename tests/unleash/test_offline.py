@@ -141,6 +141,11 @@ def test_register_and_metrics_are_accepted(edge):
     assert bad.status == 422 and "$.appName" in bad.json()["message"], bad
     bad = edge.post("/api/client/register", "{", headers={**auth(CLIENT_TOKEN), "Content-Type": "application/json"})
     assert bad.status == 400 and bad.json()["message"], bad
+    # A body declared as another type is Edge's 415; one declared as nothing is read as JSON.
+    form = edge.post("/api/client/metrics", "appName=a", headers={**auth(CLIENT_TOKEN),
+                     "Content-Type": "application/x-www-form-urlencoded"})
+    assert form.status == 415 and "application/json" in form.json()["message"], form
+    assert edge.post("/api/client/metrics", '{"appName": "a"}', headers=auth(CLIENT_TOKEN)).status == 202
     assert edge.post("/api/client/metrics", {"appName": "a", "bucket": bucket},
                      headers=auth(FRONTEND_TOKEN)).status == 403
     assert edge.get("/api/client/metrics", headers=auth(CLIENT_TOKEN)).status == 405

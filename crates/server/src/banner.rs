@@ -16,9 +16,9 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::config::{Example, Plan};
 use crate::logging::STARTUP_TARGET;
 use crate::store::{EnvSlot, Source, Store};
+use flagpole_config::{Example, Plan};
 
 /// Prints the start-up lines (`https`: the port serves TLS; `from_fleet`: the client keys of the
 /// environments loaded from the fleet's Redis).

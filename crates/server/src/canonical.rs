@@ -21,7 +21,7 @@ pub(crate) enum Numbers {
 }
 use sha2::{Digest, Sha256};
 
-use crate::config::OfrepConfig;
+use flagpole_config::OfrepConfig;
 
 /// A hash of every OFREP setting that changes response bodies, plus the environment's stream
 /// token: part of every ETag, so that a changed setting never yields a wrong 304.

@@ -19,9 +19,6 @@ impl KeyKind {
     }
 }
 
-/// `abc…` + 8 hex digits of a hash: enough to tell keys apart in logs, useless to an attacker.
-pub(crate) fn fingerprint(key: &str) -> String {
-    let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
-    let prefix: String = key.chars().take(3).collect();
-    format!("{prefix}…{:08x}", (hash >> 32) as u32)
-}
+/// `abc…` + 8 hex digits of a hash (the configuration's, so a key reads the same in its
+/// errors and in the server's logs).
+pub(crate) use flagpole_config::fingerprint;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing_subscriber::EnvFilter;
 
-use crate::config::LogLevel;
+use flagpole_config::LogLevel;
 
 /// The `tracing` target of the access log (written by the front doors, let through here).
 pub(crate) const ACCESS_LOG_TARGET: &str = "flagpole::access";

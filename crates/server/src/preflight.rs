@@ -12,9 +12,9 @@
 
 use std::path::Path;
 
-use crate::config::Config;
 use crate::server::tls::Tls;
 use crate::sources::startup::{read_all, DocumentFile};
+use flagpole_config::Config;
 
 /// What the checks read, for `serve` to start with.
 pub(crate) struct Ready {

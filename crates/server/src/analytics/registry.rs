@@ -9,7 +9,7 @@ use parking_lot::RwLock;
 
 use super::counts::{EnvCounts, Facts};
 use super::request::Evaluations;
-use crate::config::AnalyticsConfig;
+use flagpole_config::AnalyticsConfig;
 
 pub(crate) struct Analytics {
     pub config: AnalyticsConfig,

@@ -5,7 +5,7 @@
 use http::{header, HeaderMap, HeaderValue, Method};
 
 use super::{empty, Response};
-use crate::config::Config;
+use flagpole_config::Config;
 
 /// How a preflight is answered: the Flagsmith API echoes the requested method with a 200;
 /// OFREP lists its methods with a 204.

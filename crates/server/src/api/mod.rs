@@ -28,9 +28,9 @@ use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
 use http_body_util::{Either, Full};
 
-use crate::config::Config;
 use crate::store::Store;
 use crate::streams::{EventStream, Streams};
+use flagpole_config::Config;
 pub(crate) use service::Api;
 
 /// A response body: whole bytes written at once, or a change stream.

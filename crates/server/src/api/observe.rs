@@ -42,7 +42,7 @@ pub(super) struct Head<'a> {
 }
 
 impl Observer {
-    pub(super) fn new(config: &crate::config::Config) -> Observer {
+    pub(super) fn new(config: &flagpole_config::Config) -> Observer {
         let metrics = (config.telemetry.metrics && crate::telemetry::prometheus().is_some())
             .then(HttpMetrics::global);
         let tracer = crate::telemetry::otel::tracer();

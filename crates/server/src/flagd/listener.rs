@@ -28,13 +28,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
 use crate::flagd::{Connection, Flagd};
 use crate::server::direct_stream::Prefixed;
 use crate::tasks::Tasks;
 use coalesce::{Coalesced, Turns};
 pub(crate) use dispatch::Services;
 use dispatch::{dispatch, Front};
+use flagpole_config::Config;
 use http2::Caller;
 
 /// Serves `flagd`'s `services` on `listener` until `stopping` is cancelled and the calls in

@@ -91,7 +91,7 @@ mod tests {
     async fn authorised(client_key: &str, kind: KeyKind) -> Authorised {
         let env = Arc::new(EnvSlot::new(client_key.to_owned(), Source::Embedded));
         let mut document: serde_json::Value =
-            serde_json::from_str(crate::EXAMPLE_DOCUMENT).unwrap();
+            serde_json::from_str(crate::phases::EXAMPLE_DOCUMENT).unwrap();
         document["api_key"] = client_key.into();
         let document = bytes::Bytes::from(serde_json::to_vec(&document).unwrap());
         env.publish(Incoming::Bytes(document))

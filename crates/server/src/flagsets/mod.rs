@@ -33,9 +33,9 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::flags::FlagSource;
 use crate::store::Revision;
 pub(crate) use facts::SourceFacts;
+use flagpole_config::flags::FlagSource;
 pub(crate) use selector::Selector;
 pub(crate) use view::FlagView;
 use view::{SourceContent, Views};

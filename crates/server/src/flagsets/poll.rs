@@ -8,10 +8,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::flags::FlagSource;
-use crate::config::Config;
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::warm_start::WarmStart;
+use flagpole_config::flags::FlagSource;
+use flagpole_config::Config;
 
 use super::FlagSets;
 

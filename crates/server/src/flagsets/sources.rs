@@ -7,12 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::flags::FlagSource;
-use crate::config::Config;
 use crate::shutdown::Shutdown;
 use crate::sources::file_watcher::{read_again, Watched, WatchedFile};
 use crate::sources::fleet::Fleet;
 use crate::sources::warm_start::WarmStart;
+use flagpole_config::flags::FlagSource;
+use flagpole_config::Config;
 
 use super::FlagSets;
 

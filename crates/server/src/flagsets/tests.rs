@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::flags::FlagSource;
+use flagpole_config::flags::FlagSource;
 
 fn sets(n: usize) -> FlagSets {
     let sources: Vec<FlagSource> = (0..n)

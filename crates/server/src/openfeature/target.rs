@@ -15,11 +15,11 @@ use super::flagsmith::environment::Environment;
 use super::resolution::{Refusal, Resolution, Unevaluated};
 use super::unleash::{self, NotLoaded};
 use super::{flagd, Encoded, Encoding};
-use crate::config::OfrepConfig;
 use crate::flagsets::FlagView;
 use crate::keys::KeyKind;
 use crate::snapshot::Snapshot;
 use crate::store::EnvSlot;
+use flagpole_config::OfrepConfig;
 
 /// What one call reads; its staleness is read once, so every part of an answer agrees on it.
 pub(crate) struct Target {

@@ -25,10 +25,10 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::Api;
-use crate::config::Config;
 use crate::tasks::Tasks;
 use crate::telemetry::otel::spans::Peer;
 use direct_stream::{Prefixed, Sniffed};
+use flagpole_config::Config;
 use plain_port::OpsOnly;
 use tls::Tls;
 

@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::TlsConfig;
+use flagpole_config::TlsConfig;
 
 /// The acceptor every HTTPS connection goes through, and what reloads its certificate.
 pub(crate) struct Tls {

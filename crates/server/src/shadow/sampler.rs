@@ -14,9 +14,9 @@ use tokio_util::sync::CancellationToken;
 use super::job::Job;
 use super::outcome::Tally;
 use super::verify::Verifier;
-use crate::config::Config;
 use crate::shutdown::Shutdown;
 use crate::tasks::Tasks;
+use flagpole_config::Config;
 
 pub(crate) struct Shadow {
     sample_rate: f64,

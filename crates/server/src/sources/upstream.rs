@@ -20,10 +20,10 @@ use crate::telemetry::otel::spans::{Cause, ClientSpan};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use crate::config::Config;
 use crate::received::{Incoming, Rejected};
 use crate::sources::warm_start::WarmStart;
 use crate::store::{EnvSlot, Published, Source};
+use flagpole_config::Config;
 
 /// At most this many pages per document (a loop guard, far above real page counts).
 const MAX_PAGES: usize = 1000;

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
 use crate::store::{EnvSlot, Store};
 use crate::usage::Resource;
+use flagpole_config::Config;
 
 /// Rows per batch at most.
 const MAX_ROWS: usize = 1000;

@@ -36,23 +36,8 @@ impl WarmStart {
     pub(crate) async fn save(&self, slot: &EnvSlot, snapshot: &Arc<Snapshot>, at: SystemTime) {
         let stem = self.stem(&slot.client_key);
         let document = snapshot.document.bytes_once();
-        let meta = json!({
-            "saved_at_ms": at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64,
-            "upstream_etag": slot.upstream_etag.lock().clone(),
-        });
-        let result = crate::background::run(move || {
-            write_atomic(&stem.with_extension("json"), &document)?;
-            write_atomic(
-                &stem.with_extension("meta.json"),
-                meta.to_string().as_bytes(),
-            )
-        })
-        .await;
-        match result {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "cannot save the warm-start snapshot"),
-            Err(e) => tracing::warn!(error = %e, "cannot save the warm-start snapshot"),
-        }
+        let etag = slot.upstream_etag.lock().clone();
+        save_with_meta(stem, document, etag, at, "the warm-start snapshot").await;
     }
 
     /// Serves the saved document, if any, with its saved age. Returns whether one was loaded.
@@ -132,21 +117,8 @@ impl WarmStart {
         etag: Option<String>,
     ) {
         let stem = self.unleash_feed(upstream, token);
-        let at = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        let meta = json!({"saved_at_ms": at.as_millis() as u64, "upstream_etag": etag});
-        let result = crate::background::run(move || {
-            write_atomic(&stem.with_extension("json"), &body)?;
-            write_atomic(
-                &stem.with_extension("meta.json"),
-                meta.to_string().as_bytes(),
-            )
-        })
-        .await;
-        if let Ok(Err(e)) = result {
-            tracing::warn!(error = %e, "cannot save the Unleash features' warm-start copy");
-        }
+        let what = "the Unleash features' warm-start copy";
+        save_with_meta(stem, body, etag, SystemTime::now(), what).await;
     }
 
     /// A client token's saved features: the body, its ETag and when it was saved.
@@ -176,6 +148,34 @@ pub(crate) struct SavedFeatures {
     pub(crate) body: Vec<u8>,
     pub(crate) etag: Option<String>,
     pub(crate) saved_at: Option<SystemTime>,
+}
+
+/// Writes `stem.json` (the body) and `stem.meta.json` (when it was confirmed upstream, and its
+/// ETag), each atomically, on the blocking pool; a failure is logged as `what`.
+async fn save_with_meta(
+    stem: PathBuf,
+    body: impl AsRef<[u8]> + Send + 'static,
+    etag: Option<String>,
+    at: SystemTime,
+    what: &'static str,
+) {
+    let meta = json!({
+        "saved_at_ms": at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64,
+        "upstream_etag": etag,
+    });
+    let result = crate::background::run(move || {
+        write_atomic(&stem.with_extension("json"), body.as_ref())?;
+        write_atomic(
+            &stem.with_extension("meta.json"),
+            meta.to_string().as_bytes(),
+        )
+    })
+    .await;
+    match result {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "cannot save {what}"),
+        Err(e) => tracing::warn!(error = %e, "cannot save {what}"),
+    }
 }
 
 /// Write to a temporary file, fsync it, rename it over the target, fsync the directory.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::{EnvSlot, Revision, Source, Store};
-use crate::config::Config;
+use flagpole_config::Config;
 
 /// How often the judge looks when nothing wakes it.
 const ROUND: Duration = Duration::from_secs(1);

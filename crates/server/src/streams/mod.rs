@@ -25,9 +25,9 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use tokio_stream::wrappers::WatchStream;
 
-use crate::config::Config;
 use crate::store::{EnvSlot, Store};
 use body::{Announcements, OpenGuard};
+use flagpole_config::Config;
 
 /// Per-environment stream facts, fixed at start: the URL token and the ETag settings hash
 /// (which includes the token, so a rotated secret changes every ETag).
@@ -45,7 +45,7 @@ pub(crate) struct Streams {
     tokens: ArcSwap<Tokens>,
     /// `ofrep.sse.secret`, and the settings every ETag hashes.
     secret: Option<String>,
-    ofrep: crate::config::OfrepConfig,
+    ofrep: flagpole_config::OfrepConfig,
     /// The settings tag of an ETag with no stream token (flag sets, an environment added
     /// later): the same for every request, so computed once.
     keyless_settings: String,

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::config::Config;
 use crate::shutdown::Shutdown;
+use flagpole_config::Config;
 
 /// Request latency buckets, seconds: a prepared `/flags` body takes a few µs, an identity with
 /// many segments some tens of µs, a large environment document or a slow client milliseconds.

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use flagpole_unleash::{Projects, Token};
 
-use crate::config::unleash::Unleash as UnleashConfig;
 pub(crate) use feed::Feed;
+use flagpole_config::unleash::Unleash as UnleashConfig;
 pub(crate) use view::View;
 
 /// Which API a token opens.

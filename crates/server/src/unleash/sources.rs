@@ -16,7 +16,7 @@ use super::{Feed, Origin, Unleash};
 /// polled (warm-start copies served first), until shutdown.
 pub(crate) async fn start(
     loaded: super::Loaded,
-    config: &crate::config::unleash::Unleash,
+    config: &flagpole_config::unleash::Unleash,
     warm: Option<Arc<crate::sources::warm_start::WarmStart>>,
     shutdown: &Shutdown,
 ) -> Arc<Unleash> {

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use reqwest::header::{AUTHORIZATION, ETAG, IF_NONE_MATCH};
 use reqwest::StatusCode;
 
-use crate::config::unleash::Unleash as UnleashConfig;
 use crate::shutdown::Shutdown;
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::warm_start::WarmStart;
+use flagpole_config::unleash::Unleash as UnleashConfig;
 
 use super::{Feed, Unleash};
 

@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use super::Failure;
 use crate::api::request_body::{self, BodyError};
 use crate::canonical;
-use crate::config::OfrepConfig;
 use crate::openfeature::{Meta, Metadata, Refusal, Resolution};
+use flagpole_config::OfrepConfig;
 
 /// Parses the request body (`{"context": {...}}`; empty means an empty context).
 pub(super) fn parse_body(body: &[u8]) -> Result<Value, Refusal> {

@@ -80,6 +80,7 @@ pub(super) async fn with_body(
             _ => TokenKind::Frontend,
         };
         let admitted = admit(unleash, &parts, kind)?;
+        declared_json(&parts)?;
         let body = request_body::read(body, limit).await.map_err(|e| match e {
             BodyError::TooLarge => ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -137,6 +138,29 @@ fn admit<'u>(
         };
         ApiError::new(StatusCode::FORBIDDEN, message)
     })
+}
+
+/// A body declared as something other than JSON is Unleash Edge's 415 (its JSON extractor
+/// refuses it); one declared as nothing is read as JSON, as Unleash's own server reads it.
+fn declared_json(parts: &Parts) -> Result<(), ApiError> {
+    let Some(declared) = parts.headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let essence = declared
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if essence == "application/json" || essence.ends_with("+json") {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        format!("the body must be JSON (Content-Type: application/json), not {essence:?}"),
+    ))
 }
 
 /// The toggles the admitted token reads; a 503 before its feed's first fetch from the upstream

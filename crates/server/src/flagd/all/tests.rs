@@ -268,8 +268,8 @@ fn stale_answers_are_the_same_messages_saying_stale() {
 /// each with its metadata, and the selector as the answer's own.
 #[test]
 fn a_flag_sets_answer_is_flagds() {
-    use crate::config::flags::FlagSource;
     use crate::flagsets::FlagSets;
+    use flagpole_config::flags::FlagSource;
     let sets = FlagSets::new(&[FlagSource::from_uri("shop.json")]);
     sets.publish(
         0,

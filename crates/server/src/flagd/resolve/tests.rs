@@ -5,8 +5,8 @@ use prost_types::value::Kind as Proto;
 use tonic::Code;
 
 use super::*;
-use crate::config::flags::FlagSource;
 use crate::flagsets::FlagSets;
+use flagpole_config::flags::FlagSource;
 
 const FILE: &str = r#"{
   "metadata": {"flagSetId": "shop", "team": "web", "version": 3},

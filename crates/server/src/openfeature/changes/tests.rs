@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::flags::FlagSource;
+use flagpole_config::flags::FlagSource;
 
 fn sorted(mut list: Vec<(String, Change)>) -> Vec<(String, &'static str)> {
     list.sort_by(|a, b| a.0.cmp(&b.0));

@@ -10,7 +10,6 @@ use serde_json::{Map, Value};
 
 use super::context::Input;
 use super::{bulk, freshness, resolve};
-use crate::config::OfrepConfig;
 use crate::keys::KeyKind;
 use crate::openfeature::resolution::{
     failed, Declared, Fractions, Metadata, Resolution, Typing, Unevaluated,
@@ -20,6 +19,7 @@ use crate::snapshot::etag_memo::EtagMemo;
 use crate::snapshot::Snapshot;
 use crate::store::EnvSlot;
 use crate::usage::Resource;
+use flagpole_config::OfrepConfig;
 
 /// One environment's snapshot, as a key of `kind` reads it.
 pub(in crate::openfeature) struct Environment {

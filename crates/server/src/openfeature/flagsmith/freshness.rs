@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::config::OfrepConfig;
 use crate::snapshot::Snapshot;
 use crate::store::EnvSlot;
+use flagpole_config::OfrepConfig;
 
 /// `flagConfigLastModified` / `flagConfigEtag`: the client has seen, through
 /// a stream held by another replica, a revision this one may not have yet. A newer

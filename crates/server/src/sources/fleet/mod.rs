@@ -38,7 +38,7 @@ use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServer
 use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
-use crate::config::FleetConfig;
+use flagpole_config::FleetConfig;
 
 /// Every Redis name Flagpole uses starts with this.
 const PREFIX: &str = "flagpole";
@@ -79,7 +79,7 @@ impl Fleet {
                 Target::Direct(redis::Client::open(config.redis_url.as_str()).map_err(|e| {
                     format!(
                         "flagpole.fleet.redis_url {}: {e}",
-                        crate::config::redact_redis_url(&config.redis_url)
+                        flagpole_config::redact_redis_url(&config.redis_url)
                     )
                 })?)
             }
@@ -90,11 +90,11 @@ impl Fleet {
                 let all: Vec<String> = config
                     .sentinels
                     .iter()
-                    .map(|s| crate::config::redact_redis_url(s))
+                    .map(|s| flagpole_config::redact_redis_url(s))
                     .collect();
                 format!("master {master} of sentinels {}", all.join(", "))
             }
-            None => crate::config::redact_redis_url(&config.redis_url),
+            None => flagpole_config::redact_redis_url(&config.redis_url),
         };
         Ok(Arc::new(Fleet {
             target,
@@ -229,7 +229,7 @@ impl Fleet {
 /// user, password, database and TLS of the first.
 fn sentinel(config: &FleetConfig, master: &str) -> Result<SentinelClient, String> {
     use redis::IntoConnectionInfo;
-    let shown = |s: &str| crate::config::redact_redis_url(s);
+    let shown = |s: &str| flagpole_config::redact_redis_url(s);
     let first = config
         .sentinels
         .first()

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::config::Signal;
+use flagpole_config::Signal;
 
 /// The Prometheus counter of exports that failed, by signal.
 pub(crate) const EXPORT_FAILURES: &str = "flagpole_otel_export_failures_total";

@@ -26,8 +26,8 @@ use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 
-use crate::config::{Config, Export, OtelConfig, Protocol, SamplerKind, Signal};
 use crate::shutdown::Shutdown;
+use flagpole_config::{Config, Export, OtelConfig, Protocol, SamplerKind, Signal};
 
 pub(crate) use queue::SPANS_DROPPED;
 

@@ -17,9 +17,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::unary::tests::{self as fixtures, flagd, flagd_stopping, CLIENT_KEY, SERVER_KEY};
 use super::super::unary::{self, Unary};
-use crate::config::Config;
 use crate::flagd::{v1, Flagd};
 use crate::tasks::Tasks;
+use flagpole_config::Config;
 
 /// What a caller sees of an answer (the HTTP version aside: h2 says 2 for every answer).
 #[derive(Debug, PartialEq)]

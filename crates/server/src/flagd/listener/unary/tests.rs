@@ -13,9 +13,9 @@ use tower_service::Service as _;
 
 use super::*;
 use crate::api::AppState;
-use crate::config::Config;
 use crate::store::{EnvSlot, Source, Store};
 use crate::tasks::Tasks;
+use flagpole_config::Config;
 
 const EXAMPLE: &str = include_str!("../../../../../../examples/environment.json");
 pub(in crate::flagd) const CLIENT_KEY: &str = "example_client_key";

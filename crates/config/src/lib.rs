@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use env::Variable;
-pub(crate) use fleet::redact as redact_redis_url;
+pub use fleet::redact as redact_redis_url;
 pub use fleet::FleetConfig;
 pub use reference::reference;
 pub use schema::schema;
@@ -50,6 +50,15 @@ pub use settings::{
 pub use start::{start, Example, Plan, ServeOptions, Startup};
 pub use telemetry::{Export, OtelConfig, Protocol, SamplerKind, Signal};
 pub use tls::TlsConfig;
+
+/// `abc…` + 8 hex digits of a hash: enough to tell keys apart in logs, useless to an attacker.
+/// The one way a key (or token) appears anywhere: a configuration error, a log line, a status
+/// page.
+pub fn fingerprint(key: &str) -> String {
+    let hash = xxhash_rust::xxh3::xxh3_64(key.as_bytes());
+    let prefix: String = key.chars().take(3).collect();
+    format!("{prefix}…{:08x}", (hash >> 32) as u32)
+}
 
 /// A configuration problem that stops startup: one line, naming the key.
 #[derive(Debug, Clone, PartialEq, Eq)]

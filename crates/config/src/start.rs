@@ -143,7 +143,7 @@ pub fn start(loaded: Loaded, options: &ServeOptions) -> Result<Startup, ConfigEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::from_json;
+    use crate::from_json;
     use serde_json::json;
 
     fn loaded(v: serde_json::Value) -> Loaded {

@@ -222,7 +222,7 @@ impl OtelConfig {
         let own = [&mut self.traces_headers, &mut self.metrics_headers];
         for headers in std::iter::once(&mut self.headers).chain(own.into_iter().flatten()) {
             for value in headers.values_mut() {
-                *value = crate::keys::fingerprint(value);
+                *value = crate::fingerprint(value);
             }
         }
     }

@@ -151,7 +151,7 @@ impl<'de> Deserialize<'de> for Fraction {
 mod tests {
     use serde_json::json;
 
-    use crate::config::from_json;
+    use crate::from_json;
 
     #[test]
     fn the_section_loads_and_the_rate_is_a_fraction() {

@@ -95,7 +95,7 @@ pub(super) type AnalyticsSection = Object<AnalyticsFile>;
 mod tests {
     use serde_json::json;
 
-    use crate::config::from_json;
+    use crate::from_json;
 
     #[test]
     fn the_section_loads_and_wrong_values_name_their_key() {

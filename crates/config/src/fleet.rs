@@ -47,7 +47,7 @@ impl fmt::Debug for FleetConfig {
 }
 
 /// The URL with its password replaced by `redacted`.
-pub(crate) fn redact(redis_url: &str) -> String {
+pub fn redact(redis_url: &str) -> String {
     match url::Url::parse(redis_url) {
         Ok(mut url) if url.password().is_some() => {
             let _ = url.set_password(Some("redacted"));
@@ -200,9 +200,9 @@ mod tests {
     use serde_json::json;
     use std::time::Duration;
 
-    use crate::config::from_json;
+    use crate::from_json;
 
-    fn load(v: serde_json::Value) -> Result<crate::config::Config, String> {
+    fn load(v: serde_json::Value) -> Result<crate::Config, String> {
         from_json(v.as_object().unwrap())
             .map(|l| l.config)
             .map_err(|e| e.to_string())

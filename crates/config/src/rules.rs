@@ -98,7 +98,7 @@ fn seconds(d: Duration) -> String {
 mod tests {
     use serde_json::json;
 
-    use crate::config::{from_json, start, ServeOptions};
+    use crate::{from_json, start, ServeOptions};
 
     fn error(v: serde_json::Value) -> String {
         let loaded = from_json(v.as_object().unwrap());

@@ -206,9 +206,9 @@ impl Default for Config {
 
 impl Config {
     /// A copy safe to print: keys and secrets as the logs show them
-    /// ([`fingerprint`](crate::keys::fingerprint)), a password in `api_url` masked.
+    /// ([`fingerprint`](crate::fingerprint)), a password in `api_url` masked.
     pub fn redacted(&self) -> Config {
-        let hide = |key: &String| crate::keys::fingerprint(key);
+        let hide = |key: &String| crate::fingerprint(key);
         let mut c = self.clone();
         for pair in &mut c.environments.key_pairs {
             pair.server_side_key = hide(&pair.server_side_key);

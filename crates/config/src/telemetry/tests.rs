@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::super::env::variables as env;
 use super::*;
-use crate::config::from_json;
+use crate::from_json;
 
 #[test]
 fn nothing_is_exported_unless_an_endpoint_is_set() {

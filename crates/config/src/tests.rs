@@ -341,7 +341,7 @@ fn redacted_hides_keys_as_the_logs_do() {
     }
     assert_eq!(
         c.environments.key_pairs[0].server_side_key,
-        crate::keys::fingerprint("ser.secret_key")
+        crate::fingerprint("ser.secret_key")
     );
     assert_eq!(c.upstream.api_url, "https://user:redacted@api.test/api/v1");
 }

@@ -120,7 +120,7 @@ fn allowed(node: &Value) -> Option<String> {
 mod tests {
     use serde_json::json;
 
-    use crate::config::from_json;
+    use crate::from_json;
 
     fn error(v: serde_json::Value) -> String {
         from_json(v.as_object().unwrap()).unwrap_err().0
