@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 
 import grpc
 import pytest
@@ -142,7 +144,9 @@ def test_ofrep_single_flags_answer_as_the_frontend_api(server, context):
             assert item["reason"] == "DISABLED"
         elif not want[name]["enabled"]:
             assert item["reason"] == "DEFAULT"
-        elif name in ("plain", "text", "count"):
+        elif name == "plain":
+            # Nothing can vary. A payload never says STATIC: caching providers would answer
+            # its boolean (the enabled bit) from a cached payload, or the other way round.
             assert item["reason"] == "STATIC"
         else:
             assert item["reason"] == "TARGETING_MATCH"
@@ -251,3 +255,33 @@ def test_flagd_resolve_all_lists_the_tokens_toggles(server, context):
         else:
             assert value is w["enabled"], (name, flag)
         assert flag.variant == w["variant"], (name, flag)
+
+
+PROVIDER_SCRIPT = """
+import sys, time
+from openfeature import api
+from openfeature.contrib.provider.flagd import FlagdProvider
+from openfeature.contrib.provider.flagd.config import ResolverType
+from openfeature.evaluation_context import EvaluationContext
+api.set_provider(FlagdProvider(resolver_type=ResolverType.RPC, host="127.0.0.1", port=int(sys.argv[1]),
+                               selector=sys.argv[2], deadline_ms=5000))
+client = api.get_client()
+deadline = time.monotonic() + 30
+while str(client.get_provider_status()) != "ProviderStatus.READY" and time.monotonic() < deadline:
+    time.sleep(0.05)
+context = EvaluationContext(targeting_key="u1")
+boolean = client.get_boolean_details("text", False, context)
+text = client.get_string_details("text", "fallback", context)
+number = client.get_float_details("count", 0.0, context)
+print(boolean.value, text.value, text.variant, number.value)
+"""
+
+
+def test_the_python_flagd_provider_with_a_token_as_its_selector(server):
+    """The flagd Python provider (RPC) gets ready on an Unleash token, and one toggle read as a
+    boolean and then as a string gives both: a cached answer of one type never stands in for
+    the other."""
+    out = subprocess.run([sys.executable, "-c", PROVIDER_SCRIPT, str(server.grpc_port), FRONTEND_TOKEN],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "#00f", "blue", "10.0"], out

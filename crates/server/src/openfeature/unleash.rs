@@ -11,7 +11,8 @@
 //! payload (`Typing::enabled_as_bool`), and a toggle off for the context reads `false` or the
 //! caller's default. The variant is Unleash's own name (`disabled` where none applies, as
 //! `/api/frontend` says). Reasons: `DISABLED` for a toggle switched off, `DEFAULT` for one on
-//! that this context does not get, `STATIC` where nothing can vary, else `TARGETING_MATCH`.
+//! that this context does not get, `STATIC` where nothing can vary and the value is the enabled
+//! bit, else `TARGETING_MATCH`.
 //! A payload that does not read as its `type` is `PARSE_ERROR`.
 
 use std::borrow::Cow;
@@ -267,9 +268,12 @@ pub(super) fn resolve<'a>(
     } else if !toggle.enabled {
         // On, but none of its strategies takes this context.
         "DEFAULT"
-    } else if toggle.is_static {
+    } else if toggle.is_static && toggle.value.is_none() {
         "STATIC"
     } else {
+        // A payload is never `STATIC`: the caching flagd providers keep a `STATIC` answer by
+        // flag key alone, whatever type is asked next, and this toggle's boolean (its enabled
+        // bit) is not its payload. Its unconditional strategy matched: a targeting match.
         "TARGETING_MATCH"
     };
     Resolution {

@@ -126,7 +126,12 @@ fn payloads_are_typed_values_and_variants_their_names() {
     let none = json!({});
     assert_eq!(
         answer(&t, "text", none.clone()),
-        (Some(json!("#00f")), "STATIC", Some("blue".into()), None)
+        (
+            Some(json!("#00f")),
+            "TARGETING_MATCH",
+            Some("blue".into()),
+            None
+        )
     );
     assert_eq!(answer(&t, "count", none.clone()).0, Some(json!(10)));
     assert_eq!(
