@@ -266,6 +266,7 @@ pub(crate) async fn front_doors(
         shadow,
         fleet,
         flag_sets,
+        unleash: None,
     }
 }
 
@@ -278,6 +279,11 @@ pub(crate) async fn run(
     config: &Arc<Config>,
     shutdown: &Shutdown,
 ) {
+    // The OpenFeature doors (OFREP, flagd) answer Unleash tokens too.
+    let state = api::AppState {
+        unleash: unleash.clone(),
+        ..state
+    };
     let flagd_ports = [
         (
             ports.grpc,

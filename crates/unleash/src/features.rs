@@ -13,6 +13,7 @@ use unleash_yggdrasil::EngineState;
 
 use crate::canonical::to_canonical;
 use crate::error::FeaturesError;
+use crate::payload::Payloads;
 use crate::toggle::Toggle;
 
 /// A toggle the engine could not compile (an unparsable constraint, a missing segment): as in
@@ -38,6 +39,10 @@ pub struct Features {
     /// Top-level members other than `features`, `segments` and `query`, as received and in
     /// order (`version`, `meta`, …): a filtered body carries them unchanged.
     pub(crate) members: Vec<(String, String)>,
+    /// Every variant payload of the body read as its `type` says, once, by type then text:
+    /// OpenFeature answers look a chosen variant's payload up here instead of parsing it per
+    /// request (`openfeature.rs`).
+    pub(crate) payloads: Payloads,
     warnings: Vec<CompileWarning>,
 }
 
@@ -84,6 +89,8 @@ impl Features {
             features.push(feature);
         }
 
+        let payloads = crate::payload::payloads(&features);
+
         let mut segments = BTreeMap::new();
         let mut typed_segments = Vec::with_capacity(segment_values.len());
         for (i, value) in segment_values.iter().enumerate() {
@@ -129,6 +136,7 @@ impl Features {
             order,
             segments,
             members,
+            payloads,
             warnings,
         })
     }

@@ -26,6 +26,8 @@ pub(crate) struct Toggle {
     pub(crate) parents: Vec<String>,
     /// Its answer (enabled and variant) is the same for every context.
     pub(crate) is_static: bool,
+    /// The toggle's own `enabled`: off, it is off for everyone (OpenFeature's `DISABLED`).
+    pub(crate) switched_on: bool,
     /// Whether SDKs emit impression events for it (`impressionData`).
     pub(crate) impression_data: bool,
 }
@@ -54,6 +56,7 @@ impl Toggle {
                 .map(|dependency| dependency.feature.clone())
                 .collect(),
             is_static: is_static(feature),
+            switched_on: feature.enabled,
             impression_data: feature.impression_data.unwrap_or(false),
         }
     }

@@ -52,6 +52,9 @@ pub(crate) struct AppState {
     pub fleet: Option<Arc<crate::sources::fleet::Fleet>>,
     /// flagd flag sets (`flags`, `--flags`): every OpenFeature door's keyless sets.
     pub flag_sets: Arc<crate::flagsets::FlagSets>,
+    /// Unleash toggles (`unleash`), when configured: the OpenFeature doors answer an Unleash
+    /// token presented as their key with its toggles.
+    pub unleash: Option<Arc<crate::unleash::Unleash>>,
 }
 
 /// A response with a status and a body.

@@ -45,6 +45,9 @@ pub(super) enum Source {
     Connection(watch::Receiver<Vec<Presented>>),
     /// The flag set a selector picks (`None`: every source merged).
     FlagSet(Option<String>),
+    /// An Unleash token's toggles: `provider_ready` and keep-alives, so a provider is ready;
+    /// no change notices follow them yet.
+    Toggles,
 }
 
 /// What the stream tasks of one front door share: each snapshot's fingerprints, computed once
@@ -114,7 +117,7 @@ where
     let (keyed, mut presented) = match source {
         Source::Key(p) => (Some(p), None),
         Source::Connection(rx) => (None, Some(rx)),
-        Source::FlagSet(_) => (None, None),
+        Source::FlagSet(_) | Source::Toggles => (None, None),
     };
     let mut followed: Vec<Followed> = Vec::new();
     let mut revisions = StreamMap::new();

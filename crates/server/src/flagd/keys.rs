@@ -13,6 +13,7 @@ use tonic::Status;
 
 use crate::api::authorise::{self, Authorised, Family, Gate, Refusal};
 use crate::api::AppState;
+use crate::openfeature::{NotLoaded, Target};
 
 /// The key presented (`None`: none at all); two different keys are refused.
 pub(super) fn presented(metadata: &MetadataMap) -> Result<Option<String>, Status> {
@@ -41,6 +42,24 @@ pub(super) fn presented(metadata: &MetadataMap) -> Result<Option<String>, Status
         }
     }
     Ok(key)
+}
+
+/// The toggles of the Unleash token a call presents as its key (`authorization: Bearer`, or
+/// any other place a key goes, `flagd-selector` included, as a flag set's selector rides),
+/// when Unleash toggles are served and the key opens no environment; `None` otherwise.
+pub(super) fn unleash_token(
+    state: &AppState,
+    metadata: &MetadataMap,
+) -> Option<Result<Target, Status>> {
+    let unleash = state.unleash.as_deref()?;
+    let key = presented(metadata).ok().flatten()?;
+    if state.store.lookup(&key).is_some() {
+        return None;
+    }
+    let target = Target::unleash_token(unleash, &key, state.config.health.stale_grace)?;
+    Some(target.map_err(|NotLoaded| {
+        Status::unavailable("this Unleash token's toggles have not been fetched yet")
+    }))
 }
 
 /// The bearer token of `authorization` (a flag set's token), if any.

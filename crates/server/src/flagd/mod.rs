@@ -99,8 +99,12 @@ impl Flagd {
         Ok(authorised)
     }
 
-    /// What a call reads: its flag set, or its key's environment.
+    /// What a call reads: the toggles of its Unleash token, its flag set, or its key's
+    /// environment.
     fn target<M>(&self, request: &Request<M>) -> Result<Target, Status> {
+        if let Some(target) = keys::unleash_token(&self.state, request.metadata()) {
+            return target;
+        }
         if let Some(target) = sets::of_call(&self.state, request.metadata())? {
             return Ok(target);
         }
@@ -145,10 +149,14 @@ impl Flagd {
         calls::observed(Method::ResolveAll, started, outcome)
     }
 
-    /// Whose changes an `EventStream` call reports: its flag set (flag sets configured and no
+    /// Whose changes an `EventStream` call reports: none for an Unleash token's toggles (the
+    /// stream only says ready and keeps alive), its flag set (flag sets configured and no
     /// Flagsmith key presented), its key's environment, or with no key at all, those its
     /// connection presents keys for (see `peers`).
     fn events_source<M>(&self, request: &Request<M>) -> Result<events::Source, Status> {
+        if let Some(toggles) = keys::unleash_token(&self.state, request.metadata()) {
+            return toggles.map(|_| events::Source::Toggles);
+        }
         if sets::of_call(&self.state, request.metadata())?.is_some() {
             return Ok(events::Source::FlagSet(sets::selector(request.metadata())));
         }

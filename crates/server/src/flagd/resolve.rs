@@ -7,7 +7,8 @@
 //! variant (empty on v1, absent on v2), which the providers read as "use the caller's
 //! default". How numbers read is the engine's (flagd reads every number as a float, so
 //! `ResolveInt` cuts a fraction toward zero; Flagsmith wants whole numbers). FLAG_NOT_FOUND is
-//! `NOT_FOUND`, PARSE_ERROR `DATA_LOSS`, GENERAL `UNKNOWN`. While the source is stale, an answer
+//! `NOT_FOUND`, PARSE_ERROR `DATA_LOSS`, GENERAL `UNKNOWN`. Where the engine says a boolean is
+//! its enabled bit (`Typing::enabled_as_bool`: Unleash toggles), `ResolveBoolean` reads that. While the source is stale, an answer
 //! with a value says `STALE`.
 
 use std::collections::BTreeMap;
@@ -139,6 +140,7 @@ fn metadata(metadata: &Metadata<'_>) -> Struct {
 /// `INVALID_ARGUMENT`, the providers' TYPE_MISMATCH.
 pub(super) fn typed(r: &Resolution<'_>, kind: Kind, stale: bool) -> Result<Resolved, Status> {
     let value = match (kind, r.value.as_deref()) {
+        (Kind::Bool, _) if r.typing.enabled_as_bool => Some(Typed::Bool(r.enabled)),
         (Kind::Bool, Some(Value::Bool(b))) => Some(Typed::Bool(*b)),
         (Kind::String, Some(Value::String(s))) => Some(Typed::String(s.clone())),
         (Kind::Int, Some(Value::Number(n))) => integer(n, r.typing.fractions).map(Typed::Int),

@@ -170,6 +170,7 @@ pub(super) fn resolve<'a>(
             lenient: false,
             fractions: Fractions::Truncated,
             declared,
+            enabled_as_bool: false,
         },
         enabled: evaluation.value.is_some() && evaluation.error.is_none(),
     }

@@ -7,7 +7,8 @@
 //! code, metadata, typing rules) or as [`Encoded`] pieces of a bulk answer, for the answer's
 //! own metadata and its change stream; [`changes`] says which flags changed between two
 //! revisions. Behind it the engines sit side by side, each mapped into the same answer:
-//! `flagsmith/` (a Flagsmith environment) and `flagd.rs` (a flagd flag set).
+//! `flagsmith/` (a Flagsmith environment), `flagd.rs` (a flagd flag set) and `unleash.rs` (the
+//! Unleash toggles a token opens).
 
 pub(crate) mod changes;
 mod flagd;
@@ -15,6 +16,7 @@ mod flagsmith;
 mod resolution;
 mod tag;
 mod target;
+mod unleash;
 
 use std::borrow::Cow;
 
@@ -25,6 +27,7 @@ pub(crate) use resolution::{when_stale, Fractions, Meta, Metadata, Resolution};
 #[cfg(test)]
 pub(crate) use resolution::{Declared, Typing};
 pub(crate) use target::{Caller, StreamOf, Target};
+pub(crate) use unleash::NotLoaded;
 
 /// How a front door encodes a flag's value in its bulk answer.
 pub(crate) trait Encoding {

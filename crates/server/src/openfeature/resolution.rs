@@ -58,6 +58,9 @@ pub(crate) struct Typing {
     /// The type the flag declares, which a bulk answer lists a failed flag with (its empty
     /// value), or leaves the flag out for.
     pub declared: Declared,
+    /// A boolean resolver reads [`Resolution::enabled`], whatever the value (an Unleash
+    /// toggle: its enabled bit is the boolean, its variant's payload the other types' value).
+    pub enabled_as_bool: bool,
 }
 
 /// How an integer resolver reads a number with a fraction.
@@ -125,6 +128,10 @@ enum Inner<'a> {
         enabled: bool,
         server: bool,
     },
+    /// An Unleash toggle's enabled bit, beside a value that may be its variant's payload.
+    Unleash {
+        enabled: bool,
+    },
 }
 
 /// One derived metadata field's value.
@@ -161,18 +168,23 @@ impl<'a> Metadata<'a> {
         })
     }
 
+    /// An Unleash toggle's derived field (`unleashEnabled`).
+    pub(super) fn unleash(enabled: bool) -> Metadata<'a> {
+        Metadata(Inner::Unleash { enabled })
+    }
+
     /// The source's own map, when the metadata is one (else [`Metadata::fields`]).
     pub(crate) fn as_map(&self) -> Option<&'a Map<String, Value>> {
         match self.0 {
             Inner::Map(map) => Some(map),
-            Inner::Flagsmith { .. } | Inner::Absent => None,
+            Inner::Flagsmith { .. } | Inner::Unleash { .. } | Inner::Absent => None,
         }
     }
 
     /// Whether the proxy derives these fields (rather than the source holding them): a bulk
     /// flagd answer sends derived ones only when asked.
     pub(crate) fn derived(&self) -> bool {
-        matches!(self.0, Inner::Flagsmith { .. })
+        matches!(self.0, Inner::Flagsmith { .. } | Inner::Unleash { .. })
     }
 
     /// The derived fields, in the order OFREP answers have always written them (none for a
@@ -180,6 +192,12 @@ impl<'a> Metadata<'a> {
     pub(crate) fn fields(&self) -> impl Iterator<Item = (&'static str, Meta<'a>)> {
         let fields = match self.0 {
             Inner::Map(_) | Inner::Absent => [None, None, None, None],
+            Inner::Unleash { enabled } => [
+                Some(("unleashEnabled", Meta::Bool(enabled))),
+                None,
+                None,
+                None,
+            ],
             Inner::Flagsmith {
                 flag,
                 enabled,

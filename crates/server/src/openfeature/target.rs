@@ -2,7 +2,8 @@
 //! environment, or the flag set a selector picks), and everything a front door asks of it:
 //! the caller's context prepared for the engine, the answer's tag, one flag or every flag
 //! resolved, the bulk answer's metadata, where its change stream is. Behind it each engine
-//! answers in its own way (`flagsmith/`, `flagd.rs`); in front of it nothing names an engine.
+//! answers in its own way (`flagsmith/`, `flagd.rs`, `unleash.rs`); in front of it nothing
+//! names an engine.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use serde_json::{Map, Value};
 use super::flagsmith::context::{self, Input};
 use super::flagsmith::environment::Environment;
 use super::resolution::{Refusal, Resolution, Unevaluated};
+use super::unleash::{self, NotLoaded};
 use super::{flagd, Encoded, Encoding};
 use crate::flagsets::FlagView;
 use crate::keys::KeyKind;
@@ -29,6 +31,7 @@ pub(crate) struct Target {
 enum Inner {
     Environment(Environment),
     FlagSet(flagd::Set),
+    Toggles(unleash::Toggles),
 }
 
 /// The caller's evaluation context as its engine reads it, borrowing from the request.
@@ -38,12 +41,14 @@ enum Reading<'c> {
     /// The identity and traits a Flagsmith evaluation reads.
     Flagsmith(Input<'c>),
     Flagd(flagd::Reading<'c>),
+    Unleash(unleash::Reading<'c>),
 }
 
 /// A target and a caller it prepared, matched.
 enum Pair<'t, 'c> {
     Flagsmith(&'t Environment, &'t Input<'c>),
     Flagd(&'t flagd::Set, &'t flagd::Reading<'c>),
+    Unleash(&'t unleash::Toggles, &'t unleash::Reading<'c>),
 }
 
 /// Where the change stream of what a call reads is.
@@ -52,6 +57,8 @@ pub(crate) enum StreamOf<'a> {
     Environment { client_key: &'a str },
     /// The flag set of this selector (`None`: every source merged).
     FlagSet { selector: Option<&'a str> },
+    /// None: what the call reads has no change stream of these doors (Unleash toggles).
+    Nowhere,
 }
 
 impl<'c> Caller<'c> {
@@ -60,6 +67,7 @@ impl<'c> Caller<'c> {
         match &self.0 {
             Reading::Flagsmith(input) => input.identifier,
             Reading::Flagd(reading) => reading.targeting_key(),
+            Reading::Unleash(reading) => reading.targeting_key(),
         }
     }
 }
@@ -91,6 +99,22 @@ impl Target {
         }
     }
 
+    /// The toggles an Unleash token opens, when a door's key is one of the Unleash tokens
+    /// (client or frontend: the token's projects scope the toggles, its feed gives them);
+    /// `None` when it is not. `grace`: `health.stale_grace`, past a polled feed's interval.
+    pub(crate) fn unleash_token(
+        tokens: &crate::unleash::Unleash,
+        presented: &str,
+        grace: Option<std::time::Duration>,
+    ) -> Option<Result<Target, NotLoaded>> {
+        Some(
+            unleash::admit(tokens, presented, grace)?.map(|(toggles, stale)| Target {
+                stale,
+                inner: Inner::Toggles(toggles),
+            }),
+        )
+    }
+
     pub(crate) fn stale(&self) -> bool {
         self.stale
     }
@@ -113,6 +137,7 @@ impl Target {
                 Reading::Flagsmith(context::of_context(context, max_trait_value_chars)?)
             }
             Inner::FlagSet(_) => Reading::Flagd(flagd::Reading::of(context)?),
+            Inner::Toggles(_) => Reading::Unleash(unleash::Reading::of(context)?),
         };
         Ok(Caller(reading))
     }
@@ -121,6 +146,7 @@ impl Target {
         match (&self.inner, &caller.0) {
             (Inner::Environment(e), Reading::Flagsmith(input)) => Pair::Flagsmith(e, input),
             (Inner::FlagSet(s), Reading::Flagd(reading)) => Pair::Flagd(s, reading),
+            (Inner::Toggles(t), Reading::Unleash(reading)) => Pair::Unleash(t, reading),
             _ => unreachable!("a caller is prepared by its own target"),
         }
     }
@@ -146,6 +172,7 @@ impl Target {
         match self.pair(caller) {
             Pair::Flagsmith(e, input) => e.tag(flag, input, self.stale, settings),
             Pair::Flagd(s, reading) => s.tag(flag, reading, self.stale, settings),
+            Pair::Unleash(t, reading) => t.tag(flag, reading, self.stale, settings),
         }
     }
 
@@ -154,7 +181,7 @@ impl Target {
     pub(crate) fn memo_key(&self, flag: Option<&str>, body: &[u8]) -> Option<u128> {
         match &self.inner {
             Inner::Environment(e) => Some(e.memo_key(flag, self.stale, body)),
-            Inner::FlagSet(_) => None,
+            Inner::FlagSet(_) | Inner::Toggles(_) => None,
         }
     }
 
@@ -191,6 +218,7 @@ impl Target {
         match self.pair(caller) {
             Pair::Flagsmith(e, input) => e.one(key, input, f),
             Pair::Flagd(s, reading) => s.one(key, reading, f),
+            Pair::Unleash(t, reading) => t.one(key, reading, f),
         }
     }
 
@@ -203,6 +231,7 @@ impl Target {
         match self.pair(caller) {
             Pair::Flagsmith(e, input) => e.each(input, f),
             Pair::Flagd(s, reading) => s.each(reading, f),
+            Pair::Unleash(t, reading) => t.each(reading, f),
         }
     }
 
@@ -217,15 +246,18 @@ impl Target {
         match self.pair(caller) {
             Pair::Flagsmith(e, input) => e.encoded::<E, R>(input, self.stale, f),
             Pair::Flagd(s, reading) => s.encoded::<E, R>(reading, self.stale, f),
+            Pair::Unleash(t, reading) => t.encoded::<E, R>(reading, self.stale, f),
         }
     }
 
     /// The bulk answer's own metadata: an environment's revision (`version`) and when it was
-    /// published (`lastModified`, Unix seconds); a flag set's selector, as flagd answers it.
+    /// published (`lastModified`, Unix seconds); a flag set's selector, as flagd answers it;
+    /// Unleash toggles' revision (`version`).
     pub(crate) fn metadata(&self) -> Cow<'_, Map<String, Value>> {
         match &self.inner {
             Inner::Environment(e) => e.metadata(),
             Inner::FlagSet(s) => Cow::Borrowed(&s.selected),
+            Inner::Toggles(t) => t.metadata(),
         }
     }
 
@@ -234,6 +266,7 @@ impl Target {
         match &self.inner {
             Inner::Environment(e) => e.snapshot.feature_count(),
             Inner::FlagSet(s) => s.view.set.len(),
+            Inner::Toggles(t) => t.len(),
         }
     }
 
@@ -243,6 +276,8 @@ impl Target {
         let (updated_at_ms, revision) = match &self.inner {
             Inner::Environment(e) => (e.snapshot.updated_at_ms, &e.snapshot.content_revision),
             Inner::FlagSet(s) => (s.view.updated_at_ms, &s.view.revision),
+            // No change stream follows them; the id still names what was read.
+            Inner::Toggles(t) => (0, &t.view.revision),
         };
         crate::streams::event_id(updated_at_ms, revision, self.stale)
     }
@@ -256,6 +291,7 @@ impl Target {
             Inner::FlagSet(s) => StreamOf::FlagSet {
                 selector: s.selector.as_deref(),
             },
+            Inner::Toggles(_) => StreamOf::Nowhere,
         }
     }
 }

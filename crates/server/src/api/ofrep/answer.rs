@@ -175,6 +175,7 @@ mod tests {
                 lenient: false,
                 fractions: Fractions::Truncated,
                 declared: Declared::Unlisted,
+                enabled_as_bool: false,
             },
             enabled: false,
         };

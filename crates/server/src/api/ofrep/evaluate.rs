@@ -93,7 +93,7 @@ async fn evaluation(
     // added later (and flag sets, which have no key).
     let stream = match target.stream() {
         StreamOf::Environment { client_key } => state.streams.of(client_key),
-        StreamOf::FlagSet { .. } => None,
+        StreamOf::FlagSet { .. } | StreamOf::Nowhere => None,
     };
     let settings = match &stream {
         Some(s) => s.etag_settings.as_str(),
@@ -166,7 +166,7 @@ async fn evaluation(
                         let uri = flag_sets::stream_uri(state, selector, &since);
                         super::answer::write_event_stream_at(&mut out, config, &uri);
                     }
-                    (StreamOf::Environment { .. }, None) => {}
+                    (StreamOf::Environment { .. }, None) | (StreamOf::Nowhere, _) => {}
                 }
             }
             out.extend_from_slice(b",\"metadata\":");

@@ -10,7 +10,8 @@
 //! Files: `evaluate.rs` the two evaluation endpoints, `etag.rs` their ETags, `freshness.rs` the
 //! freshness hints a client sends, `events.rs` the change stream, `answer.rs` what both write alike, `flag_sets.rs` the same on
 //! flagd flag sets (a request with no key, or a set's token); here, what they share: the key a
-//! request presents and the OFREP error shape.
+//! request presents (an Unleash token in its place reads that token's toggles) and the OFREP
+//! error shape.
 
 mod answer;
 mod etag;
@@ -26,7 +27,7 @@ use serde_json::json;
 
 use super::authorise::{self, Family, Gate, Refusal};
 use super::{full, AppState, Response};
-use crate::openfeature::Target;
+use crate::openfeature::{NotLoaded, Target};
 use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// What an error answers for: its body names the flag on the single-flag endpoint, and a
@@ -106,9 +107,18 @@ impl Failure {
     }
 }
 
-/// What an evaluation reads: the flag set it asks for (see [`for_flag_sets`]), or the
-/// environment its key opens.
+/// What an evaluation reads: the Unleash toggles its token opens (see [`for_unleash`]), the
+/// flag set it asks for (see [`for_flag_sets`]), or the environment its key opens.
 fn admit(state: &AppState, headers: &HeaderMap) -> Result<Target, Failure> {
+    if let Some(toggles) = for_unleash(state, headers) {
+        return toggles.map_err(|NotLoaded| Failure {
+            retry_after: 1,
+            ..Failure::general(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "this Unleash token's toggles have not been fetched yet",
+            )
+        });
+    }
     match for_flag_sets(state, headers) {
         Some(bearer) => flag_sets::admit(state, headers, bearer),
         None => authorise(state, headers).map(|authorised| {
@@ -159,6 +169,17 @@ fn authorise(state: &AppState, headers: &HeaderMap) -> Result<authorise::Authori
             ),
         })?;
     Ok(authorised)
+}
+
+/// The toggles of the Unleash token a request presents as its key (in any of the places a key
+/// goes), when Unleash toggles are served and the key opens no environment; `None` otherwise.
+fn for_unleash(state: &AppState, headers: &HeaderMap) -> Option<Result<Target, NotLoaded>> {
+    let unleash = state.unleash.as_deref()?;
+    let key = presented(headers).ok().flatten()?;
+    if state.store.lookup(key).is_some() {
+        return None;
+    }
+    Target::unleash_token(unleash, key, state.config.health.stale_grace)
 }
 
 /// Whether a request is for the flagd flag sets, and with which bearer token: flag sets are

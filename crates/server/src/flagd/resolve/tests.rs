@@ -137,3 +137,50 @@ fn engine_errors_carry_flagds_codes() {
         assert_eq!(failed(error, "k", "why").code(), code, "{error}");
     }
 }
+
+/// An engine whose boolean is its enabled bit (Unleash toggles): `ResolveBoolean` reads that
+/// whatever the value, the other resolvers read the value, leniently when off.
+#[test]
+fn a_boolean_may_be_the_enabled_bit() {
+    use crate::openfeature::{Declared, Typing};
+    use std::borrow::Cow;
+    let empty = serde_json::Map::new();
+    let toggle = |enabled: bool, value: Value| Resolution {
+        key: "t",
+        value: Some(Cow::Owned(value)),
+        reason: if enabled { "STATIC" } else { "DEFAULT" },
+        variant: Some(Cow::Borrowed(if enabled { "blue" } else { "disabled" })),
+        error: None,
+        metadata: Metadata::map(&empty),
+        typing: Typing {
+            lenient: !enabled,
+            fractions: Fractions::Refused,
+            declared: Declared::Any,
+            enabled_as_bool: true,
+        },
+        enabled,
+    };
+    let on = toggle(true, Value::String("#00f".into()));
+    assert!(matches!(
+        typed(&on, Kind::Bool, false).unwrap().value,
+        Typed::Bool(true)
+    ));
+    let text = typed(&on, Kind::String, false).unwrap();
+    assert!(matches!(&text.value, Typed::String(s) if s == "#00f"));
+    assert_eq!(text.variant, "blue");
+    assert_eq!(
+        typed(&on, Kind::Object, false).unwrap_err().code(),
+        Code::InvalidArgument
+    );
+    let off = toggle(false, Value::Bool(false));
+    assert!(matches!(
+        typed(&off, Kind::Bool, false).unwrap().value,
+        Typed::Bool(false)
+    ));
+    let defaulted = typed(&off, Kind::String, false).unwrap();
+    assert!(matches!(defaulted.value, Typed::None));
+    assert_eq!(
+        (defaulted.variant.as_str(), defaulted.reason),
+        ("", "DEFAULT")
+    );
+}

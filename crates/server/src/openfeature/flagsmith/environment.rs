@@ -215,6 +215,7 @@ fn not_found(key: &str) -> Resolution<'_> {
             lenient: false,
             fractions: Fractions::Refused,
             declared: Declared::Unlisted,
+            enabled_as_bool: false,
         },
         enabled: false,
     }

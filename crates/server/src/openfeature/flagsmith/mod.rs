@@ -32,6 +32,7 @@ fn typing(enabled: bool) -> Typing {
         lenient: !enabled,
         fractions: Fractions::Refused,
         declared: Declared::Any,
+        enabled_as_bool: false,
     }
 }
 

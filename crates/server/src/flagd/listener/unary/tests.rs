@@ -48,6 +48,7 @@ pub(in crate::flagd) async fn flagd_stopping(stopping: CancellationToken) -> Fla
         shadow: None,
         fleet: None,
         flag_sets: Arc::new(crate::flagsets::FlagSets::new(&[])),
+        unleash: None,
     };
     Flagd::new(state, stopping, Tasks::new())
 }
