@@ -109,7 +109,7 @@ else
   echo "no redis-server (Debian: apt-get install redis-server); the fleet tests will be skipped"
 fi
 
-# The Unleash edge-mode tests (tests/unleash/test_upstream.py) run a real Unleash server on a
+# The Unleash edge-mode tests (tests/unleash/test_edge_upstream.py) run a real Unleash server on a
 # throwaway PostgreSQL cluster: Debian's postgresql (its server binaries live in
 # /usr/lib/postgresql/*/bin, off PATH; the tests look there). Installed like redis-server.
 have_postgres() {

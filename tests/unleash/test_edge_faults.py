@@ -5,7 +5,7 @@ with each client token and `If-None-Match`, a failing or refusing server keeps t
 toggles, a body that does not load never replaces them, a warm-start copy is served at once
 after a restart with the server away, and SDK metrics are forwarded in bulk: a batch the server
 answers 5xx is sent again, merged, and what is held at SIGTERM goes out before exit. The real
-Unleash server's behaviour is in test_upstream.py.
+Unleash server's behaviour is in test_edge_upstream.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The real Unleash server the upstream tests rely on (unleash_server.py), checked on its own, so
 that a failure of Flagpole against it can be told from a broken fixture: its tokens are
 enforced, what the admin API makes shows on its client API, and the official SDKs reading it
-directly agree with its frontend API (the comparison test_upstream.py then repeats through
+directly agree with its frontend API (the comparison test_edge_upstream.py then repeats through
 Flagpole).
 """
 
