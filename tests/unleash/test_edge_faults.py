@@ -1,6 +1,7 @@
-"""Flagpole's edge mode against a scripted Unleash server that misbehaves on demand (a real HTTP
-server in the test, for what the real Unleash server cannot be made to do on cue): nothing is
-served for a token before its first fetch (503, readiness NOT_READY), the features are fetched
+"""Flagpole's edge mode against a scripted Unleash server that misbehaves on demand
+(scripted_unleash.py: a real HTTP server in the test, for what the real Unleash server cannot be
+made to do on cue): nothing is served for a token before its first fetch (503, readiness
+NOT_READY), the features are fetched
 with each client token and `If-None-Match`, a failing or refusing server keeps the last good
 toggles, a body that does not load never replaces them, a warm-start copy is served at once
 after a restart with the server away, and SDK metrics are forwarded in bulk: a batch the server
@@ -10,96 +11,12 @@ Unleash server's behaviour is in test_edge_upstream.py.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from conftest import TOGGLES
 from loopback import EVENT_TIMEOUT, wait_until
-from serve_harness import FlagpoleProcess, JsonHandler, ScriptedApi
-
-CLIENT = "*:development.edge-client-secret"
-REFUSED = "*:production.edge-wrong-secret"
-FRONTEND = "default:development.edge-frontend-secret"
-
-
-class UnleashApi(ScriptedApi):
-    """`/api/client/features` per token (with an ETag, 304 on a match) and the bulk metrics
-    endpoint, recording what arrives; `mode` "ok", "down" (503) or "garbage" (a 200 that is not
-    a features body)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.features = {CLIENT: TOGGLES}
-        self.mode = "ok"
-        self.metrics_status = 202
-        self.fetches: list[tuple[str, str | None]] = []
-        self.bulk: list[dict] = []
-        api = self
-
-        class Handler(JsonHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                token = self.headers.get("Authorization")
-                with api.lock:
-                    api.fetches.append((token, self.headers.get("If-None-Match")))
-                    mode, features = api.mode, api.features.get(token)
-                if self.path != "/api/client/features":
-                    return self._send(404, b"{}")
-                if mode == "down":
-                    return self._send(503, b"{}")
-                if features is None:
-                    return self._send(401, b'{"message":"invalid token"}')
-                body = b"{not json" if mode == "garbage" else json.dumps(features).encode()
-                etag = f'"{hash(body) & 0xffffffff:x}"'
-                if self.headers.get("If-None-Match") == etag:
-                    return self._send(304, b"")
-                self.send_response(200)
-                self.send_header("ETag", etag)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with api.lock:
-                    status = api.metrics_status
-                    if self.path == "/api/client/metrics/bulk" and status < 300:
-                        api.bulk.append({"token": self.headers.get("Authorization"), **json.loads(body)})
-                self._send(status, b"")
-
-        self.serve(Handler)
-
-    def fetch_count(self, token: str) -> int:
-        with self.lock:
-            return sum(1 for t, _ in self.fetches if t == token)
-
-    def evaluations(self, app: str) -> int:
-        with self.lock:
-            return sum(m["yes"] + m["no"] for b in self.bulk for m in b["metrics"] if m["appName"] == app)
-
-
-@pytest.fixture
-def api():
-    a = UnleashApi()
-    yield a
-    a.stop()
-
-
-def edge_args(api: UnleashApi, *extra: str, client=(CLIENT,)) -> list[str]:
-    args = ["--unleash-upstream", f"http://127.0.0.1:{api.port}", "--unleash-refresh-interval", "0.3",
-            "--unleash-metrics-interval", "0.5", "--unleash-frontend-token", FRONTEND]
-    for t in client:
-        args += ["--unleash-client-token", t]
-    return args + list(extra)
-
-
-def auth(token: str) -> dict:
-    return {"Authorization": token}
-
-
-def names(response) -> list[str]:
-    return [f["name"] for f in response.json()["features"]]
+from scripted_unleash import CLIENT, FRONTEND, REFUSED, api, auth, edge_args, names  # noqa: F401 (`api`: a fixture)
+from serve_harness import FlagpoleProcess
 
 
 @pytest.fixture

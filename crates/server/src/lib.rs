@@ -108,11 +108,18 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         flagsets::sources::start(&config, ready.flags, warm.clone(), fleet.clone(), &shutdown)
             .await?;
     // Unleash toggles: the files the preflight compiled, then watched; or the upstream polled
-    // (its warm-start copies served first).
+    // (its warm-start copies served first; in a fleet, one poller per token across the fleet).
     let unleash = match ready.unleash {
-        Some(loaded) => {
-            Some(unleash::sources::start(loaded, &config.unleash, warm.clone(), &shutdown).await)
-        }
+        Some(loaded) => Some(
+            unleash::sources::start(
+                loaded,
+                &config.unleash,
+                warm.clone(),
+                fleet.clone(),
+                &shutdown,
+            )
+            .await,
+        ),
         None => None,
     };
     // Once the start-up loads are done, so that it says where each document came from.

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::sources::fleet::raw::Heard;
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::warm_start::WarmStart;
 use flagpole_config::flags::FlagSource;
@@ -37,17 +38,6 @@ pub(super) struct UrlSource {
 pub(super) enum Origin {
     Upstream,
     Fleet,
-}
-
-/// What one poll heard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Heard {
-    /// The upstream answered with the text served (or a 304).
-    Same,
-    /// The upstream answered with new text, now served.
-    New,
-    /// No usable answer (a failure, or a text refused).
-    Nothing,
 }
 
 impl UrlSource {

@@ -20,7 +20,7 @@ pub(crate) fn describe() {
     );
     metrics::describe_gauge!(
         LEASES_HELD,
-        "Environments and flag-set URLs this replica polls upstream for the whole fleet (leases held)."
+        "Environments, flag-set URLs and Unleash feeds this replica polls upstream for the whole fleet (leases held)."
     );
     metrics::describe_gauge!(
         REPLICAS,

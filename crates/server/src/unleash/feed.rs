@@ -156,6 +156,15 @@ impl Feed {
         ));
     }
 
+    /// The view served confirmed by the upstream at `at`, to the fleet's replica polling this
+    /// feed for all (`fleet.rs`): it counts as this replica's own update, with its real age.
+    pub(crate) fn confirmed_at(&self, at: SystemTime) {
+        self.mark_ok_at(at);
+        let mut health = self.health.lock();
+        health.last_error = None;
+        health.failures = 0;
+    }
+
     /// An attempt that failed; the last good view is kept.
     pub(crate) fn mark_failure(&self, why: String) {
         let mut health = self.health.lock();

@@ -1,7 +1,8 @@
 //! Unleash toggles served as Unleash Edge serves them, in either of its modes: offline from
 //! client-features files (`unleash.features`, `--unleash-features`), read and compiled before
 //! the proxy listens and then watched (`sources.rs`); or from an Unleash server
-//! (`unleash.upstream`), its client API polled with each client token (`upstream.rs`). Each
+//! (`unleash.upstream`), its client API polled with each client token (`upstream.rs`; in a
+//! fleet, by one replica for all, the others reading its answers from Redis: `fleet.rs`). Each
 //! stream of toggles is a [`Feed`] whose accepted state is one immutable [`View`] swapped in
 //! atomically, so a request reads one consistent body and never waits for an update. The
 //! tokens (`unleash.client_tokens`, `unleash.frontend_tokens`) are parsed once here; the
@@ -9,6 +10,7 @@
 //! and reads that token's feed.
 
 pub(crate) mod feed;
+mod fleet;
 mod identity;
 pub(crate) mod sources;
 mod upstream;

@@ -2,7 +2,7 @@
 //! (its watches in place before the proxy serves) and read again when it changes, off the
 //! request path; a file that cannot be read or does not load keeps the last good toggles, and
 //! why is logged with the JSON path of the fault. With an upstream, a poller per client token
-//! (`upstream.rs`).
+//! (`upstream.rs`), in a fleet one replica's for the whole fleet (`fleet.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,11 +13,12 @@ use crate::sources::file_watcher::{read_again, Watched, WatchedFile};
 use super::{Feed, Origin, Unleash};
 
 /// The toggles the preflight loaded, served from now on: their files watched, or the upstream
-/// polled (warm-start copies served first), until shutdown.
+/// polled (warm-start copies served first; in a fleet, then what Redis holds), until shutdown.
 pub(crate) async fn start(
     loaded: super::Loaded,
     config: &flagpole_config::unleash::Unleash,
     warm: Option<Arc<crate::sources::warm_start::WarmStart>>,
+    fleet: Option<Arc<crate::sources::fleet::Fleet>>,
     shutdown: &Shutdown,
 ) -> Arc<Unleash> {
     let unleash = Arc::new(Unleash::new(loaded));
@@ -31,7 +32,8 @@ pub(crate) async fn start(
                 frontend_tokens = frontend,
                 "Unleash toggles from an upstream"
             );
-            super::upstream::start(&unleash, url, config, warm, shutdown).await;
+            let runner = fleet.map(super::fleet::runner);
+            super::upstream::start(&unleash, url, config, warm, runner, shutdown).await;
             shutdown.spawn(super::usage::run(
                 unleash.clone(),
                 url.clone(),

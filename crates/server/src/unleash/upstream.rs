@@ -4,8 +4,12 @@
 //! ETag, so an unchanged state costs a 304), at a phase of its own within the refresh interval
 //! (`sources::poll_schedule`), backing off while the server fails. A body that does not load,
 //! a refused token or an unreachable server keeps the last good toggles; the feed's health
-//! says why, and how long ago it last took an update.
+//! says why, and how long ago it last took an update. In a fleet (`flagpole.fleet`) a poller
+//! is driven by the fleet's loop instead of its own (`fleet.rs`): one replica polls each token
+//! for the whole fleet.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,6 +17,7 @@ use reqwest::header::{AUTHORIZATION, ETAG, IF_NONE_MATCH};
 use reqwest::StatusCode;
 
 use crate::shutdown::Shutdown;
+use crate::sources::fleet::raw::Heard;
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::warm_start::WarmStart;
 use flagpole_config::unleash::Unleash as UnleashConfig;
@@ -28,14 +33,22 @@ const MAX_BACKOFF_PERIODS: u32 = 8;
 /// `/metrics`: fetches by feed and result (`200`, `304`, `refused`, `error`).
 const FETCHES: &str = "flagpole_unleash_fetches_total";
 
-/// Starts a poller per client token, each until shutdown; with a warm-start directory, each
-/// token's saved features are served first (until the server answers, or when it never does)
-/// and every new body is saved.
+/// What runs a poller instead of its own loop (a fleet's: `fleet.rs`), until the token stops.
+pub(super) type Runner = Box<
+    dyn Fn(Poller, tokio_util::sync::CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// Starts a poller per client token, each until shutdown (run by `runner` when there is one);
+/// with a warm-start directory, each token's saved features are served first (until the server
+/// answers, or when it never does) and every new body is saved.
 pub(super) async fn start(
     unleash: &Arc<Unleash>,
     url: &str,
     config: &UnleashConfig,
     warm: Option<Arc<WarmStart>>,
+    runner: Option<Runner>,
     shutdown: &Shutdown,
 ) {
     metrics::describe_counter!(
@@ -53,27 +66,36 @@ pub(super) async fn start(
             client: client.clone(),
             unleash: unleash.clone(),
             etag: None,
+            text: None,
             warm: warm.clone(),
+            period: config.refresh_interval.max(Duration::from_millis(100)),
         };
         poller.warm_start().await;
         let stop = shutdown.requested.clone();
-        shutdown.spawn(poller.run(config.refresh_interval, stop));
+        match &runner {
+            Some(runner) => shutdown.spawn(runner(poller, stop)),
+            None => shutdown.spawn(poller.run(stop)),
+        }
     }
 }
 
 /// One client token's poller.
-struct Poller {
+pub(super) struct Poller {
     endpoint: String,
     /// The upstream's base URL (what a warm-start copy is kept under, with the token).
-    upstream: String,
-    token: String,
-    feed: Arc<Feed>,
+    pub(super) upstream: String,
+    pub(super) token: String,
+    pub(super) feed: Arc<Feed>,
     client: reqwest::Client,
     /// Whose identity the requests carry.
     unleash: Arc<Unleash>,
     /// The ETag of the body served now (sent as `If-None-Match`).
-    etag: Option<String>,
-    warm: Option<Arc<WarmStart>>,
+    pub(super) etag: Option<String>,
+    /// The body served now, as accepted (what a fleet's holder writes to Redis).
+    pub(super) text: Option<Arc<[u8]>>,
+    pub(super) warm: Option<Arc<WarmStart>>,
+    /// The refresh interval.
+    pub(super) period: Duration,
 }
 
 /// What one fetch came to.
@@ -93,9 +115,11 @@ impl Poller {
         else {
             return;
         };
+        let text: Arc<[u8]> = Arc::from(saved.body.as_slice());
         match self.feed.publish_off_the_side(0, saved.body).await {
             Ok(_) => {
                 self.etag = saved.etag;
+                self.text = Some(text);
                 if let Some(at) = saved.saved_at {
                     self.feed.mark_ok_at(at);
                 }
@@ -107,18 +131,11 @@ impl Poller {
         }
     }
 
-    async fn run(mut self, period: Duration, stop: tokio_util::sync::CancellationToken) {
-        let period = period.max(Duration::from_millis(100));
-        let mut schedule = PollSchedule::new(period, Instant::now());
+    async fn run(mut self, stop: tokio_util::sync::CancellationToken) {
+        let mut schedule = PollSchedule::new(self.period, Instant::now());
         loop {
             self.poll_once().await;
-            let mut next = schedule.next_after(Instant::now());
-            let failures = self.feed.health().failures;
-            if failures > 1 {
-                // Back off while the server fails: 2, 4, … periods apart, never more than the cap.
-                let periods = 1u32 << (failures - 1).min(MAX_BACKOFF_PERIODS.ilog2());
-                next = next.max(Instant::now() + period * periods);
-            }
+            let next = self.next_poll(&mut schedule);
             tokio::select! {
                 _ = tokio::time::sleep_until(next.into()) => {}
                 _ = stop.cancelled() => return,
@@ -126,7 +143,20 @@ impl Poller {
         }
     }
 
-    async fn poll_once(&mut self) {
+    /// When to poll next: the schedule's time, or later while the server fails (2, 4, …
+    /// periods apart, never more than the cap).
+    pub(super) fn next_poll(&self, schedule: &mut PollSchedule) -> Instant {
+        let next = schedule.next_after(Instant::now());
+        let failures = self.feed.health().failures;
+        if failures <= 1 {
+            return next;
+        }
+        let periods = 1u32 << (failures - 1).min(MAX_BACKOFF_PERIODS.ilog2());
+        next.max(Instant::now() + self.period * periods)
+    }
+
+    /// One conditional fetch; a new body compiled and served, or refused.
+    pub(super) async fn poll_once(&mut self) -> Heard {
         let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch()).await;
         let result = match fetched {
             Err(_) => Err(("error", format!("no answer within {FETCH_TIMEOUT:?}"))),
@@ -137,12 +167,14 @@ impl Poller {
                 metrics::counter!(FETCHES, "feed" => self.feed.name.clone(), "result" => "304")
                     .increment(1);
                 self.feed.mark_ok();
+                Heard::Same
             }
             Ok(Fetched::Changed(body, etag)) => {
                 metrics::counter!(FETCHES, "feed" => self.feed.name.clone(), "result" => "200")
                     .increment(1);
                 let first = self.feed.view().is_none();
                 let saved = self.warm.is_some().then(|| body.clone());
+                let text: Arc<[u8]> = Arc::from(body.as_slice());
                 match self.feed.publish_off_the_side(0, body).await {
                     Ok(changed) => {
                         if let (Some(warm), Some(body)) = (&self.warm, saved) {
@@ -150,6 +182,7 @@ impl Poller {
                                 .await;
                         }
                         self.etag = etag;
+                        self.text = Some(text);
                         self.feed.mark_ok();
                         if first || changed {
                             tracing::info!(
@@ -158,12 +191,18 @@ impl Poller {
                                 "Unleash toggles fetched from the upstream"
                             );
                         }
+                        if changed {
+                            Heard::New
+                        } else {
+                            Heard::Same
+                        }
                     }
                     Err(reason) => {
                         // The ETag is not taken: the next poll fetches the body again.
                         tracing::warn!(feed = %self.feed.name, %reason, "the upstream's Unleash features were refused; the last good toggles are kept");
                         self.feed
                             .mark_failure(format!("the body did not load: {reason}"));
+                        Heard::Nothing
                     }
                 }
             }
@@ -176,6 +215,7 @@ impl Poller {
                     tracing::warn!(feed = %self.feed.name, reason = %why, "fetching Unleash features from the upstream failed; the last good toggles are kept");
                 }
                 self.feed.mark_failure(why);
+                Heard::Nothing
             }
         }
     }

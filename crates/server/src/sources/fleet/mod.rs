@@ -9,11 +9,12 @@
 //! polls the upstream itself, as without a fleet (`reach.rs` logs it, `backoff.rs` spaces the
 //! attempts to connect again); when it answers again, leases resume.
 //!
-//! Flag-set URL sources (`flags`) are shared the same way (`flagsets/fleet.rs`): one lease per
-//! URL, the raw flag file and its ETag stored and announced (`stored.rs`), the lease kept up as
-//! an environment's is (`tenure.rs`).
+//! Flag-set URL sources (`flags`) and the Unleash edge's feeds are shared the same way, by one
+//! loop (`raw.rs`): one lease per URL (`flagsets/fleet.rs`) or per upstream and client token
+//! (`unleash/fleet.rs`), the raw text and its ETag stored and announced (`stored.rs`), the lease
+//! kept up as an environment's is (`tenure.rs`).
 //!
-//! Redis key names carry a digest of the client key (or URL), never a key itself.
+//! Redis key names carry a digest of the client key (or URL, or token), never a key itself.
 
 pub(crate) mod backoff;
 pub(crate) mod discovery;
@@ -22,6 +23,7 @@ pub(crate) mod figures;
 pub(crate) mod lease;
 pub(crate) mod membership;
 pub(crate) mod notices;
+pub(crate) mod raw;
 pub(crate) mod reach;
 pub(crate) mod share;
 pub(crate) mod stored;
@@ -285,13 +287,19 @@ pub(crate) async fn start_from_store(
 
 /// The digest a key is known by in Redis: SHA-256 of it, 128 bits in hex.
 pub(crate) fn environment_id(key: &str) -> String {
-    let digest = Sha256::digest(key.as_bytes());
+    digest(key.as_bytes())
+}
+
+/// SHA-256 of `bytes`, 128 bits in hex: what Redis knows a key, a URL or a text by.
+pub(crate) fn digest(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The Redis names of one thing polled upstream for the fleet: an environment (by the digest of
 /// its client key), the `proxy_key` listing (by the digest of the proxy key) or a flag-set URL
-/// (by the digest of the URL). Its document (a
+/// (by the digest of the URL) or an Unleash feed (by the digest of its upstream and client
+/// token). Its document (a
 /// hash), its lease, its fencing counter; `id` is what the notice of a new document carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Names {
@@ -313,6 +321,12 @@ impl Names {
     /// A flag-set URL source, by the digest of its URL (which may carry a token).
     pub(crate) fn flag_source(uri: &str) -> Names {
         Names::of("flags", environment_id(uri))
+    }
+
+    /// An Unleash client token's feed from `upstream`, by the digest of both (never the token).
+    pub(crate) fn unleash_feed(upstream: &str, token: &str) -> Names {
+        let both = format!("{}\n{token}", upstream.trim_end_matches('/'));
+        Names::of("unleash", digest(both.as_bytes()))
     }
 
     fn of(kind: &str, id: String) -> Names {
@@ -339,7 +353,18 @@ mod tests {
         assert_eq!(names.document, format!("flagpole:env:{id}:document"));
         let listing = super::Names::discovery("secret_proxy_key");
         let flags = super::Names::flag_source("https://u:secret@flags.test/f.json?token=secret");
+        let feed = super::Names::unleash_feed("https://unleash.test/api/", "*:development.secret");
+        assert_eq!(
+            feed,
+            super::Names::unleash_feed("https://unleash.test/api", "*:development.secret")
+        );
+        assert_ne!(
+            feed,
+            super::Names::unleash_feed("https://unleash.test/api", "*:production.secret")
+        );
         for name in [
+            &feed.document,
+            &feed.lease,
             &flags.document,
             &flags.lease,
             &names.document,

@@ -1,11 +1,12 @@
 //! One replica's hold on one lease over time, whatever the lease is for (an environment, a
-//! flag-set URL): the same upkeep for every subject, so that all of them spread, hand over and
-//! fall back alike. Every third of a lease it renews one held; takes a free one at once while
-//! under its share (`share.rs`), or one found free at two checks in a row whatever its share
-//! (nobody under theirs wanted it: it is then kept, not handed back, until a replica joins that
-//! could take it); hands one over when over its share. A lease key no replica wrote is mended
-//! by the look or the renewal (`lease.rs`). While Redis does not answer, a held lease is kept
-//! until its time is up in Redis, then dropped: the subject is polled here, as without a fleet.
+//! flag-set URL, an Unleash feed): the same upkeep for every subject, so that all of them
+//! spread, hand over and fall back alike. Every third of a lease it renews one held; takes a
+//! free one at once while under its share (`share.rs`), or one found free at two checks in a
+//! row whatever its share (nobody under theirs wanted it: it is then kept, not handed back,
+//! until a replica joins that could take it); hands one over when over its share. A lease key
+//! no replica wrote is mended by the look or the renewal (`lease.rs`). While Redis does not
+//! answer, a held lease is kept until its time is up in Redis, then dropped: the subject is
+//! polled here, as without a fleet.
 
 use std::time::Instant;
 
@@ -17,10 +18,12 @@ use super::{Fleet, Names};
 pub(crate) enum Subject {
     Environment(String),
     FlagSource(String),
+    /// An Unleash client token's feed, by its fingerprint.
+    UnleashFeed(String),
 }
 
 impl Subject {
-    fn say(&self, level: tracing::Level, message: &str) {
+    pub(crate) fn say(&self, level: tracing::Level, message: &str) {
         // Field names are static in `tracing`: one arm per subject and level used here.
         match (self, level) {
             (Subject::Environment(e), tracing::Level::WARN) => {
@@ -33,13 +36,21 @@ impl Subject {
             (Subject::FlagSource(u), tracing::Level::WARN) => tracing::warn!(url = %u, "{message}"),
             (Subject::FlagSource(u), tracing::Level::INFO) => tracing::info!(url = %u, "{message}"),
             (Subject::FlagSource(u), _) => tracing::debug!(url = %u, "{message}"),
+            (Subject::UnleashFeed(f), tracing::Level::WARN) => {
+                tracing::warn!(feed = %f, "{message}")
+            }
+            (Subject::UnleashFeed(f), tracing::Level::INFO) => {
+                tracing::info!(feed = %f, "{message}")
+            }
+            (Subject::UnleashFeed(f), _) => tracing::debug!(feed = %f, "{message}"),
         }
     }
 
-    fn noun(&self) -> &'static str {
+    pub(crate) fn noun(&self) -> &'static str {
         match self {
             Subject::Environment(_) => "environment",
             Subject::FlagSource(_) => "flag source",
+            Subject::UnleashFeed(_) => "Unleash feed",
         }
     }
 }
