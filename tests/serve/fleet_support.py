@@ -117,10 +117,40 @@ def leases(fp) -> float:
     return scrape(fp).value("flagpole_fleet_leases_held")
 
 
-def wait_leases_settled(replicas, envs) -> None:
-    """Every environment held by some replica (each lease is held once: Redis says so)."""
-    wait_until(lambda: sum(leases(fp) for fp in replicas) == len(envs), WAIT,
-               "the replicas never held one lease per environment between them")
+def wait_leases_settled(replicas, envs, redis: RedisServer | None = None) -> None:
+    """Every environment held by some replica (each lease is held once: Redis says so). On a
+    timeout the message says what each replica believed and, given `redis`, who held what there,
+    so that a failure on a loaded machine can be told from a lease nobody takes."""
+    try:
+        wait_until(lambda: sum(leases(fp) for fp in replicas) == len(envs), WAIT,
+                   "the replicas never held one lease per environment between them")
+    except AssertionError as failed:
+        raise AssertionError(f"{failed}\n{fleet_picture(replicas, envs, redis)}") from None
+
+
+def fleet_picture(replicas, envs, redis: RedisServer | None) -> str:
+    """Each replica's leases, replicas alive and store reachability as its metrics say, its
+    warnings; with `redis`, each lease key's holder (or `free`)."""
+    lines = []
+    for fp in replicas:
+        try:
+            m = scrape(fp)
+            lines.append(f"replica on {fp.port}: leases {m.value('flagpole_fleet_leases_held'):.0f}, "
+                         f"replicas alive {m.value('flagpole_fleet_replicas_alive'):.0f}, "
+                         f"store reachable {m.value('flagpole_fleet_store_reachable'):.0f}")
+        except (OSError, AssertionError) as exc:
+            lines.append(f"replica on {fp.port}: no metrics ({exc!r})")
+        warnings = [line for line in fp.stderr_text().splitlines() if " WARN " in line or " ERROR " in line]
+        lines.extend(f"  {line}" for line in warnings[-10:])
+    if redis is not None:
+        holders: dict[str, int] = {}
+        for env in envs:
+            key = env if isinstance(env, str) else env.client_key
+            value = redis.cli("GET", lease_key(key)) or "free"
+            holders[value.split(":")[0]] = holders.get(value.split(":")[0], 0) + 1
+        lines.append(f"lease keys by holder: {holders}")
+        lines.append(f"member list: {redis.cli('ZRANGE', 'flagpole:replicas', '0', '-1')!r}")
+    return "\n".join(lines)
 
 
 def lease_key(client_key: str) -> str:

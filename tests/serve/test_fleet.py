@@ -63,8 +63,8 @@ def start_replicas(flagpole, tmp_path, config: dict, n: int) -> list:
     return replicas
 
 
-def wait_leases_settled(replicas, envs=ENVS) -> None:
-    settled(replicas, envs)
+def wait_leases_settled(replicas, envs=ENVS, redis=None) -> None:
+    settled(replicas, envs, redis)
 
 
 def counts(upstream) -> dict[str, int]:
@@ -195,14 +195,14 @@ def test_with_many_environments_each_is_polled_once_per_interval_for_the_fleet(r
     wait_all_serve(replicas, 1, MANY)
     # Spread: no replica above its share (39 / 3) plus the one spare it may keep.
     wait_until(lambda: max(leases(fp) for fp in replicas) <= 14, WAIT, "the leases never spread")
-    wait_leases_settled(replicas, MANY)
+    wait_leases_settled(replicas, MANY, redis)
     assert_polled_once_per_interval(upstream, replicas, MANY, config["api_poll_frequency_seconds"])
 
     # One replica stops (its leases released); the other two take them and poll every one.
     leaving = max(replicas, key=leases)
     assert leaving.stop() == 0
     survivors = [fp for fp in replicas if fp is not leaving]
-    wait_leases_settled(survivors, MANY)
+    wait_leases_settled(survivors, MANY, redis)
     assert_polled_once_per_interval(upstream, survivors, MANY, config["api_poll_frequency_seconds"])
 
 
