@@ -293,6 +293,7 @@ impl EnvSlot {
 /// The snapshot a document makes for the environment `client_key`: what
 /// [`EnvSlot::publish`] builds on its blocking thread before the swap (the benchmarks time it).
 /// `bytes` are the document as served: the received bytes, or the merged tree serialised.
+#[cfg(feature = "bench")]
 pub fn build_snapshot(
     document: &Incoming,
     bytes: Bytes,
