@@ -70,10 +70,10 @@ fi
 # Tools for some suites: without one, its tests skip when run by hand (pytest's summary lists
 # them) and the run is an error under CI=true, before anything is built.
 optional_missing=()
-command -v go >/dev/null 2>&1 || optional_missing+=("Go >= 1.24 (the Go flagd provider and README tests; https://go.dev/dl)")
+command -v go >/dev/null 2>&1 || optional_missing+=("Go >= 1.24 (the Go flagd provider and docs snippet tests; https://go.dev/dl)")
 { command -v java && command -v javac && command -v mvn; } >/dev/null 2>&1 ||
-  optional_missing+=("a JDK >= 17 and Maven (the Java flagd provider and README tests; apt-get install default-jdk-headless maven)")
-command -v curl >/dev/null 2>&1 || optional_missing+=("curl (the TLS test and README snippets; apt-get install curl)")
+  optional_missing+=("a JDK >= 17 and Maven (the Java flagd provider and docs snippet tests; apt-get install default-jdk-headless maven)")
+command -v curl >/dev/null 2>&1 || optional_missing+=("curl (the TLS test and docs snippets; apt-get install curl)")
 have_chromium || optional_missing+=("Chromium (the browser tests; apt-get install chromium, or set FLAGPOLE_CHROMIUM)")
 if [ ${#optional_missing[@]} -gt 0 ]; then
   if in_ci; then

@@ -1,6 +1,6 @@
 """The Java flagd provider (dev.openfeature.contrib.providers:flagd 0.11.15, RPC mode: gRPC,
 flagd.evaluation.v1) against Flagpole's flagd front door. It sends no selector in RPC mode; the key
-goes in a gRPC client interceptor (`clientInterceptors`), as the README shows. Every value compared
+goes in a gRPC client interceptor (`clientInterceptors`), as docs/flagd.md shows. Every value compared
 with the reference engine; errors; client keys; several domain-scoped providers through changes
 and a restart; `STALE` answers (not cached) while the upstream is away, announced both ways."""
 

@@ -3,7 +3,7 @@
 Documents are Flagsmith environment documents in the wire format (as the Edge Proxy serves them at
 `/api/v1/environment-document/`). Expected OFREP results are computed from the reference engine
 (flagsmith-flag-engine 11.1.1, through the Flagsmith Python SDK's document mapper, as
-tests/serve/serve_expect.py does) and the mapping the README's OpenFeature section describes
+tests/serve/serve_expect.py does) and the mapping docs/ofrep.md describes
 (values, reasons, variants, metadata).
 
 Features of the main document (ids deliberately not in document order, names not sorted):
@@ -279,7 +279,7 @@ def engine_flags(document: dict, identifier: str | None, traits: dict | None) ->
 
 
 def context_inputs(context: dict | None) -> tuple[str | None, dict]:
-    """(identifier or None, traits) from an OFREP context (README: OpenFeature)."""
+    """(identifier or None, traits) from an OFREP context (docs/ofrep.md)."""
     context = context or {}
     tk = context.get("targetingKey")
     identifier = tk if isinstance(tk, str) and tk else None

@@ -1,6 +1,6 @@
 """Helpers of the OFREP suite: the environments and configurations, a `flagpole serve` process
 wrapper, and small HTTP helpers for the two OFREP endpoints with the checks every answer must pass
-(errors, caching headers and CORS, as the README's OpenFeature section describes them)."""
+(errors, caching headers and CORS, as docs/ofrep.md describes them)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Helpers of the OFREP event-stream tests (README: OpenFeature, live changes): the expected stream token, event ids
+"""Helpers of the OFREP event-stream tests (docs/ofrep.md, live changes): the expected stream token, event ids
 and event blocks, and a small streaming client that reads `GET /ofrep/v1/events` incrementally
 from a raw socket. Every wait is bounded: nothing here blocks past the deadline it is given."""
 

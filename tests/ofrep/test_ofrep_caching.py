@@ -1,4 +1,4 @@
-"""OFREP caching (README: OpenFeature, ETags and `If-None-Match`): byte-stable bodies, ETags
+"""OFREP caching (docs/ofrep.md, ETags and `If-None-Match`): byte-stable bodies, ETags
 that depend on exactly the inputs that matter, conditional requests, revisions."""
 
 from __future__ import annotations

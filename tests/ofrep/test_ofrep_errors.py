@@ -1,5 +1,5 @@
 """OFREP errors and authentication (request bodies, key headers and kinds, error bodies and
-codes, `Retry-After`; README: OpenFeature), plus the 403 of disabled key kinds."""
+codes, `Retry-After`; docs/ofrep.md), plus the 403 of disabled key kinds."""
 
 from __future__ import annotations
 

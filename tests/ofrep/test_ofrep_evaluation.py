@@ -1,5 +1,5 @@
-"""OFREP evaluation (the OFREP specification's endpoints; the mapping of the README's OpenFeature
-section): values, reasons, variants, metadata and filtering, against the reference engine's answers
+"""OFREP evaluation (the OFREP specification's endpoints; the mapping of docs/ofrep.md):
+values, reasons, variants, metadata and filtering, against the reference engine's answers
 for the fixture documents.
 """
 

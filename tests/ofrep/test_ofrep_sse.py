@@ -1,4 +1,4 @@
-"""OFREP event streams (README: OpenFeature, live changes): advertising, the stream's headers,
+"""OFREP event streams (docs/ofrep.md, live changes): advertising, the stream's headers,
 preamble and heartbeats, one event per revision, catch-up, and CORS on the stream. Tokens across
 processes, logs, the connection cap and shutdown are in test_ofrep_sse_processes.py; the JS web
 provider in test_ofrep_web_provider.py.

@@ -1,4 +1,4 @@
-"""OFREP event streams across processes (README: OpenFeature, `ofrep.sse.secret`): the stream
+"""OFREP event streams across processes (docs/ofrep.md, `ofrep.sse.secret`): the stream
 token on replicas and after a secret change, what the logs never show, the connection cap (503) and
 the end of the streams on SIGTERM."""
 

@@ -1,4 +1,4 @@
-"""Stale answers (README: OpenFeature, stale answers): an environment polled from an upstream that
+"""Stale answers (docs/serve.md, "Stale answers"): an environment polled from an upstream that
 stops answering is stale once its document is older than the readiness rule allows (here 1 s
 poll + 1 s grace); meanwhile OFREP answers with a value say `STALE` (read through the Python
 OFREP provider and on the wire, single and bulk), the bulk ETag changes so that no answer

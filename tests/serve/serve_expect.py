@@ -1,6 +1,6 @@
 """Expected proxy answers, computed with the reference engine (flagsmith-flag-engine, through the
 official Python SDK's document mapper), plus the proxy's filtering rules for client keys
-(server-only features and `hide_disabled_flags`, as the README's `flagpole serve` section says).
+(server-only features and `hide_disabled_flags`, as docs/serve.md says).
 
 All flag lists use the Edge Proxy's flag shape
 `{"feature": {"id", "name", "type"}, "enabled", "feature_state_value"}` in the document's

@@ -1,4 +1,4 @@
-"""SDK flag analytics through the proxy (README: "Flag analytics"). The official Python SDK 6.3.0
+"""SDK flag analytics through the proxy (docs/analytics-and-shadow.md). The official Python SDK 6.3.0
 and Node SDK (flagsmith-nodejs 8.x), analytics on, post their evaluation counts to Flagpole's
 `/api/v1/analytics/flags/`; Flagpole answers at once and forwards them, one request per
 environment and interval, to a scripted Flagsmith API that records every post. What reaches

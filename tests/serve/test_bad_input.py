@@ -1,5 +1,5 @@
-"""Bad input against a real `flagpole serve` (the JSON errors of the README's `flagpole serve` and
-OFREP sections): huge headers, 10 MB bodies (Content-Length, chunked, unframed), invalid UTF-8 in
+"""Bad input against a real `flagpole serve` (the JSON errors of docs/serve.md and
+docs/ofrep.md): huge headers, 10 MB bodies (Content-Length, chunked, unframed), invalid UTF-8 in
 JSON strings and header values, 100k-level nesting, 10k traits, a 1 MB trait value, slow-loris
 heads, clients that never read a large response.
 
@@ -320,7 +320,7 @@ def test_10mb_body(srv, endpoint, framing):
         assert_flagsmith_error(got, 401)
     elif framing == "unframed" and endpoint == "identities":
         assert_flagsmith_error(got, 422, "malformed JSON body")
-    elif framing == "unframed":  # an empty OFREP body is an empty context (README: OpenFeature)
+    elif framing == "unframed":  # an empty OFREP body is an empty context (docs/ofrep.md)
         assert got is not None and got[0] == 200, got and got[:2]
     elif endpoint == "identities":
         assert_flagsmith_error(got, 413)

@@ -1,4 +1,4 @@
-"""`flagpole config schema` and `flagpole check` give one answer (README "Configuration": the
+"""`flagpole config schema` and `flagpole check` give one answer (docs/serve.md, "Configuration": the
 schema checks keys, types and ranges as you type, with the verdict `check` gives).
 
 Many configurations are generated from the schema itself: a valid base, then one change at a
@@ -8,7 +8,7 @@ objects, null), an unknown key and a misspelt key in every section. Each is judg
 (Python `jsonschema`, draft 2020-12, as an editor would) and by `flagpole check`, and the two
 verdicts must be equal.
 
-Unknown keys follow README "Configuration": in Flagpole's own `flagpole` section (closed in the
+Unknown keys follow docs/serve.md, "Configuration": in Flagpole's own `flagpole` section (closed in the
 schema, `additionalProperties: false`) every one is refused by both. Outside it (the Edge
 Proxy's keys, whose configs must start on either peer) the schema is open and `check` loads the
 config with a warning `unknown config key '…' ignored`, both accepting; the one documented

@@ -1,4 +1,4 @@
-"""`proxy_key` discovery and usage reporting (README: `flagpole serve`, `proxy_key`), against a
+"""`proxy_key` discovery and usage reporting (docs/serve.md, `proxy_key`), against a
 real HTTP server standing in for the Flagsmith API's proxy endpoints: `GET /proxy/config/` (the listing),
 `GET /environment-document/` (per server key, only with the right `X-Proxy-Key`) and
 `POST /proxy/usage/` (recorded). Environments are added, rotated and removed as the listing says;

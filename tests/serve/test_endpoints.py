@@ -1,5 +1,5 @@
-"""The SDK-facing HTTP API of `flagpole serve` (the Edge Proxy's endpoints, as the README's
-`flagpole serve` section lists them): every endpoint × key kind × trailing slash, filtering for
+"""The SDK-facing HTTP API of `flagpole serve` (the Edge Proxy's endpoints, as docs/serve.md
+lists them): every endpoint × key kind × trailing slash, filtering for
 client keys, ETags, CORS, and every bad input with its JSON error body (compression:
 test_compression.py).
 

@@ -1,4 +1,4 @@
-"""Fault injection (upstream polling, pagination and readiness; README: `flagpole serve`): a
+"""Fault injection (upstream polling, pagination and readiness; docs/serve.md): a
 real `flagpole serve` process polling a real upstream HTTP server on loopback, which breaks in
 one way per case and then heals with a *different* valid document.
 
@@ -7,7 +7,7 @@ environment document:
 
 1. no wrong flag is served: every answer during the fault is a 200, byte for byte the answer
    given before the fault (never an error, never an empty or partial list), except that OFREP
-   answers say `STALE` once the document is stale (README: Stale answers), otherwise equal;
+   answers say `STALE` once the document is stale (docs/serve.md: Stale answers), otherwise equal;
 2. the last good document is kept (the environment document is byte-equal);
 3. the metrics say so: `flagpole_upstream_fetches_total{result=…}` grows under the fault's own
    label (and no other failure label), `flagpole_environment_update_failed` is 1, the document
@@ -236,7 +236,7 @@ class Clients:
 
 
 def stale_form(body: bytes) -> Any:
-    """An OFREP bulk answer as it reads while the document is stale (README: Stale answers),
+    """An OFREP bulk answer as it reads while the document is stale (docs/serve.md: Stale answers),
     parsed: every flag with a value says `STALE`, the stream's `since` is marked."""
     answer = json.loads(body)
     for flag in answer["flags"]:

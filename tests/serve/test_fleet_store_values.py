@@ -1,5 +1,5 @@
 """What a fleet's replicas find in Redis is trusted no more than an upstream answer, and what
-they load from it survives a restart (README: "Running a fleet").
+they load from it survives a restart (docs/fleet.md).
 
 - A well-formed JSON object with the environment's `api_key` and nothing else of a document,
   planted with a newer revision and a notice, is refused by every replica that reads it (the last

@@ -1,6 +1,6 @@
 """Connection and rate limits. The connection cap (`flagpole.limits.max_connections`): at the
 cap the proxy stops accepting, and a waiting connection is served as soon as another closes.
-Per-key rate limits (optional; README: `flagpole serve` limits and OpenFeature): over
+Per-key rate limits (optional; docs/serve.md, limits, and docs/ofrep.md): over
 `flagpole.limits.rate_limit_per_key_rps` the Flagsmith API answers 429 with `Retry-After` and its
 JSON error body; over `ofrep.rate_limit_per_key_rps` OFREP answers 429 `GENERAL`. Each key has its
 own bucket, the two APIs are counted apart, and the bucket refills."""

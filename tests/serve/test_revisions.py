@@ -1,4 +1,4 @@
-"""When a document is a new revision (README: `flagpole serve`, change streams): only when its
+"""When a document is a new revision (docs/many-environments.md: upstream polls): only when its
 content changes. A real `flagpole serve` polls a scripted upstream on loopback:
 
 - one that sends the same document in another byte layout on every fetch (indented, compact,

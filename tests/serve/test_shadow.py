@@ -1,4 +1,4 @@
-"""Shadow verification (README: "Shadow verification"): with `flagpole.shadow.sample_rate`, sampled
+"""Shadow verification (docs/analytics-and-shadow.md): with `flagpole.shadow.sample_rate`, sampled
 identity requests are also asked of the Flagsmith API and compared per feature. The scripted
 Flagsmith API here serves the environment document and answers `POST /api/v1/identities/` with
 the Flagsmith Python SDK's own local evaluation of that document (the reference), filtered for

@@ -222,7 +222,7 @@ def test_with_the_server_stopped_flagpole_keeps_serving_and_recovers_on_restart(
     try:
         # Flagpole has noticed: a fetch failed (the server is gone, not merely quiet).
         wait_until(lambda: fetch_errors(fp) > 0, EVENT_TIMEOUT, "Flagpole never saw the server gone")
-        # The last good toggles, still served; ready by Edge's probe (README: it stays ready
+        # The last good toggles, still served; ready by Edge's probe (docs/unleash.md: it stays ready
         # while the server is away, so an outage upstream does not empty a load balancer).
         assert projection(flagpole_client(fp, token)) == projection(before)
         assert name in flagpole_frontend(fp, frontend)

@@ -164,7 +164,7 @@ fn background_spans_are_off_unless_the_key_says_so() {
 
 #[test]
 fn metric_export_alone_can_be_turned_off() {
-    // The README's Jaeger recipe: Jaeger takes traces only.
+    // The Jaeger recipe of docs/tracing.md: Jaeger takes traces only.
     let mut c = OtelConfig::default();
     apply_env(
         &mut c,

@@ -3,7 +3,7 @@
 //! responses parsed strictly (status line, header syntax, framing), and the checks every
 //! response must pass: no 5xx, and every error body in one of the two documented shapes
 //! (the Flagsmith API's `{"status","message"}`, OFREP's `{"errorCode","errorDetails"[,"key"]}`;
-//! see the README).
+//! see docs/serve.md and docs/ofrep.md).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
