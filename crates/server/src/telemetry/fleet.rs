@@ -65,6 +65,13 @@ pub(crate) fn leases_held(n: usize) {
     metrics::gauge!(LEASES_HELD).set(n as f64);
 }
 
+/// A lease taken (+1) or given up (-1). Moved by the change, never set to a count read
+/// beforehand: two tasks each setting the count they read could leave the older one showing for
+/// good (the gauge then disagreed with the leases held until the next change).
+pub(crate) fn leases_changed(by: i8) {
+    metrics::gauge!(LEASES_HELD).increment(f64::from(by));
+}
+
 pub(crate) fn replicas_alive(n: usize) {
     metrics::gauge!(REPLICAS).set(n as f64);
 }

@@ -43,22 +43,22 @@ impl Reach {
         if state.up != Some(true) {
             state.up = Some(true);
             state.warned = None;
-            drop(state);
+            // Under the lock, so that the gauge ends as the state does when tasks race.
             crate::telemetry::fleet::store_reachable(true);
+            drop(state);
             tracing::info!(redis = %self.shown, "the fleet's Redis answers: environments polled once for the fleet");
         }
     }
 
     /// Redis did not answer (or refused the connection): `why`.
     pub(crate) fn failed(&self, why: &str) {
-        let (was_up, said) = {
+        let said = {
             let mut state = self.state.lock();
-            let was_up = state.up == Some(true);
-            (was_up, state.failed(Instant::now()))
+            if state.up == Some(true) {
+                crate::telemetry::fleet::store_reachable(false);
+            }
+            state.failed(Instant::now())
         };
-        if was_up {
-            crate::telemetry::fleet::store_reachable(false);
-        }
         let redis = &self.shown;
         match said {
             None => {}

@@ -89,10 +89,12 @@ impl Shares {
 
     /// A held lease was lost or released.
     pub(crate) fn gone(&self) {
-        let _ = self
+        let dropped = self
             .held
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(1));
-        self.report();
+        if dropped.is_ok() {
+            crate::telemetry::fleet::leases_changed(-1);
+        }
     }
 
     /// Whether this replica holds more than its share and so should hand one lease over; when
@@ -107,13 +109,9 @@ impl Shares {
             })
             .is_ok();
         if over {
-            self.report();
+            crate::telemetry::fleet::leases_changed(-1);
         }
         over
-    }
-
-    fn report(&self) {
-        crate::telemetry::fleet::leases_held(self.held());
     }
 }
 
@@ -121,7 +119,7 @@ impl Reservation<'_> {
     /// The lease was taken: the place becomes a held lease.
     pub(crate) fn taken(self) {
         self.shares.held.fetch_add(1, Ordering::AcqRel);
-        self.shares.report();
+        crate::telemetry::fleet::leases_changed(1);
         // Drop gives the reserved place back.
     }
 }
