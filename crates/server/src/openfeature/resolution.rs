@@ -16,6 +16,30 @@ use serde_json::{Map, Value};
 /// Why a context was refused: `(errorCode, errorDetails)`.
 pub(crate) type Refusal = (&'static str, String);
 
+/// The members of an evaluation context as the flag-set and Unleash engines take it: absent or
+/// `null` is empty; anything but an object is refused.
+pub(super) fn context_members(
+    context: Option<&Value>,
+) -> Result<Cow<'_, Map<String, Value>>, Refusal> {
+    match context {
+        None | Some(Value::Null) => Ok(Cow::Owned(Map::new())),
+        Some(Value::Object(map)) => Ok(Cow::Borrowed(map)),
+        Some(_) => Err((
+            "INVALID_CONTEXT",
+            "the context must be a JSON object".to_owned(),
+        )),
+    }
+}
+
+/// The context's `targetingKey`, when it is text.
+pub(super) fn targeting_key<'c>(members: &Cow<'c, Map<String, Value>>) -> Option<&'c str> {
+    match members {
+        Cow::Borrowed(map) => map.get("targetingKey").and_then(Value::as_str),
+        // An empty context: no key.
+        Cow::Owned(_) => None,
+    }
+}
+
 /// An evaluation that could not be made at all (an engine error, logged where it happened).
 #[derive(Debug)]
 pub(crate) struct Unevaluated;

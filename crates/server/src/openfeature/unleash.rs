@@ -22,7 +22,10 @@ use std::time::{Duration, SystemTime};
 use flagpole_unleash::{Context, Projects};
 use serde_json::{Map, Value};
 
-use super::resolution::{Declared, Fractions, Metadata, Refusal, Resolution, Typing, Unevaluated};
+use super::resolution::{
+    context_members, targeting_key, Declared, Fractions, Metadata, Refusal, Resolution, Typing,
+    Unevaluated,
+};
 use super::{encode, tag, Encoded, Encoding};
 use crate::unleash::{Admitted, TokenKind, Unleash, View};
 
@@ -84,16 +87,7 @@ impl<'c> Reading<'c> {
     /// text (as Unleash reads a context), anything else left out. `currentTime` is now unless
     /// given.
     pub(super) fn of(context: Option<&'c Value>) -> Result<Reading<'c>, Refusal> {
-        let attributes = match context {
-            None | Some(Value::Null) => Cow::Owned(Map::new()),
-            Some(Value::Object(map)) => Cow::Borrowed(map),
-            Some(_) => {
-                return Err((
-                    "INVALID_CONTEXT",
-                    "the context must be a JSON object".to_owned(),
-                ))
-            }
-        };
+        let attributes = context_members(context)?;
         let mut unleash = Context::new();
         for (name, value) in attributes.iter() {
             match (name.as_str(), value) {
@@ -112,10 +106,7 @@ impl<'c> Reading<'c> {
                 }
             }
         }
-        let targeting_key = match &attributes {
-            Cow::Borrowed(map) => map.get("targetingKey").and_then(Value::as_str),
-            Cow::Owned(_) => None,
-        };
+        let targeting_key = targeting_key(&attributes);
         // Set last: OpenFeature's targeting key is the caller's identity, over a `userId`.
         if let Some(key) = targeting_key {
             unleash.set("userId", key);
