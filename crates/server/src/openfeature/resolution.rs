@@ -261,7 +261,27 @@ impl<'a> Metadata<'a> {
     }
 }
 
-impl Resolution<'_> {
+impl<'a> Resolution<'a> {
+    /// A flag the target does not hold, or the caller may not see: `FLAG_NOT_FOUND` saying
+    /// `message`, with no value and no metadata at all.
+    pub(super) fn not_found(key: &'a str, message: String) -> Resolution<'a> {
+        Resolution {
+            key,
+            value: None,
+            reason: "ERROR",
+            variant: None,
+            error: Some(("FLAG_NOT_FOUND", Cow::Owned(message))),
+            metadata: Metadata::absent(),
+            typing: Typing {
+                lenient: false,
+                fractions: Fractions::Refused,
+                declared: Declared::Unlisted,
+                enabled_as_bool: false,
+            },
+            enabled: false,
+        }
+    }
+
     /// The variant, or "" where there is none.
     pub(crate) fn variant_text(&self) -> &str {
         self.variant.as_deref().unwrap_or("")

@@ -178,7 +178,11 @@ impl Toggles {
             .flatten();
         Ok(match &toggle {
             Some(toggle) => f(resolve(key, toggle)),
-            None => f(not_found(key)),
+            // A toggle the view does not hold, or of a project the token does not see.
+            None => f(Resolution::not_found(
+                key,
+                format!("no toggle named '{key}' for this token"),
+            )),
         })
     }
 
@@ -285,28 +289,6 @@ pub(super) fn resolve<'a>(
             enabled_as_bool: true,
         },
         enabled: toggle.enabled,
-    }
-}
-
-/// A toggle the view does not hold, or of a project the token does not see.
-fn not_found(key: &str) -> Resolution<'_> {
-    Resolution {
-        key,
-        value: None,
-        reason: "ERROR",
-        variant: None,
-        error: Some((
-            "FLAG_NOT_FOUND",
-            Cow::Owned(format!("no toggle named '{key}' for this token")),
-        )),
-        metadata: Metadata::absent(),
-        typing: Typing {
-            lenient: false,
-            fractions: Fractions::Refused,
-            declared: Declared::Unlisted,
-            enabled_as_bool: false,
-        },
-        enabled: false,
     }
 }
 
