@@ -140,11 +140,15 @@ system_tool postgresql PostgreSQL have_postgres postgres_bin "the Unleash server
 
 # The Helm chart tests (tests/serve/test_helm.py) run `helm lint` and `helm template`. Helm is a
 # Go program: installed into .tools/bin (untracked) at the version the chart is tested with.
+# go_built TOOL VERSION: .tools/bin/TOOL is there, built from its module at VERSION (`go version
+# -m` reads the module version a binary was built from).
+go_built() {
+  [ -x ".tools/bin/$1" ] &&
+    [ "$(go version -m ".tools/bin/$1" 2>/dev/null | awk '$1 == "mod" {print $3}')" = "$2" ]
+}
 HELM_VERSION=v3.22.0
 echo "== helm $HELM_VERSION (chart tests)"
-# (`go version -m` reads the module version the binary was built from.)
-if [ -x .tools/bin/helm ] &&
-   [ "$(go version -m .tools/bin/helm 2>/dev/null | awk '$1 == "mod" {print $3}')" = "$HELM_VERSION" ]; then
+if go_built helm "$HELM_VERSION"; then
   echo "found: .tools/bin/helm"
 elif command -v go >/dev/null 2>&1; then
   if GOBIN="$PWD/.tools/bin" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"; then
@@ -180,8 +184,7 @@ fi
 # it as a tool and says which version and why.
 FLAGD_VERSION=v0.16.0
 echo "== flagd $FLAGD_VERSION (flag-file suites)"
-if [ -x .tools/bin/flagd ] &&
-   [ "$(go version -m .tools/bin/flagd 2>/dev/null | awk '$1 == "mod" {print $3}')" = "$FLAGD_VERSION" ]; then
+if go_built flagd "$FLAGD_VERSION"; then
   echo "found: .tools/bin/flagd"
 elif command -v go >/dev/null 2>&1; then
   # flagd's own modules are not all in the public checksum database: go.sum pins them instead.
