@@ -19,22 +19,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# The command line, the output directory and the cores (bench/lib/setup.sh).
+. bench/lib/setup.sh
 DURATION=10; CONC=16; FLAGS=100; RUNS=3
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --duration) DURATION="$2"; shift 2 ;;
-    --conc) CONC="$2"; shift 2 ;;
-    --flags) FLAGS="$2"; shift 2 ;;
-    --runs) RUNS="$2"; shift 2 ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
-  esac
-done
+bench_options "duration conc flags runs" "$@"
 command -v go >/dev/null || { echo "go is needed (the load generator and flagd)" >&2; exit 1; }
 command -v taskset >/dev/null || { echo "taskset (util-linux) is needed" >&2; exit 1; }
-OUT=bench/out/flagd
-mkdir -p "$OUT"
-LAST=$(( $(nproc) - 1 ))
-SERVER_CPU="$LAST"; LOAD_CPU="0-$(( LAST > 0 ? LAST - 1 : 0 ))"
+bench_setup flagd
 
 BIN="${FLAGPOLE_BIN:-target/release/flagpole}"
 [ -n "${FLAGPOLE_BIN:-}" ] || cargo build --release --quiet -p flagpole
@@ -57,7 +48,6 @@ if ! "$PY" -c 'import openfeature.schemas.protobuf.flagd.evaluation.v1.evaluatio
   "$PY" -m pip install -q "$(grep '^openfeature-provider-flagd==' tests/requirements.txt)"
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
 RESULTS="$OUT/results.jsonl"; : > "$RESULTS"
 # The gRPC topologies: name and load generator options.

@@ -29,27 +29,17 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# The command line, the output directory and the cores (bench/lib/setup.sh).
+. bench/lib/setup.sh
 DURATION=10; RUNS=3; CONNS=32; USERS=500; TOGGLES=200
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --duration) DURATION="$2"; shift 2 ;;
-    --runs) RUNS="$2"; shift 2 ;;
-    --conns) CONNS="$2"; shift 2 ;;
-    --users) USERS="$2"; shift 2 ;;
-    --toggles) TOGGLES="$2"; shift 2 ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
-  esac
-done
+bench_options "duration runs conns users toggles" "$@"
 
 . bench/lib/load.sh
 ensure_wrk
 raise_open_files 1024 "wrk may fail to connect"
 command -v node >/dev/null && command -v npm >/dev/null || { echo "node and npm are needed (the Unleash Proxy)" >&2; exit 1; }
 
-OUT=bench/out/unleash
-mkdir -p "$OUT"
-LAST=$(( $(nproc) - 1 ))
-SERVER_CPU="$LAST"; LOAD_CPU="0-$(( LAST > 0 ? LAST - 1 : 0 ))"
+bench_setup unleash
 
 BIN="${FLAGPOLE_BIN:-target/release/flagpole}"
 [ -x "$BIN" ] || cargo build --release --quiet -p flagpole
@@ -71,7 +61,6 @@ python3 bench/unleash/gen_features.py "$FEATURES" "$TOGGLES"
 CLIENT_TOKEN='*:development.bench-client-secret'
 FRONTEND_TOKEN='*:development.bench-frontend-secret'
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # wait_ok URL TOKEN NAME PID: until URL answers 200 with that Authorization (at most 60 s).
 wait_ok() {
   local start; start=$(date +%s.%N)

@@ -54,17 +54,49 @@ have_chromium() {
   done
   return 1
 }
-if ! have_chromium && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "== chromium (apt-get install chromium, for the browser tests)"
+# can_apt: we are root with apt-get, so a missing Debian package can be installed.
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
+# apt_install PACKAGE: installs it quietly; when that fails, says so with apt-get's last lines
+# and returns false.
+apt_install() {
+  local log ok=0
   log=$(mktemp)
-  if DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 &&
-     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >>"$log" 2>&1; then
-    echo "installed: $(chromium --version 2>/dev/null || echo '?')"
-  else
-    echo "could not install chromium:"
-    tail -n 5 "$log"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >>"$log" 2>&1 || ok=1
+  if [ "$ok" != 0 ]; then
+    echo "could not install $1:" >&2
+    tail -n 5 "$log" >&2
   fi
   rm -f "$log"
+  return "$ok"
+}
+# system_tool PACKAGE NAME HAVE SHOW SUITE: a Debian package some suite runs (NAME in messages).
+# HAVE (a command) says whether it is here and SHOW prints what is; when missing it is installed
+# if we can, else named: under CI=true its absence stops the run (SUITE would fail on it anyway),
+# otherwise SUITE is skipped.
+system_tool() {
+  local package=$1 name=$2 have=$3 show=$4 suite=$5
+  if "$have"; then
+    echo "found: $("$show")"
+  elif can_apt; then
+    if apt_install "$package"; then
+      echo "installed: $("$show")"
+    elif in_ci; then
+      exit 1
+    fi
+  elif in_ci; then
+    echo "missing prerequisite: $name (Debian: apt-get install $package)" >&2
+    exit 1
+  else
+    echo "no $name (Debian: apt-get install $package); $suite will be skipped"
+  fi
+}
+
+if ! have_chromium && can_apt; then
+  echo "== chromium (apt-get install chromium, for the browser tests)"
+  if apt_install chromium; then
+    echo "installed: $(chromium --version 2>/dev/null || echo '?')"
+  fi
 fi
 
 # Tools for some suites: without one, its tests skip when run by hand (pytest's summary lists
@@ -88,26 +120,10 @@ fi
 # The fleet tests (tests/serve/test_fleet.py) run Debian's redis-server (and redis-cli) on loopback
 # ports. Installed with apt-get when missing and we are root; otherwise named, and under CI=true
 # its absence stops the run (the suite would fail on it anyway).
+have_redis() { command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; }
+redis_version() { redis-server --version | awk '{print $3}'; }
 echo "== redis-server (fleet tests)"
-if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
-  echo "found: $(redis-server --version | awk '{print $3}')"
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  log=$(mktemp)
-  if DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 &&
-     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >>"$log" 2>&1; then
-    echo "installed: $(redis-server --version | awk '{print $3}')"
-  else
-    echo "could not install redis-server:" >&2
-    tail -n 5 "$log" >&2
-    in_ci && exit 1
-  fi
-  rm -f "$log"
-elif in_ci; then
-  echo "missing prerequisite: redis-server (Debian: apt-get install redis-server)" >&2
-  exit 1
-else
-  echo "no redis-server (Debian: apt-get install redis-server); the fleet tests will be skipped"
-fi
+system_tool redis-server redis-server have_redis redis_version "the fleet tests"
 
 # The Unleash edge-mode tests (tests/unleash/test_edge_upstream.py) run a real Unleash server on a
 # throwaway PostgreSQL cluster: Debian's postgresql (its server binaries live in
@@ -117,35 +133,22 @@ have_postgres() {
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && return 0
   command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1
 }
+postgres_bin() { compgen -G '/usr/lib/postgresql/*/bin/initdb' | head -n1 || command -v initdb; }
 echo "== postgresql (Unleash server tests)"
-if have_postgres; then
-  echo "found: $(compgen -G '/usr/lib/postgresql/*/bin/initdb' | head -n1 || command -v initdb)"
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  log=$(mktemp)
-  # The package's own cluster is never used: the tests make theirs.
-  if DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 &&
-     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >>"$log" 2>&1; then
-    echo "installed: $(compgen -G '/usr/lib/postgresql/*/bin/initdb' | head -n1)"
-  else
-    echo "could not install postgresql:" >&2
-    tail -n 5 "$log" >&2
-    in_ci && exit 1
-  fi
-  rm -f "$log"
-elif in_ci; then
-  echo "missing prerequisite: PostgreSQL (Debian: apt-get install postgresql)" >&2
-  exit 1
-else
-  echo "no PostgreSQL (Debian: apt-get install postgresql); the Unleash server tests will be skipped"
-fi
+# The package's own cluster is never used: the tests make theirs.
+system_tool postgresql PostgreSQL have_postgres postgres_bin "the Unleash server tests"
 
 # The Helm chart tests (tests/serve/test_helm.py) run `helm lint` and `helm template`. Helm is a
 # Go program: installed into .tools/bin (untracked) at the version the chart is tested with.
+# go_built TOOL VERSION: .tools/bin/TOOL is there, built from its module at VERSION (`go version
+# -m` reads the module version a binary was built from).
+go_built() {
+  [ -x ".tools/bin/$1" ] &&
+    [ "$(go version -m ".tools/bin/$1" 2>/dev/null | awk '$1 == "mod" {print $3}')" = "$2" ]
+}
 HELM_VERSION=v3.22.0
 echo "== helm $HELM_VERSION (chart tests)"
-# (`go version -m` reads the module version the binary was built from.)
-if [ -x .tools/bin/helm ] &&
-   [ "$(go version -m .tools/bin/helm 2>/dev/null | awk '$1 == "mod" {print $3}')" = "$HELM_VERSION" ]; then
+if go_built helm "$HELM_VERSION"; then
   echo "found: .tools/bin/helm"
 elif command -v go >/dev/null 2>&1; then
   if GOBIN="$PWD/.tools/bin" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"; then
@@ -181,8 +184,7 @@ fi
 # it as a tool and says which version and why.
 FLAGD_VERSION=v0.16.0
 echo "== flagd $FLAGD_VERSION (flag-file suites)"
-if [ -x .tools/bin/flagd ] &&
-   [ "$(go version -m .tools/bin/flagd 2>/dev/null | awk '$1 == "mod" {print $3}')" = "$FLAGD_VERSION" ]; then
+if go_built flagd "$FLAGD_VERSION"; then
   echo "found: .tools/bin/flagd"
 elif command -v go >/dev/null 2>&1; then
   # flagd's own modules are not all in the public checksum database: go.sum pins them instead.

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
 import pytest
 
 import common
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
+from serve_harness import required_binary  # noqa: E402
 
 
 def pytest_report_header(config):
@@ -25,11 +29,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 @pytest.fixture(scope="session")
 def flagpole_bin() -> str:
-    path = common.binary_path()
-    if not path.is_file() or not os.access(path, os.X_OK):
-        pytest.fail(
-            f"flagpole binary not found (or not executable) at {path}. Build it with "
-            "`cargo build --release -p flagpole` from the repository root, or point FLAGPOLE_BIN at it.",
-            pytrace=False,
-        )
-    return str(path)
+    return required_binary()

@@ -90,6 +90,16 @@ fn official_trait(key: &str, value: &Value) -> OfficialTrait {
     }
 }
 
+/// The traits object as the official engine's traits.
+fn official_traits(traits: &Value) -> Vec<OfficialTrait> {
+    traits
+        .as_object()
+        .expect("traits are an object")
+        .iter()
+        .map(|(k, v)| official_trait(k, v))
+        .collect()
+}
+
 fn flagpole_traits(traits: &Value) -> Vec<Trait<'static>> {
     traits
         .as_object()
@@ -259,12 +269,7 @@ fn profile(spec: &str) {
             }
         }
         "official" => {
-            let off_traits: Vec<OfficialTrait> = traits_json
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(k, v)| official_trait(k, v))
-                .collect();
+            let off_traits = official_traits(&traits_json);
             let base = official_compile(&bytes);
             let context = add_identity_to_context(&base, docgen::BENCH_IDENTIFIER, &off_traits);
             started = Instant::now();
@@ -315,12 +320,7 @@ fn main() {
     let traits_json = docgen::bench_traits_json();
     let fp_traits = flagpole_traits(&traits_json);
     let identity = Identity::new(docgen::BENCH_IDENTIFIER, &fp_traits);
-    let off_traits: Vec<OfficialTrait> = traits_json
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| official_trait(k, v))
-        .collect();
+    let off_traits = official_traits(&traits_json);
 
     let mut rows = Vec::new();
     for size in docgen::ALL_SIZES {

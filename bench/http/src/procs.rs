@@ -89,6 +89,25 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     (t(11) + t(12)) / 100.0
 }
 
+/// A line of a child's log without its ANSI colour sequences (`ESC [ … m`), so its fields read
+/// as plain `key=value`.
+pub fn strip_ansi(line: &str) -> String {
+    let mut plain = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
 /// What `sh -c cmd` prints, trimmed (empty if it cannot run): the machine facts in a report.
 pub fn sh(cmd: &str) -> String {
     Command::new("sh")

@@ -167,6 +167,12 @@ impl Features {
         self.toggles.get(name).map(|t| t.project.as_str())
     }
 
+    /// A toggle's JSON as a filtered client-features body serves it (written once, when the
+    /// body was read); `None` for a toggle the body does not hold.
+    pub fn toggle_json(&self, name: &str) -> Option<&str> {
+        self.toggles.get(name).map(|t| t.raw.as_str())
+    }
+
     /// Whether no context can change the toggle's answer (see [`crate::Resolution::is_static`]);
     /// `None` for a toggle the body does not hold.
     pub fn is_static(&self, name: &str) -> Option<bool> {

@@ -16,7 +16,7 @@ pub(crate) mod flagsmith;
 mod observe;
 pub(crate) mod ofrep;
 mod ops;
-mod request_body;
+pub(crate) mod request_body;
 mod respond;
 pub(crate) mod route;
 mod service;

@@ -1,5 +1,6 @@
-//! Reading a request body whole, bounded. Shared by the front doors that take a body
-//! (identities POST, OFREP); each maps the failure to its own error shape.
+//! Reading a request body whole, bounded, and the media type it is declared as. Shared by the
+//! front doors that take a body (identities POST, OFREP, Unleash, flagd's Connect); each maps
+//! a failure to its own error shape.
 
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -24,4 +25,20 @@ pub(super) async fn read(body: Incoming, limit: usize) -> Result<bytes::Bytes, B
             "the request body could not be read: {e}"
         ))),
     }
+}
+
+/// The media type `Content-Type` declares, lower-cased and without parameters (`charset`);
+/// `None` when the header is absent, `""` when it is not text.
+pub(crate) fn media_type(headers: &http::HeaderMap) -> Option<String> {
+    let declared = headers.get(http::header::CONTENT_TYPE)?;
+    Some(
+        declared
+            .to_str()
+            .unwrap_or("")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase(),
+    )
 }

@@ -24,6 +24,7 @@ use tonic::{Code, Status};
 
 use super::connect_json::Json;
 use super::{all, v1, v2, Connection, Flagd};
+use crate::api::request_body::media_type;
 use crate::telemetry::otel::spans::FlagEvaluated;
 
 /// What a Connect response is made of.
@@ -49,16 +50,7 @@ where
     B::Error: Into<tonic::codegen::StdError>,
 {
     let (parts, body) = request.into_parts();
-    let content_type = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let content_type = media_type(&parts.headers).unwrap_or_default();
     let (streaming, codec) = match content_type.as_str() {
         "application/proto" => (false, Codec::Proto),
         "application/json" => (false, Codec::Json),

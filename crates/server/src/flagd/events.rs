@@ -25,6 +25,7 @@ use std::time::Duration;
 use crate::tasks::Tasks;
 use prost_types::Struct;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Interval;
 use tokio_stream::wrappers::{ReceiverStream, WatchStream};
 use tokio_stream::{StreamExt, StreamMap};
 use tokio_util::sync::CancellationToken;
@@ -110,10 +111,9 @@ async fn run<T, F>(
 where
     F: Fn(&str, Option<Struct>) -> T + Sync,
 {
-    let send = |event| async move { tx.send(Ok(event)).await.is_ok() };
-    if !send(message("provider_ready", None)).await {
+    let Some(mut ticks) = ready(tx, keep_alive, message).await else {
         return Ok(());
-    }
+    };
     let (keyed, mut presented) = match source {
         Source::Key(p) => (Some(p), None),
         Source::Connection(rx) => (None, Some(rx)),
@@ -171,11 +171,10 @@ where
         (None, None) => Vec::new(),
     };
     let stop = keyed.as_ref().map(|p| p.env.stop.clone());
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
     loop {
         for index in news.drain(..) {
             if let Some(data) = tell(shared, &mut followed[index]) {
-                if !send(message("configuration_change", Some(data))).await {
+                if !send(tx, message("configuration_change", Some(data))).await {
                     return Ok(());
                 }
             }
@@ -194,12 +193,36 @@ where
             }
             Some((index, _)) = revisions.next() => news.push(index),
             _ = ticks.tick() => {
-                if !send(message("keep_alive", None)).await {
+                if !send(tx, message("keep_alive", None)).await {
                     return Ok(());
                 }
             }
         }
     }
+}
+
+/// What every stream does first: `provider_ready`, then the keep-alive ticks (the first one a
+/// period from now); `None`: the caller left.
+async fn ready<T, F>(
+    tx: &mpsc::Sender<Result<T, Status>>,
+    keep_alive: Duration,
+    message: &F,
+) -> Option<Interval>
+where
+    F: Fn(&str, Option<Struct>) -> T,
+{
+    if !send(tx, message("provider_ready", None)).await {
+        return None;
+    }
+    Some(tokio::time::interval_at(
+        tokio::time::Instant::now() + keep_alive,
+        keep_alive,
+    ))
+}
+
+/// Sends one message; `false`: the caller left.
+async fn send<T>(tx: &mpsc::Sender<Result<T, Status>>, event: T) -> bool {
+    tx.send(Ok(event)).await.is_ok()
 }
 
 /// Completes when the keyed stream's environment stops being served (never for a key-less one).

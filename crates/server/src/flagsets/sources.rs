@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::shutdown::Shutdown;
-use crate::sources::file_watcher::{read_again, Watched, WatchedFile};
+use crate::sources::file_watcher::{FileFed, FileSource, WatchedFile};
 use crate::sources::fleet::Fleet;
 use crate::sources::warm_start::WarmStart;
 use flagpole_config::flags::FlagSource;
@@ -61,13 +61,7 @@ pub(crate) async fn start(
         sets.publish(index, &text)
             .map_err(|e| format!("flag file {path}: {}: {}", e.path, e.message))?;
         tracing::info!(file = %path, flags = sets.source_flag_count(index), "flag file loaded");
-        watched.push((
-            Arc::new(FileSource {
-                sets: sets.clone(),
-                index,
-            }),
-            PathBuf::from(path),
-        ));
+        watched.push(FileSource::watched(&sets, index, PathBuf::from(path)));
     }
     shutdown.spawn(crate::sources::file_watcher::watch(
         watched,
@@ -109,41 +103,38 @@ pub(crate) async fn start(
     Ok(sets)
 }
 
-/// A file source, as the file watcher reloads it.
-struct FileSource {
-    sets: Arc<FlagSets>,
-    index: usize,
+/// Why a flag file's new bytes were refused.
+pub(crate) enum Refused {
+    NotUtf8(std::string::FromUtf8Error),
+    Flags(flagpole_flagd::DefinitionError),
 }
 
-impl Watched for FileSource {
-    fn reload(
-        self: Arc<Self>,
-        path: PathBuf,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-        Box::pin(async move {
-            let Some(bytes) = read_again(&path, "the flag file").await else {
-                return;
-            };
-            match String::from_utf8(bytes) {
-                Ok(text) => self.take(&path, text).await,
-                Err(e) => {
-                    tracing::warn!(file = %path.display(), error = %e, "the flag file is not UTF-8; the last good flags are kept")
-                }
-            }
-        })
+/// The flag files are sources of the flag sets, each its `index`-th.
+impl FileFed for FlagSets {
+    const WHAT: &'static str = "the flag file";
+    type Refusal = Refused;
+
+    async fn take(self: &Arc<Self>, index: usize, bytes: Vec<u8>) -> Result<bool, Self::Refusal> {
+        let text = String::from_utf8(bytes).map_err(Refused::NotUtf8)?;
+        self.publish_off_the_side(index, text)
+            .await
+            .map_err(Refused::Flags)
     }
-}
 
-impl FileSource {
-    async fn take(&self, path: &Path, text: String) {
-        match self.sets.publish_off_the_side(self.index, text).await {
-            Ok(true) => tracing::info!(
-                file = %path.display(),
-                flags = self.sets.source_flag_count(self.index),
-                "flag file reloaded"
-            ),
-            Ok(false) => {}
-            Err(e) => tracing::warn!(
+    fn reloaded(&self, index: usize, path: &Path) {
+        tracing::info!(
+            file = %path.display(),
+            flags = self.source_flag_count(index),
+            "flag file reloaded"
+        );
+    }
+
+    fn refused(&self, path: &Path, refusal: Self::Refusal) {
+        match refusal {
+            Refused::NotUtf8(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "the flag file is not UTF-8; the last good flags are kept")
+            }
+            Refused::Flags(e) => tracing::warn!(
                 file = %path.display(),
                 path = %e.path,
                 reason = %e.message,

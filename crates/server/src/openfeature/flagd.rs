@@ -13,7 +13,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use flagpole_flagd::{Context, Evaluation, Flag};
 use serde_json::{Map, Value};
 
-use super::resolution::{Declared, Fractions, Metadata, Refusal, Resolution, Typing, Unevaluated};
+use super::resolution::{
+    context_members, targeting_key, Declared, Fractions, Metadata, Refusal, Resolution, Typing,
+    Unevaluated,
+};
 use super::{encode, tag, Encoded, Encoding};
 use crate::flagsets::{FlagView, Selector};
 
@@ -35,16 +38,7 @@ pub(super) struct Reading<'c> {
 impl<'c> Reading<'c> {
     /// The context (absent or `null`: empty); anything but an object is refused.
     pub(super) fn of(context: Option<&'c Value>) -> Result<Reading<'c>, Refusal> {
-        let attributes = match context {
-            None | Some(Value::Null) => Cow::Owned(Map::new()),
-            Some(Value::Object(map)) => Cow::Borrowed(map),
-            Some(_) => {
-                return Err((
-                    "INVALID_CONTEXT",
-                    "the context must be a JSON object".to_owned(),
-                ))
-            }
-        };
+        let attributes = context_members(context)?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -52,10 +46,7 @@ impl<'c> Reading<'c> {
     }
 
     pub(super) fn targeting_key(&self) -> Option<&'c str> {
-        match &self.attributes {
-            Cow::Borrowed(map) => map.get("targetingKey").and_then(Value::as_str),
-            Cow::Owned(_) => None,
-        }
+        targeting_key(&self.attributes)
     }
 
     fn context(&self) -> Context<'_> {

@@ -16,6 +16,30 @@ use serde_json::{Map, Value};
 /// Why a context was refused: `(errorCode, errorDetails)`.
 pub(crate) type Refusal = (&'static str, String);
 
+/// The members of an evaluation context as the flag-set and Unleash engines take it: absent or
+/// `null` is empty; anything but an object is refused.
+pub(super) fn context_members(
+    context: Option<&Value>,
+) -> Result<Cow<'_, Map<String, Value>>, Refusal> {
+    match context {
+        None | Some(Value::Null) => Ok(Cow::Owned(Map::new())),
+        Some(Value::Object(map)) => Ok(Cow::Borrowed(map)),
+        Some(_) => Err((
+            "INVALID_CONTEXT",
+            "the context must be a JSON object".to_owned(),
+        )),
+    }
+}
+
+/// The context's `targetingKey`, when it is text.
+pub(super) fn targeting_key<'c>(members: &Cow<'c, Map<String, Value>>) -> Option<&'c str> {
+    match members {
+        Cow::Borrowed(map) => map.get("targetingKey").and_then(Value::as_str),
+        // An empty context: no key.
+        Cow::Owned(_) => None,
+    }
+}
+
 /// An evaluation that could not be made at all (an engine error, logged where it happened).
 #[derive(Debug)]
 pub(crate) struct Unevaluated;
@@ -237,7 +261,27 @@ impl<'a> Metadata<'a> {
     }
 }
 
-impl Resolution<'_> {
+impl<'a> Resolution<'a> {
+    /// A flag the target does not hold, or the caller may not see: `FLAG_NOT_FOUND` saying
+    /// `message`, with no value and no metadata at all.
+    pub(super) fn not_found(key: &'a str, message: String) -> Resolution<'a> {
+        Resolution {
+            key,
+            value: None,
+            reason: "ERROR",
+            variant: None,
+            error: Some(("FLAG_NOT_FOUND", Cow::Owned(message))),
+            metadata: Metadata::absent(),
+            typing: Typing {
+                lenient: false,
+                fractions: Fractions::Refused,
+                declared: Declared::Unlisted,
+                enabled_as_bool: false,
+            },
+            enabled: false,
+        }
+    }
+
     /// The variant, or "" where there is none.
     pub(crate) fn variant_text(&self) -> &str {
         self.variant.as_deref().unwrap_or("")

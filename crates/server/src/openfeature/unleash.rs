@@ -22,7 +22,10 @@ use std::time::{Duration, SystemTime};
 use flagpole_unleash::{Context, Projects};
 use serde_json::{Map, Value};
 
-use super::resolution::{Declared, Fractions, Metadata, Refusal, Resolution, Typing, Unevaluated};
+use super::resolution::{
+    context_members, targeting_key, Declared, Fractions, Metadata, Refusal, Resolution, Typing,
+    Unevaluated,
+};
 use super::{encode, tag, Encoded, Encoding};
 use crate::unleash::{Admitted, TokenKind, Unleash, View};
 
@@ -84,16 +87,7 @@ impl<'c> Reading<'c> {
     /// text (as Unleash reads a context), anything else left out. `currentTime` is now unless
     /// given.
     pub(super) fn of(context: Option<&'c Value>) -> Result<Reading<'c>, Refusal> {
-        let attributes = match context {
-            None | Some(Value::Null) => Cow::Owned(Map::new()),
-            Some(Value::Object(map)) => Cow::Borrowed(map),
-            Some(_) => {
-                return Err((
-                    "INVALID_CONTEXT",
-                    "the context must be a JSON object".to_owned(),
-                ))
-            }
-        };
+        let attributes = context_members(context)?;
         let mut unleash = Context::new();
         for (name, value) in attributes.iter() {
             match (name.as_str(), value) {
@@ -112,10 +106,7 @@ impl<'c> Reading<'c> {
                 }
             }
         }
-        let targeting_key = match &attributes {
-            Cow::Borrowed(map) => map.get("targetingKey").and_then(Value::as_str),
-            Cow::Owned(_) => None,
-        };
+        let targeting_key = targeting_key(&attributes);
         // Set last: OpenFeature's targeting key is the caller's identity, over a `userId`.
         if let Some(key) = targeting_key {
             unleash.set("userId", key);
@@ -187,7 +178,11 @@ impl Toggles {
             .flatten();
         Ok(match &toggle {
             Some(toggle) => f(resolve(key, toggle)),
-            None => f(not_found(key)),
+            // A toggle the view does not hold, or of a project the token does not see.
+            None => f(Resolution::not_found(
+                key,
+                format!("no toggle named '{key}' for this token"),
+            )),
         })
     }
 
@@ -294,28 +289,6 @@ pub(super) fn resolve<'a>(
             enabled_as_bool: true,
         },
         enabled: toggle.enabled,
-    }
-}
-
-/// A toggle the view does not hold, or of a project the token does not see.
-fn not_found(key: &str) -> Resolution<'_> {
-    Resolution {
-        key,
-        value: None,
-        reason: "ERROR",
-        variant: None,
-        error: Some((
-            "FLAG_NOT_FOUND",
-            Cow::Owned(format!("no toggle named '{key}' for this token")),
-        )),
-        metadata: Metadata::absent(),
-        typing: Typing {
-            lenient: false,
-            fractions: Fractions::Refused,
-            declared: Declared::Unlisted,
-            enabled_as_bool: false,
-        },
-        enabled: false,
     }
 }
 

@@ -59,6 +59,61 @@ impl Watched for EnvSlot {
     }
 }
 
+/// A source made of files, each its `index`-th text, which the watcher reloads one at a time
+/// (the Unleash features files, the flag files): how one file's new bytes are taken, and what
+/// is logged of it.
+pub(crate) trait FileFed: Send + Sync + 'static {
+    /// What a file is called in the logs ("the flag file").
+    const WHAT: &'static str;
+    /// Why a file's bytes were refused.
+    type Refusal: Send;
+    /// Takes the file's new bytes, off the request path: whether they changed anything.
+    fn take(
+        self: &Arc<Self>,
+        index: usize,
+        bytes: Vec<u8>,
+    ) -> impl std::future::Future<Output = Result<bool, Self::Refusal>> + Send;
+    /// Logs the `index`-th file taken with new content.
+    fn reloaded(&self, index: usize, path: &Path);
+    /// Logs a file refused (the source keeps its last good content).
+    fn refused(&self, path: &Path, refusal: Self::Refusal);
+}
+
+/// One file of a [`FileFed`] source, as the watcher reloads it.
+pub(crate) struct FileSource<S> {
+    source: Arc<S>,
+    index: usize,
+}
+
+impl<S: FileFed> FileSource<S> {
+    /// The source's `index`-th file, at `path`, to be watched.
+    pub(crate) fn watched(source: &Arc<S>, index: usize, path: PathBuf) -> WatchedFile {
+        let reader = Arc::new(FileSource {
+            source: source.clone(),
+            index,
+        });
+        (reader, path)
+    }
+}
+
+impl<S: FileFed> Watched for FileSource<S> {
+    fn reload(
+        self: Arc<Self>,
+        path: PathBuf,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let Some(bytes) = read_again(&path, S::WHAT).await else {
+                return;
+            };
+            match self.source.take(self.index, bytes).await {
+                Ok(true) => self.source.reloaded(self.index, &path),
+                Ok(false) => {}
+                Err(refusal) => self.source.refused(&path, refusal),
+            }
+        })
+    }
+}
+
 /// A watched file: who reloads it, and its path.
 pub(crate) type WatchedFile = (Arc<dyn Watched>, PathBuf);
 

@@ -4,11 +4,11 @@
 //! why is logged with the JSON path of the fault. With an upstream, a poller per client token
 //! (`upstream.rs`), in a fleet one replica's for the whole fleet (`fleet.rs`).
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::shutdown::Shutdown;
-use crate::sources::file_watcher::{read_again, Watched, WatchedFile};
+use crate::sources::file_watcher::{FileFed, FileSource, WatchedFile};
 
 use super::{Feed, Origin, Unleash};
 
@@ -58,13 +58,7 @@ pub(crate) async fn start(
     let watched: Vec<WatchedFile> = files
         .iter()
         .enumerate()
-        .map(|(index, path)| {
-            let reader: Arc<dyn Watched> = Arc::new(FileSource {
-                feed: feed.clone(),
-                index,
-            });
-            (reader, path.clone())
-        })
+        .map(|(index, path)| FileSource::watched(&feed, index, path.clone()))
         .collect();
     shutdown.spawn(crate::sources::file_watcher::watch(
         watched,
@@ -73,34 +67,28 @@ pub(crate) async fn start(
     unleash
 }
 
-/// One features file, as the file watcher reloads it.
-struct FileSource {
-    feed: Arc<Feed>,
-    index: usize,
-}
+/// The features files feed the one feed, each its `index`-th text.
+impl FileFed for Feed {
+    const WHAT: &'static str = "the Unleash features file";
+    type Refusal = String;
 
-impl Watched for FileSource {
-    fn reload(
-        self: Arc<Self>,
-        path: PathBuf,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-        Box::pin(async move {
-            let Some(text) = read_again(&path, "the Unleash features file").await else {
-                return;
-            };
-            match self.feed.publish_off_the_side(self.index, text).await {
-                Ok(true) => tracing::info!(
-                    file = %path.display(),
-                    toggles = self.feed.view().map_or(0, |v| v.features.len()),
-                    "Unleash features file reloaded"
-                ),
-                Ok(false) => {}
-                Err(reason) => tracing::warn!(
-                    file = %path.display(),
-                    %reason,
-                    "Unleash features file refused ({reason}); the last good toggles are kept"
-                ),
-            }
-        })
+    async fn take(self: &Arc<Self>, index: usize, bytes: Vec<u8>) -> Result<bool, String> {
+        self.publish_off_the_side(index, bytes).await
+    }
+
+    fn reloaded(&self, _index: usize, path: &Path) {
+        tracing::info!(
+            file = %path.display(),
+            toggles = self.view().map_or(0, |v| v.features.len()),
+            "Unleash features file reloaded"
+        );
+    }
+
+    fn refused(&self, path: &Path, reason: String) {
+        tracing::warn!(
+            file = %path.display(),
+            %reason,
+            "Unleash features file refused ({reason}); the last good toggles are kept"
+        );
     }
 }

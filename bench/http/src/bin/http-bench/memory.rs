@@ -78,20 +78,7 @@ pub(crate) fn build_times_ms(log: &Path) -> Vec<f64> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let mut out = Vec::new();
     for line in text.lines() {
-        // Drop ANSI colour sequences, then read `build_ms=N`.
-        let mut plain = String::with_capacity(line.len());
-        let mut chars = line.chars();
-        while let Some(c) = chars.next() {
-            if c == '\u{1b}' {
-                for d in chars.by_ref() {
-                    if d == 'm' {
-                        break;
-                    }
-                }
-            } else {
-                plain.push(c);
-            }
-        }
+        let plain = strip_ansi(line);
         if let Some(rest) = plain.split("build_ms=").nth(1) {
             let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
             if let Ok(ms) = digits.parse::<f64>() {

@@ -71,23 +71,6 @@ fn parse_rfc3339_us(s: &str) -> Option<u64> {
     u64::try_from(secs * 1_000_000 + us).ok()
 }
 
-fn strip_ansi(line: &str) -> String {
-    let mut plain = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d == 'm' {
-                    break;
-                }
-            }
-        } else {
-            plain.push(c);
-        }
-    }
-    plain
-}
-
 /// The timestamp (µs) and `build_ms` of the server's "environment document loaded" line for
 /// `revision`: logged right after the snapshot is swapped in and its event published.
 fn swap_logged(log: &Path, revision: usize) -> Option<(u64, u64)> {

@@ -114,6 +114,19 @@ pub(super) async fn read_body(body: Incoming, config: &OfrepConfig) -> Result<By
         })
 }
 
+/// Where a change stream resumes: its `Last-Event-ID` header (a reconnect), else the `since`
+/// the stream URI an evaluation hands out carries (the event id it was answered from).
+pub(super) fn last_event_id(
+    headers: &HeaderMap,
+    query: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| query("since"))
+}
+
 /// A change stream refused because `ofrep.sse.max_connections` are open (retry in 30 s).
 pub(super) fn too_many_streams() -> Failure {
     Failure {

@@ -3,6 +3,7 @@
 
 use http::{Method, StatusCode};
 
+use super::answer::last_event_id;
 use super::{authorise, Asked, Failure};
 use crate::api::{stream_response, AppState, Response};
 use crate::streams::Format;
@@ -53,12 +54,7 @@ fn stream(state: &AppState, request: &http::request::Parts) -> Result<Response, 
             .ok_or_else(|| Failure::general(StatusCode::UNAUTHORIZED, "invalid stream token"))?,
         None => authorise(state, &request.headers)?.env,
     };
-    let last_id = request
-        .headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| query("since"));
+    let last_id = last_event_id(&request.headers, &query);
     let body = state
         .streams
         .open(

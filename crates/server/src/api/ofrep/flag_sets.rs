@@ -5,7 +5,7 @@
 
 use http::{HeaderMap, StatusCode};
 
-use super::answer::too_many_streams;
+use super::answer::{last_event_id, too_many_streams};
 use super::Failure;
 use crate::api::{stream_response, AppState, Response};
 use crate::flagsets::{Refused, Selector};
@@ -106,12 +106,7 @@ pub(super) fn stream(
             t.as_deref() == Some(stream_token(token, selector).as_str())
         })
         .map_err(|r| refused(state, r))?;
-    let last_id = request
-        .headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| query("since"));
+    let last_id = last_event_id(&request.headers, query);
     let body = state
         .streams
         .open_flag_set(

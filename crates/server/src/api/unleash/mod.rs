@@ -143,17 +143,9 @@ fn admit<'u>(
 /// A body declared as something other than JSON is Unleash Edge's 415 (its JSON extractor
 /// refuses it); one declared as nothing is read as JSON, as Unleash's own server reads it.
 fn declared_json(parts: &Parts) -> Result<(), ApiError> {
-    let Some(declared) = parts.headers.get(header::CONTENT_TYPE) else {
+    let Some(essence) = crate::api::request_body::media_type(&parts.headers) else {
         return Ok(());
     };
-    let essence = declared
-        .to_str()
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
     if essence == "application/json" || essence.ends_with("+json") {
         return Ok(());
     }

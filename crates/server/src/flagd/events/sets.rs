@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
-use super::notice;
+use super::{notice, ready, send};
 use crate::openfeature::changes::FlagSetFollower;
 
 /// The stream's life; `Err` is the status it ends with, `Ok` that the caller left.
@@ -26,14 +26,12 @@ pub(in crate::flagd) async fn run<T, F>(
 where
     F: Fn(&str, Option<Struct>) -> T + Sync,
 {
-    let send = |event| async move { tx.send(Ok(event)).await.is_ok() };
-    if !send(message("provider_ready", None)).await {
+    let Some(mut ticks) = ready(tx, keep_alive, message).await else {
         return Ok(());
-    }
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
+    };
     loop {
         if let Some(data) = notice(set.tell()) {
-            if !send(message("configuration_change", Some(data))).await {
+            if !send(tx, message("configuration_change", Some(data))).await {
                 return Ok(());
             }
         }
@@ -49,7 +47,7 @@ where
                 }
             }
             _ = ticks.tick() => {
-                if !send(message("keep_alive", None)).await {
+                if !send(tx, message("keep_alive", None)).await {
                     return Ok(());
                 }
             }

@@ -11,9 +11,7 @@ use serde_json::{Map, Value};
 use super::context::Input;
 use super::{bulk, freshness, resolve};
 use crate::keys::KeyKind;
-use crate::openfeature::resolution::{
-    failed, Declared, Fractions, Metadata, Resolution, Typing, Unevaluated,
-};
+use crate::openfeature::resolution::{failed, Resolution, Unevaluated};
 use crate::openfeature::{tag, Encoded, Encoding};
 use crate::snapshot::etag_memo::EtagMemo;
 use crate::snapshot::Snapshot;
@@ -119,7 +117,11 @@ impl Environment {
         let flag = flag.filter(|f| snapshot.is_visible(self.kind, f.key, f.enabled));
         Ok(match flag {
             Some(flag) => f(self.resolve(flag)),
-            None => f(not_found(key)),
+            // No metadata at all, as OFREP's failures for environments have always been.
+            None => f(Resolution::not_found(
+                key,
+                format!("no flag named '{key}' in this environment"),
+            )),
         })
     }
 
@@ -195,28 +197,5 @@ impl Environment {
         }
         .map_err(failed)?;
         Ok(f(&result.flags))
-    }
-}
-
-/// A flag the environment does not have (or the key may not see): no metadata at all, as
-/// OFREP's failures for environments have always been.
-fn not_found(key: &str) -> Resolution<'_> {
-    Resolution {
-        key,
-        value: None,
-        reason: "ERROR",
-        variant: None,
-        error: Some((
-            "FLAG_NOT_FOUND",
-            Cow::Owned(format!("no flag named '{key}' in this environment")),
-        )),
-        metadata: Metadata::absent(),
-        typing: Typing {
-            lenient: false,
-            fractions: Fractions::Refused,
-            declared: Declared::Unlisted,
-            enabled_as_bool: false,
-        },
-        enabled: false,
     }
 }
