@@ -16,9 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 use super::upstream::{Poller, Runner};
-use crate::sources::fleet::raw::{self, Heard, RawSource};
-use crate::sources::fleet::tenure::{Subject, Tenure};
-use crate::sources::fleet::{Fleet, Names};
+use crate::sources::fleet::{Fleet, Heard, RawSource, RawSubject};
 use crate::sources::poll_schedule::PollSchedule;
 use crate::telemetry::fleet::Refusal;
 
@@ -29,9 +27,12 @@ pub(super) fn runner(fleet: Arc<Fleet>) -> Runner {
 
 /// Polls (or follows the fleet's holder of) one client token's features until `stop`.
 async fn run(poller: Poller, fleet: Arc<Fleet>, stop: CancellationToken) {
-    let names = Names::unleash_feed(&poller.upstream, &poller.token);
-    let tenure = Tenure::new(names, Subject::UnleashFeed(poller.feed.name.clone()));
-    raw::run(poller, tenure, fleet, stop).await;
+    let subject = RawSubject::UnleashFeed {
+        upstream: poller.upstream.clone(),
+        token: poller.token.clone(),
+        feed: poller.feed.name.clone(),
+    };
+    fleet.run_raw(poller, subject, stop).await;
 }
 
 impl RawSource for Poller {

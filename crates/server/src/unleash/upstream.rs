@@ -17,7 +17,7 @@ use reqwest::header::{AUTHORIZATION, ETAG, IF_NONE_MATCH};
 use reqwest::StatusCode;
 
 use crate::shutdown::Shutdown;
-use crate::sources::fleet::raw::Heard;
+use crate::sources::fleet::Heard;
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::warm_start::WarmStart;
 use flagpole_config::unleash::Unleash as UnleashConfig;
