@@ -404,12 +404,28 @@ impl Names {
     }
 }
 
+/// Lua that names a script's answer codes with the values the Rust side reads them by, so that
+/// both sides say what a number means and cannot disagree on it: `local FREE, HELD = 0, 1`.
+fn lua_codes<T: std::fmt::Display>(codes: &[(&str, T)]) -> String {
+    let names: Vec<&str> = codes.iter().map(|(name, _)| *name).collect();
+    let values: Vec<String> = codes.iter().map(|(_, value)| value.to_string()).collect();
+    format!("local {} = {}\n", names.join(", "), values.join(", "))
+}
+
 /// The channel new documents are announced on; the member list.
 const CHANNEL: &str = "flagpole:documents";
 const MEMBERS: &str = "flagpole:replicas";
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_script_names_its_codes_with_the_rust_values() {
+        assert_eq!(
+            super::lua_codes(&[("FREE", 0), ("HELD", 1)]),
+            "local FREE, HELD = 0, 1\n"
+        );
+    }
+
     #[test]
     fn redis_names_carry_a_digest_never_the_key() {
         let id = super::environment_id("ser.secret_server_side_key");
