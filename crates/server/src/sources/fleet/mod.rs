@@ -34,11 +34,12 @@ mod stored;
 mod tenure;
 mod traced;
 
-// What the rest of the server names of the fleet, all of it; everything else stays inside.
-// Start-up joins through [`join`]; the poll loop runs an environment through the `Fleet` handle
-// (`upstream::EnvironmentRunner`); flag-set URL sources and Unleash feeds say what their text
-// is ([`RawSource`], [`RawSubject`], [`Heard`]) and run through [`Fleet::run_raw`]; `proxy_key`
-// discovery shares its listing ([`SharedListing`]); the status page reads [`Facts`].
+// What the rest of the server names of the fleet, besides `join`, `Joined` and the `Fleet`
+// handle below; everything else stays inside. Flag-set URL sources and Unleash feeds say what
+// their text is (`RawSource`, `RawSubject`, `Heard`) and run through `Fleet::run_raw`;
+// `proxy_key` discovery shares its listing (`SharedListing`); the status page reads `Facts`.
+// The poll loops run environments and Unleash feeds through traits of their own that the
+// `Fleet` implements (`upstream::EnvironmentRunner`, `unleash::upstream::FeedRunner`).
 pub(crate) use discovery::SharedListing;
 pub(crate) use figures::Facts;
 pub(crate) use raw::{Heard, RawSource, RawSubject};
