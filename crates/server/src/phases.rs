@@ -145,36 +145,20 @@ pub(crate) async fn load_documents(
     Ok(())
 }
 
-/// In a fleet (`flagpole.fleet`), what Redis holds is served at once (newer than a warm-start
-/// copy, or where there is none), whether or not the upstream answers; then the fleet's
-/// membership and change notices run until shutdown. With the fleet, the client keys of the
-/// environments served from Redis.
+/// In a fleet (`flagpole.fleet`), the fleet joined through its one door (what Redis holds served
+/// at once, then membership and change notices until shutdown). With the fleet, the client keys
+/// of the environments served from Redis.
 pub(crate) async fn start_fleet(
     config: &Config,
     store: &Store,
     warm: Option<&WarmStart>,
     shutdown: &Shutdown,
 ) -> Result<(Option<Arc<sources::fleet::Fleet>>, HashSet<String>), String> {
-    let Some(settings) = &config.fleet else {
-        return Ok((None, HashSet::new()));
-    };
-    let fleet = sources::fleet::Fleet::new(settings)?;
-    let polled = store
-        .environments()
-        .iter()
-        .filter(|slot| matches!(slot.source, Source::Upstream { .. }))
-        .cloned()
-        .collect();
-    let from_fleet = sources::fleet::start_from_store(&fleet, polled, warm).await;
-    shutdown.spawn(sources::fleet::membership::run(
-        fleet.clone(),
-        shutdown.requested.clone(),
-    ));
-    shutdown.spawn(sources::fleet::notices::run(
-        fleet.clone(),
-        shutdown.requested.clone(),
-    ));
-    Ok((Some(fleet), from_fleet))
+    let joined = sources::fleet::join(config.fleet.as_ref(), store, warm, shutdown).await?;
+    Ok(match joined {
+        Some(joined) => (Some(joined.fleet), joined.from_store),
+        None => (None, HashSet::new()),
+    })
 }
 
 /// A poller per upstream environment (in a fleet, one that polls only while it holds the
@@ -200,7 +184,7 @@ pub(crate) fn start_polling(
         limit: Arc::new(Semaphore::new(config.upstream.max_concurrent_fetches)),
         warm,
         tasks: shutdown.tasks.clone(),
-        runner: fleet.map(sources::fleet::environment::runner),
+        runner: fleet.map(|fleet| -> Arc<dyn upstream::EnvironmentRunner> { fleet }),
     };
     for slot in store.environments() {
         pollers.spawn(slot.clone());

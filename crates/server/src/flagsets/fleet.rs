@@ -15,16 +15,15 @@ use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 use super::poll::{Origin, UrlSource};
-use crate::sources::fleet::raw::{self, Heard, RawSource};
-use crate::sources::fleet::tenure::{Subject, Tenure};
-use crate::sources::fleet::{Fleet, Names};
+use crate::sources::fleet::{Fleet, Heard, RawSource, RawSubject};
 use crate::telemetry::fleet::Refusal;
 
 /// Polls (or follows the fleet's holder of) one URL source until `stop`.
 pub(super) async fn run(url: UrlSource, fleet: Arc<Fleet>, stop: CancellationToken) {
     let uri = url.source().uri.clone();
-    let tenure = Tenure::new(Names::flag_source(&uri), Subject::FlagSource(uri));
-    raw::run(url, tenure, fleet, stop).await;
+    fleet
+        .run_raw(url, RawSubject::FlagSource { uri }, stop)
+        .await;
 }
 
 impl RawSource for UrlSource {

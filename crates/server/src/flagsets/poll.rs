@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::sources::fleet::raw::Heard;
+use crate::sources::fleet::Heard;
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::warm_start::WarmStart;
 use flagpole_config::flags::FlagSource;

@@ -14,8 +14,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::fleet::discovery::SharedListing;
-use super::fleet::Fleet;
+use super::fleet::{Fleet, SharedListing};
 use super::upstream::Pollers;
 use crate::keys::fingerprint;
 use crate::store::{DiscoveredEnv, Store};

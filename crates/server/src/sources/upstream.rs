@@ -54,15 +54,20 @@ pub(crate) struct Pollers {
     pub tasks: crate::tasks::Tasks,
     /// What keeps an environment up to date instead of the plain poll loop (the fleet's, which
     /// polls only while it holds the environment's lease); `None`: the poll loop.
-    pub runner: Option<Runner>,
+    pub runner: Option<Arc<dyn EnvironmentRunner>>,
 }
 
-/// Keeps one environment up to date until it stops, polling with [`poll_one`] when it should.
-pub(crate) type Runner = Arc<
-    dyn Fn(Arc<EnvSlot>, Pollers) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
-        + Send
-        + Sync,
->;
+/// Keeps one environment up to date instead of the plain poll loop, polling with [`poll_one`]
+/// when it should: the fleet implements it (`fleet/environment.rs`), so that this file knows
+/// nothing of Redis.
+pub(crate) trait EnvironmentRunner: Send + Sync {
+    /// Runs `slot` until it stops (removed by discovery, or the proxy shutting down).
+    fn run(
+        self: Arc<Self>,
+        slot: Arc<EnvSlot>,
+        pollers: Pollers,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+}
 
 impl Pollers {
     pub(crate) fn spawn(&self, slot: Arc<EnvSlot>) {
@@ -70,7 +75,7 @@ impl Pollers {
             return;
         }
         match &self.runner {
-            Some(runner) => self.tasks.spawn(runner(slot, self.clone())),
+            Some(runner) => self.tasks.spawn(runner.clone().run(slot, self.clone())),
             None => self.tasks.spawn(poll(slot, self.clone())),
         };
     }

@@ -10,28 +10,37 @@
 //! health follows when the holder last heard from the upstream. Here: what a poller is to that
 //! loop.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
-use super::upstream::{Poller, Runner};
-use crate::sources::fleet::raw::{self, Heard, RawSource};
-use crate::sources::fleet::tenure::{Subject, Tenure};
-use crate::sources::fleet::{Fleet, Names};
+use super::upstream::{FeedRunner, Poller};
+use crate::sources::fleet::{Fleet, Heard, RawSource, RawSubject};
 use crate::sources::poll_schedule::PollSchedule;
 use crate::telemetry::fleet::Refusal;
 
-/// The fleet's loop, for the pollers `upstream::start` makes.
-pub(super) fn runner(fleet: Arc<Fleet>) -> Runner {
-    Box::new(move |poller, stop| Box::pin(run(poller, fleet.clone(), stop)))
+/// The fleet's loop runs the pollers `upstream::start` makes.
+impl FeedRunner for Fleet {
+    fn run(
+        self: Arc<Self>,
+        poller: Poller,
+        stop: CancellationToken,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(run(poller, self, stop))
+    }
 }
 
 /// Polls (or follows the fleet's holder of) one client token's features until `stop`.
 async fn run(poller: Poller, fleet: Arc<Fleet>, stop: CancellationToken) {
-    let names = Names::unleash_feed(&poller.upstream, &poller.token);
-    let tenure = Tenure::new(names, Subject::UnleashFeed(poller.feed.name.clone()));
-    raw::run(poller, tenure, fleet, stop).await;
+    let subject = RawSubject::UnleashFeed {
+        upstream: poller.upstream.clone(),
+        token: poller.token.clone(),
+        feed: poller.feed.name.clone(),
+    };
+    fleet.run_raw(poller, subject, stop).await;
 }
 
 impl RawSource for Poller {

@@ -32,7 +32,7 @@ pub(crate) async fn start(
                 frontend_tokens = frontend,
                 "Unleash toggles from an upstream"
             );
-            let runner = fleet.map(super::fleet::runner);
+            let runner = fleet.map(|fleet| -> Arc<dyn super::upstream::FeedRunner> { fleet });
             super::upstream::start(&unleash, url, config, warm, runner, shutdown).await;
             shutdown.spawn(super::usage::run(
                 unleash.clone(),

@@ -17,7 +17,7 @@ use reqwest::header::{AUTHORIZATION, ETAG, IF_NONE_MATCH};
 use reqwest::StatusCode;
 
 use crate::shutdown::Shutdown;
-use crate::sources::fleet::raw::Heard;
+use crate::sources::fleet::Heard;
 use crate::sources::poll_schedule::PollSchedule;
 use crate::sources::warm_start::WarmStart;
 use flagpole_config::unleash::Unleash as UnleashConfig;
@@ -33,12 +33,16 @@ const MAX_BACKOFF_PERIODS: u32 = 8;
 /// `/metrics`: fetches by feed and result (`200`, `304`, `refused`, `error`).
 const FETCHES: &str = "flagpole_unleash_fetches_total";
 
-/// What runs a poller instead of its own loop (a fleet's: `fleet.rs`), until the token stops.
-pub(super) type Runner = Box<
-    dyn Fn(Poller, tokio_util::sync::CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>>
-        + Send
-        + Sync,
->;
+/// What runs a poller instead of its own loop: the fleet implements it (`fleet.rs`), so that
+/// this file knows nothing of Redis.
+pub(super) trait FeedRunner: Send + Sync {
+    /// Runs `poller` until the token stops (`stop`).
+    fn run(
+        self: Arc<Self>,
+        poller: Poller,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
 
 /// Starts a poller per client token, each until shutdown (run by `runner` when there is one);
 /// with a warm-start directory, each token's saved features are served first (until the server
@@ -48,7 +52,7 @@ pub(super) async fn start(
     url: &str,
     config: &UnleashConfig,
     warm: Option<Arc<WarmStart>>,
-    runner: Option<Runner>,
+    runner: Option<Arc<dyn FeedRunner>>,
     shutdown: &Shutdown,
 ) {
     metrics::describe_counter!(
@@ -73,7 +77,7 @@ pub(super) async fn start(
         poller.warm_start().await;
         let stop = shutdown.requested.clone();
         match &runner {
-            Some(runner) => shutdown.spawn(runner(poller, stop)),
+            Some(runner) => shutdown.spawn(runner.clone().run(poller, stop)),
             None => shutdown.spawn(poller.run(stop)),
         }
     }

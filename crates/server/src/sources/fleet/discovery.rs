@@ -15,15 +15,23 @@ use super::lease::{self, Lease};
 use super::{Fleet, Names};
 use crate::telemetry::fleet::Refusal;
 
-/// Writes the listing if the lease is still the writer's.
+/// The write's answer, named alike in its Lua.
+const LEASE_LOST: u32 = 0;
+const WRITTEN: u32 = 1;
+
+/// Writes the listing if the lease is still the writer's (`WRITTEN`; else `LEASE_LOST`).
 static WRITE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&format!(
+        "{}{}",
+        super::lua_codes(&[("LEASE_LOST", LEASE_LOST), ("WRITTEN", WRITTEN)]),
         r"
-        if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-        redis.call('HSET', KEYS[2], 'body', ARGV[2])
-        return 1
+        local lease_key, listing_key = KEYS[1], KEYS[2]
+        local mine, body = ARGV[1], ARGV[2]
+        if redis.pcall('GET', lease_key) ~= mine then return LEASE_LOST end
+        redis.call('HSET', listing_key, 'body', body)
+        return WRITTEN
         ",
-    )
+    ))
 });
 
 /// One replica's part in the fleet's listing.
@@ -116,7 +124,7 @@ impl SharedListing {
             .invoke_async(&mut conn)
             .await;
         self.fleet.answered(written.as_ref());
-        if matches!(written, Ok(0)) {
+        if matches!(written, Ok(LEASE_LOST)) {
             tracing::info!("lease on the proxy key listing expired during the fetch: not written for the fleet");
             self.lease = None;
         }

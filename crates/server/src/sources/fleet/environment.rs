@@ -3,7 +3,11 @@
 //! the holder polls the upstream and writes a new document to Redis (fenced), or repairs what
 //! Redis holds instead of its own; the others check Redis instead, and load on every notice.
 //! While Redis does not answer, the environment is polled upstream here, as without a fleet.
+//! The poll loop reaches it through the fleet's [`EnvironmentRunner`], so that `upstream.rs`
+//! knows nothing of Redis.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,13 +16,20 @@ use super::tenure::{Change, Subject, Tenure};
 use super::traced::Connection;
 use super::{Fleet, Names};
 use crate::sources::poll_schedule::PollSchedule;
-use crate::sources::upstream::{poll_one, Pollers};
+use crate::sources::upstream::{poll_one, EnvironmentRunner, Pollers};
 use crate::sources::warm_start::WarmStart;
 use crate::store::EnvSlot;
 
-/// The fleet's [`Runner`](crate::sources::upstream::Runner).
-pub(crate) fn runner(fleet: Arc<Fleet>) -> crate::sources::upstream::Runner {
-    Arc::new(move |slot, pollers| Box::pin(run(slot, pollers, fleet.clone())))
+/// The fleet keeps each upstream environment up to date: polled here while this replica holds
+/// its lease, loaded from Redis while another does.
+impl EnvironmentRunner for Fleet {
+    fn run(
+        self: Arc<Self>,
+        slot: Arc<EnvSlot>,
+        pollers: Pollers,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(run(slot, pollers, self))
+    }
 }
 
 /// What this replica knows of one environment's place in the fleet.

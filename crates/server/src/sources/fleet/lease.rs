@@ -13,6 +13,9 @@
 //! or taken back at once by the holder that finds it in place of its own), and a lease with a
 //! longer time to live than a lease is cut to one. No environment then stays without a holder
 //! for longer than a lease.
+//!
+//! The scripts name what they are given (`local lease_key, ttl = KEYS[1], ARGV[1]`) and what
+//! they answer: their codes are this file's constants, declared in the Lua from them.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -20,7 +23,7 @@ use std::time::Duration;
 use redis::{RedisResult, Script};
 
 use super::traced::Connection;
-use super::Names;
+use super::{lua_codes, Names};
 
 /// A lease this replica holds: the value Redis keeps under the lease's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,11 +40,27 @@ pub(crate) enum Repair {
     Overlong,
 }
 
+/// The scripts' answer codes, named alike in their Lua ([`lua_codes`]): what was repaired.
+const NOTHING_REPAIRED: i64 = 0;
+const UNREADABLE: i64 = 1;
+const OVERLONG: i64 = 2;
+/// [`PROBE`]: whether the lease is held.
+const FREE: i64 = 0;
+const HELD: i64 = 1;
+/// [`ACQUIRE`]: no token, as another replica holds the lease (a token is never 0).
+const NO_TOKEN: u64 = 0;
+/// [`RENEW`]: how the renewal went.
+const LOST: u32 = 0;
+const RENEWED: u32 = 1;
+const RECLAIMED: u32 = 2;
+/// [`RELEASE`]: the lease was not this holder's (else the count of keys deleted, 1).
+const NOT_HELD: u32 = 0;
+
 impl Repair {
     fn of(code: i64) -> Option<Repair> {
         match code {
-            1 => Some(Repair::Unreadable),
-            2 => Some(Repair::Overlong),
+            UNREADABLE => Some(Repair::Unreadable),
+            OVERLONG => Some(Repair::Overlong),
             _ => None,
         }
     }
@@ -61,10 +80,17 @@ impl Repair {
 
 /// Lua shared by the scripts: `value(key)` is what a lease key holds if it is a string (else
 /// ''), `readable(key, value)` whether that is a lease a replica wrote, `holder(key, ttl)` the
-/// lease's value, or `nil` when it is free: an unreadable key is deleted first (`repaired` = 1),
-/// one with a longer time to live than `ttl` cut to it (2).
-const HOLDER: &str = r"
-local repaired = 0
+/// lease's value, or `nil` when it is free: an unreadable key is deleted first (`repaired` =
+/// `UNREADABLE`), one with a longer time to live than `ttl` cut to it (`OVERLONG`).
+fn holder_lua() -> String {
+    let codes = lua_codes(&[
+        ("NOTHING_REPAIRED", NOTHING_REPAIRED),
+        ("UNREADABLE", UNREADABLE),
+        ("OVERLONG", OVERLONG),
+    ]);
+    format!(
+        r"{codes}
+local repaired = NOTHING_REPAIRED
 local function value(key)
     if redis.call('TYPE', key).ok ~= 'string' then return '' end
     return redis.call('GET', key)
@@ -77,79 +103,99 @@ local function holder(key, ttl)
     local v = value(key)
     if not readable(key, v) then
         redis.call('DEL', key)
-        repaired = 1
+        repaired = UNREADABLE
         return nil
     end
     if redis.call('PTTL', key) > tonumber(ttl) then
         redis.call('PEXPIRE', key, ttl)
-        repaired = 2
+        repaired = OVERLONG
     end
     return v
 end
-";
+"
+    )
+}
 
-/// Whether the lease is free (0) or held (1), with what was repaired.
+/// Whether the lease is free or held, with what was repaired.
 static PROBE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{HOLDER}
-        local held = holder(KEYS[1], ARGV[1]) and 1 or 0
+        "{}{}
+        local lease_key, ttl = KEYS[1], ARGV[1]
+        local held = holder(lease_key, ttl) and HELD or FREE
         return {{held, repaired}}
-        "
+        ",
+        holder_lua(),
+        lua_codes(&[("FREE", FREE), ("HELD", HELD)]),
     ))
 });
 
 /// Takes the lease if nobody holds it: a new token from the fencing counter, and the lease set
-/// with its time to live. Returns the token, or 0 when another replica holds it. A counter that
-/// is not one (overwritten) starts again from Redis's clock in microseconds, above any token it
-/// can have given.
+/// with its time to live. Returns the token, or `NO_TOKEN` when another replica holds it. A
+/// counter that is not one (overwritten) starts again from Redis's clock in microseconds, above
+/// any token it can have given.
 static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{HOLDER}
-        if holder(KEYS[1], ARGV[2]) then return {{0, repaired}} end
-        local token = redis.pcall('INCR', KEYS[2])
+        "{}{}
+        local lease_key, fence_key = KEYS[1], KEYS[2]
+        local replica, ttl = ARGV[1], ARGV[2]
+        if holder(lease_key, ttl) then return {{NO_TOKEN, repaired}} end
+        local token = redis.pcall('INCR', fence_key)
         if type(token) == 'table' then
             local t = redis.call('TIME')
-            redis.call('DEL', KEYS[2])
-            token = redis.call('INCRBY', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
+            redis.call('DEL', fence_key)
+            token = redis.call('INCRBY', fence_key, t[1] .. string.format('%06d', tonumber(t[2])))
         end
         -- Lua numbers are doubles: a token past 14 digits (one restarted from the clock) would
         -- be written as 1.79e+15, a value no replica can read, so it is formatted as an integer.
-        redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', token), 'PX', ARGV[2])
+        redis.call('SET', lease_key, replica .. ':' .. string.format('%d', token), 'PX', ttl)
         return {{token, repaired}}
-        "
+        ",
+        holder_lua(),
+        lua_codes(&[("NO_TOKEN", NO_TOKEN)]),
     ))
 });
 
-/// Extends the lease if it is still this holder's (1). Lost (0): it expired, or another
-/// replica's lease is there (cut to a lease's time if longer). Unreadable in its place (2):
-/// treated as expired, and taken back.
+/// Extends the lease if it is still this holder's (`RENEWED`). `LOST`: it expired, or another
+/// replica's lease is there (cut to a lease's time if longer). Unreadable in its place
+/// (`RECLAIMED`): treated as expired, and taken back.
 static RENEW: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{HOLDER}
-        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-        local v = value(KEYS[1])
-        if v == ARGV[1] then
-            redis.call('PEXPIRE', KEYS[1], ARGV[2])
-            return 1
+        "{}{}
+        local lease_key = KEYS[1]
+        local mine, ttl = ARGV[1], ARGV[2]
+        if redis.call('EXISTS', lease_key) == 0 then return LOST end
+        local v = value(lease_key)
+        if v == mine then
+            redis.call('PEXPIRE', lease_key, ttl)
+            return RENEWED
         end
-        if readable(KEYS[1], v) then
-            holder(KEYS[1], ARGV[2])
-            return 0
+        if readable(lease_key, v) then
+            holder(lease_key, ttl)
+            return LOST
         end
-        redis.call('DEL', KEYS[1])
-        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-        return 2
-        "
+        redis.call('DEL', lease_key)
+        redis.call('SET', lease_key, mine, 'PX', ttl)
+        return RECLAIMED
+        ",
+        holder_lua(),
+        lua_codes(&[
+            ("LOST", LOST),
+            ("RENEWED", RENEWED),
+            ("RECLAIMED", RECLAIMED)
+        ]),
     ))
 });
 
 /// Deletes the lease if it is still this holder's.
 static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{HOLDER}
-        if value(KEYS[1]) ~= ARGV[1] then return 0 end
-        return redis.call('DEL', KEYS[1])
-        "
+        "{}{}
+        local lease_key, mine = KEYS[1], ARGV[1]
+        if value(lease_key) ~= mine then return NOT_HELD end
+        return redis.call('DEL', lease_key)
+        ",
+        holder_lua(),
+        lua_codes(&[("NOT_HELD", NOT_HELD)]),
     ))
 });
 
@@ -176,7 +222,7 @@ pub(crate) async fn probe(
         .invoke_async(conn)
         .await?;
     Ok(Probe {
-        free: held == 0,
+        free: held == FREE,
         repaired: Repair::of(repaired),
     })
 }
@@ -204,7 +250,7 @@ pub(crate) async fn acquire(
         .invoke_async(conn)
         .await?;
     Ok(Taken {
-        lease: (token > 0).then(|| Lease {
+        lease: (token != NO_TOKEN).then(|| Lease {
             value: format!("{replica}:{token}"),
         }),
         repaired: Repair::of(repaired),
@@ -235,8 +281,9 @@ pub(crate) async fn renew(
         .invoke_async(conn)
         .await?;
     Ok(match renewed {
-        1 => Renewal::Renewed,
-        2 => Renewal::Reclaimed,
+        RENEWED => Renewal::Renewed,
+        RECLAIMED => Renewal::Reclaimed,
+        // `LOST`, and anything else: the safe reading is that the lease is gone.
         _ => Renewal::Lost,
     })
 }

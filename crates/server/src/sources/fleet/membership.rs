@@ -14,25 +14,33 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Fleet, MEMBERS};
 
+/// The heartbeat's second answer, named alike in its Lua: whether the member list was replaced.
+const KEPT: u8 = 0;
+const REPLACED: u8 = 1;
+
 /// Adds or refreshes a member, drops the silent and the impossible ones; returns how many are
-/// alive, and 1 if the key had another type and was replaced.
+/// alive, and `REPLACED` if the key had another type and was replaced (else `KEPT`).
 static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&format!(
+        "{}{}",
+        super::lua_codes(&[("KEPT", KEPT), ("REPLACED", REPLACED)]),
         r"
-        local replaced = 0
-        local kind = redis.call('TYPE', KEYS[1]).ok
+        local members = KEYS[1]
+        local replica, lease_ms = ARGV[1], tonumber(ARGV[2])
+        local replaced = KEPT
+        local kind = redis.call('TYPE', members).ok
         if kind ~= 'zset' and kind ~= 'none' then
-            redis.call('DEL', KEYS[1])
-            replaced = 1
+            redis.call('DEL', members)
+            replaced = REPLACED
         end
         local t = redis.call('TIME')
         local now = t[1] * 1000 + math.floor(t[2] / 1000)
-        redis.call('ZADD', KEYS[1], now, ARGV[1])
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], string.format('(%d', now + tonumber(ARGV[2])), '+inf')
-        return {redis.call('ZCARD', KEYS[1]), replaced}
+        redis.call('ZADD', members, now, replica)
+        redis.call('ZREMRANGEBYSCORE', members, '-inf', now - lease_ms)
+        redis.call('ZREMRANGEBYSCORE', members, string.format('(%d', now + lease_ms), '+inf')
+        return {redis.call('ZCARD', members), replaced}
         ",
-    )
+    ))
 });
 
 /// Keeps this replica on the member list until shutdown, then takes it off.
@@ -48,7 +56,7 @@ pub(crate) async fn run(fleet: Arc<Fleet>, stop: CancellationToken) {
                 .await;
             fleet.answered(alive.as_ref());
             if let Ok((n, replaced)) = alive {
-                if replaced == 1 {
+                if replaced == REPLACED {
                     tracing::warn!(
                         key = MEMBERS,
                         "the fleet's member list in Redis had another type: replaced"

@@ -15,22 +15,36 @@
 //! kept up as an environment's is (`tenure.rs`).
 //!
 //! Redis key names carry a digest of the client key (or URL, or token), never a key itself.
+//!
+//! One door: start-up calls [`join`], which makes the handle, serves what Redis holds and
+//! starts the membership and the notices; every module here is private, and what the rest of
+//! the server names is the short list re-exported below.
 
-pub(crate) mod backoff;
-pub(crate) mod discovery;
-pub(crate) mod environment;
-pub(crate) mod figures;
-pub(crate) mod lease;
-pub(crate) mod membership;
-pub(crate) mod notices;
-pub(crate) mod raw;
-pub(crate) mod reach;
-pub(crate) mod share;
-pub(crate) mod stored;
-pub(crate) mod tenure;
-pub(crate) mod traced;
+mod backoff;
+mod discovery;
+mod environment;
+mod figures;
+mod lease;
+mod membership;
+mod notices;
+mod raw;
+mod reach;
+mod share;
+mod stored;
+mod tenure;
+mod traced;
 
-use std::collections::HashMap;
+// What the rest of the server names of the fleet, besides `join`, `Joined` and the `Fleet`
+// handle below; everything else stays inside. Flag-set URL sources and Unleash feeds say what
+// their text is (`RawSource`, `RawSubject`, `Heard`) and run through `Fleet::run_raw`;
+// `proxy_key` discovery shares its listing (`SharedListing`); the status page reads `Facts`.
+// The poll loops run environments and Unleash feeds through traits of their own that the
+// `Fleet` implements (`upstream::EnvironmentRunner`, `unleash::upstream::FeedRunner`).
+pub(crate) use discovery::SharedListing;
+pub(crate) use figures::Facts;
+pub(crate) use raw::{Heard, RawSource, RawSubject};
+
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,7 +53,11 @@ use redis::aio::ConnectionManagerConfig;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
+use crate::shutdown::Shutdown;
+use crate::sources::warm_start::WarmStart;
+use crate::store::{EnvSlot, Source, Store};
 use flagpole_config::FleetConfig;
 
 /// Every Redis name Flagpole uses starts with this.
@@ -62,19 +80,19 @@ pub(crate) struct Fleet {
     /// When a connection may be tried again (one attempt at a time; every environment asks).
     connecting: tokio::sync::Mutex<backoff::Backoff>,
     /// This replica's name in leases and the member list (random: a restart is a new member).
-    pub replica: String,
-    pub lease: Duration,
+    replica: String,
+    lease: Duration,
     reach: reach::Reach,
     /// Leases held and being taken here, and replicas alive in the fleet.
     shares: share::Shares,
     /// Per environment served here (by digest): woken when the store announces its document.
     notices: Mutex<HashMap<String, Arc<Notify>>>,
-    pub(crate) figures: figures::Figures,
+    figures: figures::Figures,
 }
 
 impl Fleet {
     /// The handle; nothing is connected yet. A URL the client refuses stops the start.
-    pub(crate) fn new(config: &FleetConfig) -> Result<Arc<Fleet>, String> {
+    fn new(config: &FleetConfig) -> Result<Arc<Fleet>, String> {
         let target = match &config.sentinel_master {
             Some(master) => Target::Sentinel(tokio::sync::Mutex::new(sentinel(config, master)?)),
             None => {
@@ -121,7 +139,7 @@ impl Fleet {
 
     /// A connection (multiplexed, reconnecting by itself once made), or `None` while Redis
     /// cannot be reached; then callers carry on without it.
-    pub(crate) async fn connection(&self) -> Option<traced::Connection> {
+    async fn connection(&self) -> Option<traced::Connection> {
         if let Some(c) = self.connection.lock().clone() {
             return Some(c);
         }
@@ -165,7 +183,7 @@ impl Fleet {
     /// Records how a command went: Redis is reachable while commands succeed. A reply Redis
     /// gives as an error (a script's, say) still means it answered, except that a replica
     /// refusing writes is no longer the master (after a failover).
-    pub(crate) fn answered<T>(&self, result: Result<T, &redis::RedisError>) {
+    fn answered<T>(&self, result: Result<T, &redis::RedisError>) {
         match result {
             Ok(_) => self.reach.answered(),
             Err(e)
@@ -187,13 +205,13 @@ impl Fleet {
         }
     }
 
-    pub(crate) fn reachable(&self) -> bool {
+    fn reachable(&self) -> bool {
         self.reach.up()
     }
 
     /// What the status page shows of the fleet.
-    pub(crate) fn facts(&self) -> figures::Facts {
-        let mut facts = figures::Facts {
+    pub(crate) fn facts(&self) -> Facts {
+        let mut facts = Facts {
             store_reachable: self.reachable(),
             replicas: self.shares.replicas(),
             leases_held: self.shares.held(),
@@ -214,7 +232,7 @@ impl Fleet {
 
     /// A subject (an environment, a flag-set URL) served here from now on: its notice to wait
     /// on.
-    pub(crate) fn register(&self, id: &str) -> Arc<Notify> {
+    fn register(&self, id: &str) -> Arc<Notify> {
         self.notices
             .lock()
             .entry(id.to_owned())
@@ -222,9 +240,57 @@ impl Fleet {
             .clone()
     }
 
-    pub(crate) fn unregister(&self, id: &str) {
+    fn unregister(&self, id: &str) {
         self.notices.lock().remove(id);
     }
+
+    /// Polls (or follows the fleet's holder of) one raw text until `stop`: `source` says how
+    /// to poll and serve it, `subject` what it is (its lease and Redis names).
+    pub(crate) async fn run_raw<S: RawSource>(
+        self: Arc<Self>,
+        source: S,
+        subject: RawSubject,
+        stop: CancellationToken,
+    ) {
+        raw::run(source, subject.tenure(), self, stop).await;
+    }
+}
+
+/// A replica that has joined the fleet.
+pub(crate) struct Joined {
+    /// The handle on the shared store: an environment's runner for the poll loop
+    /// (`upstream::EnvironmentRunner`), the raw texts' loop ([`Fleet::run_raw`]), the shared
+    /// `proxy_key` listing ([`SharedListing`]), the status page's [`Fleet::facts`].
+    pub fleet: Arc<Fleet>,
+    /// The client keys of the environments served from Redis at start (for the banner).
+    pub from_store: HashSet<String>,
+}
+
+/// The one door into the fleet (`flagpole.fleet`; `None`: no fleet, nothing done). What Redis
+/// holds for the upstream environments is served at once (newer than a warm-start copy, or where
+/// there is none; before any upstream answer, whether or not the upstream answers); then this
+/// replica's membership and the change notices run, on the shutdown's tracker, until shutdown.
+/// A Redis address the client refuses stops the start.
+pub(crate) async fn join(
+    settings: Option<&FleetConfig>,
+    store: &Store,
+    warm: Option<&WarmStart>,
+    shutdown: &Shutdown,
+) -> Result<Option<Joined>, String> {
+    let Some(settings) = settings else {
+        return Ok(None);
+    };
+    let fleet = Fleet::new(settings)?;
+    let polled = store
+        .environments()
+        .iter()
+        .filter(|slot| matches!(slot.source, Source::Upstream { .. }))
+        .cloned()
+        .collect();
+    let from_store = start_from_store(&fleet, polled, warm).await;
+    shutdown.spawn(membership::run(fleet.clone(), shutdown.requested.clone()));
+    shutdown.spawn(notices::run(fleet.clone(), shutdown.requested.clone()));
+    Ok(Some(Joined { fleet, from_store }))
 }
 
 /// The Sentinel client for `master`: the sentinels as configured; the master reached with the
@@ -260,12 +326,12 @@ fn sentinel(config: &FleetConfig, master: &str) -> Result<SentinelClient, String
 /// Cold start: every environment Redis holds a document for is served from it at once (before
 /// any upstream answer; readiness counts them as they load). Redis not answering: nothing.
 /// Returns the client keys of the environments now served from Redis (for the banner).
-pub(crate) async fn start_from_store(
+async fn start_from_store(
     fleet: &Arc<Fleet>,
-    slots: Vec<Arc<crate::store::EnvSlot>>,
-    warm: Option<&crate::sources::warm_start::WarmStart>,
-) -> std::collections::HashSet<String> {
-    let loaded_here = Mutex::new(std::collections::HashSet::new());
+    slots: Vec<Arc<EnvSlot>>,
+    warm: Option<&WarmStart>,
+) -> HashSet<String> {
+    let loaded_here = Mutex::new(HashSet::new());
     let Some(conn) = fleet.connection().await else {
         return loaded_here.into_inner();
     };
@@ -286,12 +352,12 @@ pub(crate) async fn start_from_store(
 }
 
 /// The digest a key is known by in Redis: SHA-256 of it, 128 bits in hex.
-pub(crate) fn environment_id(key: &str) -> String {
+fn environment_id(key: &str) -> String {
     digest(key.as_bytes())
 }
 
 /// SHA-256 of `bytes`, 128 bits in hex: what Redis knows a key, a URL or a text by.
-pub(crate) fn digest(bytes: &[u8]) -> String {
+fn digest(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -302,29 +368,29 @@ pub(crate) fn digest(bytes: &[u8]) -> String {
 /// token). Its document (a
 /// hash), its lease, its fencing counter; `id` is what the notice of a new document carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Names {
-    pub id: String,
-    pub document: String,
-    pub lease: String,
-    pub fence: String,
+struct Names {
+    id: String,
+    document: String,
+    lease: String,
+    fence: String,
 }
 
 impl Names {
-    pub(crate) fn environment(client_key: &str) -> Names {
+    fn environment(client_key: &str) -> Names {
         Names::of("env", environment_id(client_key))
     }
 
-    pub(crate) fn discovery(proxy_key: &str) -> Names {
+    fn discovery(proxy_key: &str) -> Names {
         Names::of("discovery", environment_id(proxy_key))
     }
 
     /// A flag-set URL source, by the digest of its URL (which may carry a token).
-    pub(crate) fn flag_source(uri: &str) -> Names {
+    fn flag_source(uri: &str) -> Names {
         Names::of("flags", environment_id(uri))
     }
 
     /// An Unleash client token's feed from `upstream`, by the digest of both (never the token).
-    pub(crate) fn unleash_feed(upstream: &str, token: &str) -> Names {
+    fn unleash_feed(upstream: &str, token: &str) -> Names {
         let both = format!("{}\n{token}", upstream.trim_end_matches('/'));
         Names::of("unleash", digest(both.as_bytes()))
     }
@@ -339,12 +405,28 @@ impl Names {
     }
 }
 
+/// Lua that names a script's answer codes with the values the Rust side reads them by, so that
+/// both sides say what a number means and cannot disagree on it: `local FREE, HELD = 0, 1`.
+fn lua_codes<T: std::fmt::Display>(codes: &[(&str, T)]) -> String {
+    let names: Vec<&str> = codes.iter().map(|(name, _)| *name).collect();
+    let values: Vec<String> = codes.iter().map(|(_, value)| value.to_string()).collect();
+    format!("local {} = {}\n", names.join(", "), values.join(", "))
+}
+
 /// The channel new documents are announced on; the member list.
 const CHANNEL: &str = "flagpole:documents";
 const MEMBERS: &str = "flagpole:replicas";
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_script_names_its_codes_with_the_rust_values() {
+        assert_eq!(
+            super::lua_codes(&[("FREE", 0), ("HELD", 1)]),
+            "local FREE, HELD = 0, 1\n"
+        );
+    }
+
     #[test]
     fn redis_names_carry_a_digest_never_the_key() {
         let id = super::environment_id("ser.secret_server_side_key");

@@ -6,8 +6,9 @@
 //! replaces a good one: refused, logged and counted the same way). While Redis does not answer,
 //! or before anyone holds the lease, each replica polls the upstream itself, as without a fleet.
 //! Staleness is judged by when the holder last heard from upstream, which it records in Redis
-//! at each poll. [`run`] is that loop, for any [`RawSource`]: `flagsets/fleet.rs` and
-//! `unleash/fleet.rs` say what their source is.
+//! at each poll. [`run`] is that loop, for any [`RawSource`] (reached through `Fleet::run_raw`):
+//! `flagsets/fleet.rs` and `unleash/fleet.rs` say what their source is, and what it is for the
+//! fleet ([`RawSubject`]: the names of its lease and keys).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,9 +17,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 
 use super::stored::{self, Checked, Stored, Value, Written};
-use super::tenure::{Change, Tenure};
+use super::tenure::{Change, Subject, Tenure};
 use super::traced::Connection;
-use super::Fleet;
+use super::{Fleet, Names};
 use crate::sources::poll_schedule::PollSchedule;
 use crate::telemetry::fleet::Refusal;
 
@@ -31,6 +32,39 @@ pub(crate) enum Heard {
     New,
     /// No usable answer (a failure, or a text refused).
     Nothing,
+}
+
+/// What a raw text is for the fleet: it names the lease and the Redis keys (by a digest, never a
+/// URL or a token) and the log lines. No `Debug`: a feed carries its token.
+pub(crate) enum RawSubject {
+    /// A flag-set URL source.
+    FlagSource { uri: String },
+    /// An Unleash client token's features from `upstream`; `feed`: its name in logs (the
+    /// token's fingerprint).
+    UnleashFeed {
+        upstream: String,
+        token: String,
+        feed: String,
+    },
+}
+
+impl RawSubject {
+    /// This replica's hold on the subject's lease, none yet.
+    pub(super) fn tenure(self) -> Tenure {
+        match self {
+            RawSubject::FlagSource { uri } => {
+                Tenure::new(Names::flag_source(&uri), Subject::FlagSource(uri))
+            }
+            RawSubject::UnleashFeed {
+                upstream,
+                token,
+                feed,
+            } => Tenure::new(
+                Names::unleash_feed(&upstream, &token),
+                Subject::UnleashFeed(feed),
+            ),
+        }
+    }
 }
 
 /// One source polled upstream, as the fleet drives it.
@@ -77,7 +111,7 @@ struct Place {
 }
 
 /// Polls (or follows the fleet's holder of) `source` until `stop`; `tenure` names its lease.
-pub(crate) async fn run<S: RawSource>(
+pub(super) async fn run<S: RawSource>(
     mut source: S,
     tenure: Tenure,
     fleet: Arc<Fleet>,
@@ -155,7 +189,7 @@ async fn upkeep<S: RawSource>(fleet: &Fleet, source: &mut S, place: &mut Place) 
 }
 
 /// The revision a raw text is stored under: a digest of its bytes (equal on every replica).
-pub(crate) fn revision_of(text: &[u8]) -> String {
+fn revision_of(text: &[u8]) -> String {
     super::digest(text)
 }
 
@@ -290,7 +324,7 @@ async fn write<S: RawSource>(fleet: &Fleet, source: &mut S, place: &mut Place, h
     }
 }
 
-pub(crate) fn unix_ms(t: SystemTime) -> u64 {
+fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }

@@ -9,7 +9,8 @@
 //! the revision alone (a periodic check of an unchanged document costs a few bytes), then the
 //! body when it differs. What is read is decompressed, checked and compiled like an upstream
 //! answer: a value that is not gzip, is cut short, or is not this environment's valid document
-//! is refused, counted and logged, and the last good one kept.
+//! is refused, counted and logged, and the last good one kept. The scripts' arguments are named
+//! locals and their answers this file's constants, declared in the Lua from them.
 
 use std::io::Read;
 use std::sync::{Arc, LazyLock};
@@ -35,56 +36,93 @@ const MAX_DOCUMENT_BYTES: u64 = 512 << 20;
 /// gzip at the level the served variants use.
 const GZIP_LEVEL: u32 = 6;
 
+/// The scripts' answer codes, named alike in their Lua: both answer `LEASE_LOST` when the lease
+/// is no longer the holder's (nothing done).
+const LEASE_LOST: u32 = 0;
+/// [`WRITE`]: written; Redis holds a newer document (nothing written); Redis holds this
+/// revision, body and all; written over another body under this revision (garbage, repaired).
+const WRITTEN: u32 = 1;
+const NEWER_HELD: u32 = 2;
+const ALREADY_HELD: u32 = 3;
+const REPAIRED: u32 = 4;
+/// [`CHECK`]: Redis holds what the holder wrote; it holds something else.
+const INTACT: u32 = 1;
+const FOREIGN: u32 = 2;
+
 /// Writes the document if the lease is still the writer's and what Redis holds is not newer
-/// (unless `ARGV[7]` is `1`: what it holds was refused); announces it. Answers the outcome and
-/// the SHA-1 of the body Redis then holds (what [`CHECK`] later compares): 1 written; 0 the
-/// lease is lost (nothing written); 2 Redis holds a newer document; 3 Redis holds this revision,
-/// body and all; 4 written over another body under this revision (garbage: repaired, logged
-/// here, as the holder's own check would have). `ARGV[9]`: the upstream's ETag, kept beside the
-/// body (none: none kept).
+/// (unless `over_refused` is `1`: what it holds was refused); announces it. Answers the outcome
+/// and the SHA-1 of the body Redis then holds (what [`CHECK`] later compares): `WRITTEN`;
+/// `LEASE_LOST` (nothing written); `NEWER_HELD`; `ALREADY_HELD`, body and all; `REPAIRED`,
+/// written over another body under this revision (logged here, as the holder's own check would
+/// have). `etag`: the upstream's ETag, kept beside the body (empty: none kept).
 static WRITE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&format!(
+        "{}{}",
+        super::lua_codes(&[
+            ("LEASE_LOST", LEASE_LOST),
+            ("WRITTEN", WRITTEN),
+            ("NEWER_HELD", NEWER_HELD),
+            ("ALREADY_HELD", ALREADY_HELD),
+            ("REPAIRED", REPAIRED),
+        ]),
         r"
-        if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return {0, ''} end
+        local lease_key, document_key = KEYS[1], KEYS[2]
+        local mine, body, revision, updated_at_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+        local channel, id, over_refused = ARGV[5], ARGV[6], ARGV[7]
+        local confirmed_at_ms, etag = ARGV[8], ARGV[9]
+        if redis.pcall('GET', lease_key) ~= mine then return {LEASE_LOST, ''} end
         -- A document key of another type (not written by a replica) is garbage: replaced.
-        if redis.call('TYPE', KEYS[2]).ok ~= 'hash' then redis.call('DEL', KEYS[2]) end
-        local held = redis.call('HMGET', KEYS[2], 'updated_at_ms', 'revision', 'body')
-        local digest = redis.sha1hex(ARGV[2])
-        local outcome = 1
-        if held[2] == ARGV[3] then
-            if held[3] and redis.sha1hex(held[3]) == digest then return {3, digest} end
-            outcome = 4
-        elseif ARGV[7] ~= '1' and held[1] and tonumber(held[1]) and tonumber(held[1]) > tonumber(ARGV[4]) then
-            return {2, ''}
+        if redis.call('TYPE', document_key).ok ~= 'hash' then redis.call('DEL', document_key) end
+        local held = redis.call('HMGET', document_key, 'updated_at_ms', 'revision', 'body')
+        local held_updated_at_ms, held_revision, held_body = held[1], held[2], held[3]
+        local digest = redis.sha1hex(body)
+        local outcome = WRITTEN
+        if held_revision == revision then
+            if held_body and redis.sha1hex(held_body) == digest then return {ALREADY_HELD, digest} end
+            outcome = REPAIRED
+        elseif over_refused ~= '1' and held_updated_at_ms and tonumber(held_updated_at_ms)
+            and tonumber(held_updated_at_ms) > tonumber(updated_at_ms) then
+            return {NEWER_HELD, ''}
         end
-        redis.call('HSET', KEYS[2], 'body', ARGV[2], 'revision', ARGV[3], 'updated_at_ms', ARGV[4],
-            'confirmed_at_ms', ARGV[8])
-        if ARGV[9] ~= '' then redis.call('HSET', KEYS[2], 'etag', ARGV[9])
-        else redis.call('HDEL', KEYS[2], 'etag') end
-        redis.call('PUBLISH', ARGV[5], ARGV[6])
+        redis.call('HSET', document_key, 'body', body, 'revision', revision,
+            'updated_at_ms', updated_at_ms, 'confirmed_at_ms', confirmed_at_ms)
+        if etag ~= '' then redis.call('HSET', document_key, 'etag', etag)
+        else redis.call('HDEL', document_key, 'etag') end
+        redis.call('PUBLISH', channel, id)
         return {outcome, digest}
         ",
-    )
+    ))
 });
 
 /// At each of the holder's polls, whatever the upstream answered: whether Redis still holds
-/// what the holder wrote (`ARGV[2]` its revision, `ARGV[3]` its body's SHA-1, compared in Redis
-/// so that the body is not sent back), and if so (and `ARGV[4]` is not empty: the upstream
+/// what the holder wrote (its revision, and its body's SHA-1, compared in Redis so that the
+/// body is not sent back), and if so (and `confirmed_at_ms` is not empty: the upstream
 /// answered) when the holder last heard from upstream, which the others report as their last
 /// successful update (readiness judges the fleet's document by its age at the upstream, as a
-/// lone proxy does). 1: intact; 2: Redis holds something else (a value the holder must repair);
-/// 0: the lease is no longer the holder's.
+/// lone proxy does). `INTACT`; `FOREIGN`: Redis holds something else (a value the holder must
+/// repair); `LEASE_LOST`.
 static CHECK: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&format!(
+        "{}{}",
+        super::lua_codes(&[
+            ("LEASE_LOST", LEASE_LOST),
+            ("INTACT", INTACT),
+            ("FOREIGN", FOREIGN),
+        ]),
         r"
-        if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-        if redis.call('TYPE', KEYS[2]).ok ~= 'hash' then return 2 end
-        local held = redis.call('HMGET', KEYS[2], 'revision', 'body')
-        if held[1] ~= ARGV[2] or not held[2] or redis.sha1hex(held[2]) ~= ARGV[3] then return 2 end
-        if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], 'confirmed_at_ms', ARGV[4]) end
-        return 1
+        local lease_key, document_key = KEYS[1], KEYS[2]
+        local mine, revision, digest, confirmed_at_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+        if redis.pcall('GET', lease_key) ~= mine then return LEASE_LOST end
+        if redis.call('TYPE', document_key).ok ~= 'hash' then return FOREIGN end
+        local held = redis.call('HMGET', document_key, 'revision', 'body')
+        local held_revision, held_body = held[1], held[2]
+        if held_revision ~= revision or not held_body or redis.sha1hex(held_body) ~= digest then
+            return FOREIGN
+        end
+        if confirmed_at_ms ~= '' then redis.call('HSET', document_key, 'confirmed_at_ms', confirmed_at_ms) end
+        return INTACT
         ",
-    )
+    ))
 });
 
 /// What [`check`] found.
@@ -117,8 +155,9 @@ pub(crate) async fn check(
         .invoke_async(conn)
         .await?;
     Ok(match outcome {
-        1 => Checked::Intact,
-        2 => Checked::Foreign,
+        INTACT => Checked::Intact,
+        FOREIGN => Checked::Foreign,
+        // `LEASE_LOST`, and anything else: the safe reading is that the lease is gone.
         _ => Checked::LeaseLost,
     })
 }
@@ -224,10 +263,11 @@ pub(crate) async fn put(
         .invoke_async(conn)
         .await?;
     Ok(match outcome {
-        0 => Written::LeaseLost,
-        2 => Written::Newer,
+        LEASE_LOST => Written::LeaseLost,
+        NEWER_HELD => Written::Newer,
+        // `WRITTEN`, `ALREADY_HELD` or `REPAIRED`: Redis holds this document now.
         outcome => {
-            if outcome == 4 {
+            if outcome == REPAIRED {
                 tracing::warn!(document = %names.id, "the fleet's store holds a document this replica did not write for what it holds the lease on: repairing it");
             }
             Written::Stored(Stored {

@@ -30,7 +30,7 @@ pub(super) struct Report {
     pub page: usize,
     pub pages: usize,
     /// The fleet's shared store, when this replica is in one.
-    pub fleet: Option<crate::sources::fleet::figures::Facts>,
+    pub fleet: Option<crate::sources::fleet::Facts>,
     /// flagd flag sources, in configuration order.
     pub flag_sources: Vec<crate::flagsets::SourceFacts>,
     /// The selectors flag sets answer to ("" for all merged).
