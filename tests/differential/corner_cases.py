@@ -721,7 +721,7 @@ add("error_modulo_float_zero_divisor", rules_ctx([{"type": "ALL", "conditions": 
 # =============================================================================================
 # Number spellings (7.3): both sides read the same JSON text; Python sees json.loads kinds/values
 # =============================================================================================
-from gen_context import loads_spelled  # noqa: E402
+from spelled_json import loads_spelled  # noqa: E402
 
 add("spelling_weight_3E1_is_float", loads_spelled(
     '{"environment": {"key": "env", "name": "n"}, "identity": {"identifier": "%s"}, "features": {"mv": '

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 
 import gen_context
+import spelled_json
 import reference
 
 EXPECTED_OPERATORS = gen_context.OPERATORS + ["(unknown operator)"]
@@ -58,9 +59,9 @@ def check_error_kinds() -> list[str]:
             r = random.Random(f"err:{kind}:{i}")
             ctx = gen_context.gen_context(r, raise_rate=0.0)
             gen_context.inject_error(ctx, r, kind)
-            out = reference.evaluate(gen_context.dumps(ctx))
+            out = reference.evaluate(spelled_json.dumps(ctx))
             if "error" not in out:
-                problems.append(f"{kind} did not raise: {gen_context.dumps(ctx)[:400]}")
+                problems.append(f"{kind} did not raise: {spelled_json.dumps(ctx)[:400]}")
                 break
     return problems
 

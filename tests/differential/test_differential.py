@@ -24,6 +24,7 @@ import compare
 import corner_cases
 import coverage_check
 import gen_context
+import spelled_json
 import reference
 import shrink
 
@@ -52,7 +53,7 @@ def random_cases() -> dict:
 
 @pytest.fixture(scope="module")
 def corner_outputs(flagpole_bin) -> list:
-    texts = [gen_context.dumps(c.ctx) for c in corner_cases.CASES]
+    texts = [spelled_json.dumps(c.ctx) for c in corner_cases.CASES]
     return common.run_cli([flagpole_bin, *common.CONTEXT_ARGS], texts)
 
 
@@ -68,13 +69,13 @@ def _shrink_case(bin_: str, text: str, ref: dict, ours: Any) -> tuple[dict, dict
     sig = compare.signature(ref, ours)
 
     def still_fails(cands: list[dict]) -> list[bool]:
-        ctexts = [gen_context.dumps(c) for c in cands]
+        ctexts = [spelled_json.dumps(c) for c in cands]
         crefs = [reference.evaluate(t) for t in ctexts]
         couts = _cli(bin_, ctexts)
         return [bool(compare.compare_eval(r, o)) and compare.signature(r, o) == sig for r, o in zip(crefs, couts)]
 
-    minimal = shrink.shrink(gen_context.loads_spelled(text), still_fails)
-    mtext = gen_context.dumps(minimal)
+    minimal = shrink.shrink(spelled_json.loads_spelled(text), still_fails)
+    mtext = spelled_json.dumps(minimal)
     return minimal, reference.evaluate(mtext), _cli(bin_, [mtext])[0]
 
 
@@ -117,7 +118,7 @@ def test_random_contexts(flagpole_bin, random_cases):
         if shrunk >= N_SHRINK:
             break
         minimal, mref, mours = _shrink_case(flagpole_bin, texts[i], refs[i], outs[i])
-        key = gen_context.dumps(minimal)
+        key = spelled_json.dumps(minimal)
         if key in seen:
             continue
         seen.add(key)
@@ -149,7 +150,7 @@ def test_generator_coverage(random_cases):
 @pytest.mark.parametrize("case", corner_cases.CASES, ids=[c.id for c in corner_cases.CASES])
 def test_corner_reference(case):
     """The corner really is what its case says it is, in the reference."""
-    out = reference.evaluate(gen_context.dumps(case.ctx))
+    out = reference.evaluate(spelled_json.dumps(case.ctx))
     problem = corner_cases.check_expectation(case, out)
     assert problem is None, problem
 
@@ -157,7 +158,7 @@ def test_corner_reference(case):
 @pytest.mark.parametrize("idx", range(len(corner_cases.CASES)), ids=[c.id for c in corner_cases.CASES])
 def test_corner(idx, corner_outputs):
     case = corner_cases.CASES[idx]
-    text = gen_context.dumps(case.ctx)
+    text = spelled_json.dumps(case.ctx)
     ref = reference.evaluate(text)
     ours = corner_outputs[idx]
     diffs = compare.compare_eval(ref, ours)
