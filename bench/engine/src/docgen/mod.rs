@@ -30,25 +30,20 @@
 //! strings), so both engines agree on membership; multivariate buckets may still differ on an exact
 //! `f32` boundary, which the benchmark reports rather than hides.
 
+mod bench_identity;
+mod rng;
+
+pub use bench_identity::{
+    bench_traits_json, BENCH_AGE, BENCH_APP_VERSION, BENCH_IDENTIFIER, BENCH_MATCHED_SEGMENTS,
+    BENCH_PLAN,
+};
+use bench_identity::{matching_segment_a, matching_segment_b};
+pub use rng::SplitMix64;
+
 use serde_json::{json, Map, Value};
 
-/// The identifier of the benchmark identity.
-pub const BENCH_IDENTIFIER: &str = "bench-user";
-/// Trait `plan` of the benchmark identity (a string).
-pub const BENCH_PLAN: &str = "enterprise";
-/// Trait `age` of the benchmark identity (an int).
-pub const BENCH_AGE: i64 = 42;
-/// Trait `app_version` of the benchmark identity (a semver string).
-pub const BENCH_APP_VERSION: &str = "2.4.1";
-/// How many segments the benchmark identity matches in every generated document.
-pub const BENCH_MATCHED_SEGMENTS: usize = 3;
 /// The seed `gen-docs` and the benchmark use unless told otherwise.
 pub const DEFAULT_SEED: u64 = 0x00F1_A6B0_1E5E_ED00;
-
-/// The traits of the benchmark identity as a JSON object (key order: plan, age, app_version).
-pub fn bench_traits_json() -> Value {
-    json!({"plan": BENCH_PLAN, "age": BENCH_AGE, "app_version": BENCH_APP_VERSION})
-}
 
 /// The shape of one generated document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,69 +80,6 @@ pub const MEDIUM: DocSize = DocSize {
     override_profiles: 150,
 };
 pub const ALL_SIZES: [DocSize; 3] = [TINY, SMALL, MEDIUM];
-
-/// splitmix64: a tiny, well-mixed, fully deterministic PRNG.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 11) % n as u64) as usize
-    }
-
-    /// Uniform in `lo..=hi`.
-    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + self.below((hi - lo + 1) as usize) as i64
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    pub fn chance(&mut self, p: f64) -> bool {
-        self.unit() < p
-    }
-
-    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-
-    /// A version-4 UUID in canonical text form.
-    pub fn uuid(&mut self) -> String {
-        let a = self.next_u64();
-        let b = self.next_u64();
-        format!(
-            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xffff,
-            a & 0x0fff,
-            0x8000 | ((b >> 48) & 0x3fff),
-            b & 0xffff_ffff_ffff
-        )
-    }
-
-    /// Alphanumeric text of `len` characters.
-    pub fn alnum(&mut self, len: usize) -> String {
-        const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        (0..len)
-            .map(|_| CHARS[self.below(CHARS.len())] as char)
-            .collect()
-    }
-}
 
 /// Generates the document for `size` as JSON bytes.
 pub fn generate_json(size: &DocSize, seed: u64) -> Vec<u8> {
@@ -676,82 +608,6 @@ fn cond(operator: &str, property: &str, value: Value) -> Value {
 
 fn rule(kind: &str, conditions: Vec<Value>, rules: Vec<Value>) -> Value {
     json!({"type": kind, "conditions": conditions, "rules": rules})
-}
-
-/// Matched by the benchmark identity: an `ALL` rule whose `ANY` and `NONE` sub-rules both hold.
-fn matching_segment_a() -> Vec<Value> {
-    vec![rule(
-        "ALL",
-        vec![
-            cond("EQUAL", "plan", json!(BENCH_PLAN)),
-            cond("GREATER_THAN_INCLUSIVE", "age", json!("21")),
-            cond("IS_SET", "plan", Value::Null),
-        ],
-        vec![
-            rule(
-                "ANY",
-                vec![
-                    cond("IN", "country", json!("GB,IE")),
-                    cond(
-                        "GREATER_THAN_INCLUSIVE",
-                        "app_version",
-                        json!("2.0.0:semver"),
-                    ),
-                ],
-                vec![],
-            ),
-            rule(
-                "NONE",
-                vec![
-                    cond("CONTAINS", "plan", json!("free")),
-                    cond("LESS_THAN", "age", json!("18")),
-                ],
-                vec![],
-            ),
-        ],
-    )]
-}
-
-/// Matched by the benchmark identity: four top-level rules, every one true.
-fn matching_segment_b() -> Vec<Value> {
-    vec![
-        rule(
-            "ALL",
-            vec![
-                cond("LESS_THAN", "app_version", json!("3.0.0:semver")),
-                cond("MODULO", "age", json!("2|0")),
-                cond("IS_NOT_SET", "email", Value::Null),
-                cond("NOT_CONTAINS", "plan", json!("free")),
-                cond("REGEX", "plan", json!("^ent")),
-            ],
-            vec![],
-        ),
-        rule(
-            "ANY",
-            vec![
-                cond("EQUAL", "country", json!("GB")),
-                cond("GREATER_THAN", "age", json!("40")),
-            ],
-            vec![],
-        ),
-        rule(
-            "ALL",
-            vec![cond("PERCENTAGE_SPLIT", "", json!("100"))],
-            vec![],
-        ),
-        rule(
-            "ALL",
-            vec![
-                cond("NOT_EQUAL", "plan", json!("free")),
-                cond("LESS_THAN_INCLUSIVE", "age", json!("42")),
-                cond("LESS_THAN", "age", json!("65")),
-                cond("IN", "plan", json!("enterprise,business")),
-                cond("IN", "age", json!("41,42,43")),
-                cond("CONTAINS", "app_version", json!("2.4")),
-            ],
-            vec![],
-        ),
-    ]
 }
 
 #[cfg(test)]
