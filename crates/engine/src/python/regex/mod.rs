@@ -28,7 +28,7 @@
 
 mod flags;
 mod matcher;
-mod translate;
+mod parser;
 mod translator;
 
 use std::sync::{Arc, Weak};

@@ -2,7 +2,7 @@
 //! them, the active flags, translated items and class members, the error helpers, and the
 //! emitters for literals, character categories and word boundaries.
 //!
-//! It sits below `translate.rs` (the parser) and `flags.rs` (inline flags), which both extend
+//! It sits below `parser.rs` and `flags.rs` (inline flags), which both extend
 //! `Translator`: each imports what it needs from here, and neither reaches back into the module
 //! root.
 

@@ -1,5 +1,5 @@
-//! The translator proper: Python `re` syntax in, an equivalent `fancy-regex` pattern out, with
-//! Python's own error messages for patterns Python rejects.
+//! The parser: Python `re` syntax in (a port of `re._parser`), an equivalent `fancy-regex`
+//! pattern out as it goes, with Python's own error messages for patterns Python rejects.
 
 use super::flags::{apply_flags, simple_escape, F_A, F_T, F_U};
 use super::translator::{
