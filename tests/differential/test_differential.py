@@ -22,6 +22,7 @@ import pytest
 import common
 import compare
 import corner_cases
+import corner_kit
 import coverage_check
 import gen_context
 import spelled_json
@@ -151,7 +152,7 @@ def test_generator_coverage(random_cases):
 def test_corner_reference(case):
     """The corner really is what its case says it is, in the reference."""
     out = reference.evaluate(spelled_json.dumps(case.ctx))
-    problem = corner_cases.check_expectation(case, out)
+    problem = corner_kit.check_expectation(case, out)
     assert problem is None, problem
 
 
