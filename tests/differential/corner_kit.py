@@ -81,10 +81,6 @@ F = cond("t", "EQUAL", "no")    # false condition
 BAD = cond("t", "REGEX", "(")  # raises when evaluated
 
 
-def flag(res: dict, name: str = "f") -> dict:
-    return res["flags"][name]
-
-
 def seg_names(res: dict) -> list:
     return [s["name"] for s in res["segments"]]
 
